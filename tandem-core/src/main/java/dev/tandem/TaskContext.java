@@ -1,0 +1,39 @@
+package dev.tandem;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * What a kernel sees while it runs one task. Valid only during {@link Kernel#run}; a core
+ * reuses one context for all the tasks it runs.
+ */
+public interface TaskContext {
+
+    /** Number of regions the task accesses, in submission order. */
+    int regionCount();
+
+    /**
+     * The memory of the task's i-th region. READ regions are read-only segments, so a kernel
+     * that writes its input fails loudly instead of corrupting it.
+     */
+    MemorySegment region(int i);
+
+    /** Number of scalar arguments. */
+    int scalarCount();
+
+    /** The i-th scalar argument. */
+    long scalar(int i);
+
+    /** The i-th scalar argument read as a double (stored with {@link Double#doubleToRawLongBits}). */
+    default double scalarDouble(int i) {
+        return Double.longBitsToDouble(scalar(i));
+    }
+
+    /** Index of the core running the task. */
+    int core();
+
+    /** Id of the request the task belongs to. */
+    long requestId();
+
+    /** Index of the task's step within its request. */
+    long step();
+}

@@ -1,0 +1,238 @@
+package dev.tandem;
+
+import dev.tandem.cpu.CpuCores;
+import dev.tandem.memory.DeviceBuffer;
+import dev.tandem.memory.DeviceMemory;
+import dev.tandem.session.DeviceParts;
+import dev.tandem.session.RequestRun;
+import dev.tandem.trace.TraceRecorder;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Owns one device and the buffers shared by its requests, and runs requests on it.
+ *
+ * <pre>{@code
+ * try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+ *     TokenStream stream = worker.run(program, input, RunOptions.defaults());
+ *     for (Token token : stream) { ... }
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe. {@link #close()} cancels what still runs and waits until every request has
+ * drained, except when called from one of the worker's own threads (a core or a request's
+ * program), where it never waits on itself: the last request to drain then finishes the
+ * shutdown.
+ */
+public final class Worker implements AutoCloseable {
+    private static final Logger log = LoggerFactory.getLogger(Worker.class);
+    private static final AtomicInteger WORKER_IDS = new AtomicInteger();
+
+    private final String name;
+    private final CpuDevice deviceConfig;
+    private final SchedulingPolicy policy;
+    private final DeviceMemory memory;
+    private final TraceRecorder trace;
+    private final CpuCores cores;
+    private final DeviceParts parts;
+    private final Arena sharedArena = Arena.ofShared();
+    private final List<DeviceBuffer> sharedBuffers = new ArrayList<>();
+    private long sharedBytes;
+    private final AtomicLong requestIds = new AtomicLong();
+    private final Set<RequestRun> live = ConcurrentHashMap.newKeySet();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicBoolean shutDown = new AtomicBoolean();
+    private final CompletableFuture<Void> terminated = new CompletableFuture<>();
+
+    private Worker(Builder builder) {
+        this.name = "tandem-" + WORKER_IDS.incrementAndGet();
+        this.deviceConfig = builder.device;
+        this.policy = builder.policy;
+        this.memory = new DeviceMemory(deviceConfig.memoryBudget());
+        this.trace = builder.tracing ? new TraceRecorder() : null;
+        this.cores = new CpuCores(deviceConfig.cores(), policy, deviceConfig.spinNanos(), trace, name);
+        this.parts = new DeviceParts(cores, memory, trace);
+        log.debug("{} started: {} cores, {} bytes of device memory, policy {}, tracing {}", name,
+                deviceConfig.cores(), deviceConfig.memoryBudget(), policy, trace != null);
+    }
+
+    /** A worker on {@code device} with the default policy and tracing off. */
+    public static Worker create(CpuDevice device) {
+        return builder().device(device).build();
+    }
+
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Configuration of a {@link Worker}. */
+    public static final class Builder {
+        private CpuDevice device = CpuDevice.defaults();
+        private SchedulingPolicy policy = SchedulingPolicy.FIRST_TOKEN_FIRST;
+        private boolean tracing;
+
+        private Builder() {}
+
+        public Builder device(CpuDevice device) {
+            this.device = Objects.requireNonNull(device, "device");
+            return this;
+        }
+
+        public Builder policy(SchedulingPolicy policy) {
+            this.policy = Objects.requireNonNull(policy, "policy");
+            return this;
+        }
+
+        /** Records a trace of everything the worker does (off by default). */
+        public Builder tracing(boolean on) {
+            this.tracing = on;
+            return this;
+        }
+
+        public Worker build() {
+            return new Worker(this);
+        }
+    }
+
+    public CpuDevice device() {
+        return deviceConfig;
+    }
+
+    /**
+     * Allocates worker-scoped device memory for the host to fill through
+     * {@link Buffer#hostSegment()}; {@link Buffer#freeze() freeze} it before requests read it.
+     */
+    public synchronized Buffer allocate(long bytes) {
+        if (bytes < 0) {
+            throw new IllegalArgumentException("allocate of a negative size " + bytes);
+        }
+        ensureOpen();
+        memory.reserve(bytes, name + " worker buffer");
+        sharedBytes += bytes;
+        MemorySegment segment = sharedArena.allocate(Math.max(bytes, 1), 64).asSlice(0, bytes);
+        DeviceBuffer buffer = new DeviceBuffer("w/b" + sharedBuffers.size(), segment, Buffer.Scope.WORKER, null, null);
+        sharedBuffers.add(buffer);
+        return buffer;
+    }
+
+    /**
+     * Runs one request of {@code program} on its own virtual thread.
+     *
+     * @return the request's stream, at once
+     * @throws IllegalStateException if the worker is closed
+     */
+    public <I> TokenStream run(Program<I> program, I input, RunOptions options) {
+        Objects.requireNonNull(program, "program");
+        Objects.requireNonNull(options, "options");
+        ensureOpen();
+        long id = requestIds.incrementAndGet();
+        RequestRun request = new RequestRun(id, program, input, options, parts, this::requestFinished);
+        live.add(request);
+        if (closed.get()) {
+            // Lost a race with close(): end it before it starts.
+            request.terminate(Status.CANCELLED, null);
+        }
+        request.start(name + "-request-" + id);
+        return request.stream();
+    }
+
+    /** Runs one request with the default options. */
+    public <I> TokenStream run(Program<I> program, I input) {
+        return run(program, input, RunOptions.defaults());
+    }
+
+    private void requestFinished(RequestRun request) {
+        live.remove(request);
+        if (closed.get() && live.isEmpty()) {
+            shutDown();
+        }
+    }
+
+    /** Bytes of device memory in use by worker, request and step buffers. */
+    public long memoryInUse() {
+        return memory.inUse();
+    }
+
+    /** Requests that have not finished draining. */
+    public int liveRequests() {
+        return live.size();
+    }
+
+    /** Total time the cores spent running tasks, in nanoseconds. */
+    public long deviceBusyNanos() {
+        return cores.busyNanos();
+    }
+
+    /** Everything traced so far, by start time; empty when tracing is off. */
+    public List<TraceEvent> traceEvents() {
+        return trace == null ? List.of() : trace.events();
+    }
+
+    public boolean isTracing() {
+        return trace != null;
+    }
+
+    /** Completes when the worker has shut down: every request drained, cores stopped, memory freed. */
+    public CompletableFuture<Void> terminated() {
+        return terminated.copy();
+    }
+
+    private void ensureOpen() {
+        if (closed.get()) {
+            throw new IllegalStateException(name + " is closed");
+        }
+    }
+
+    @Override
+    public void close() {
+        if (closed.compareAndSet(false, true)) {
+            for (RequestRun request : live) {
+                request.terminate(Status.CANCELLED, null);
+            }
+            if (live.isEmpty()) {
+                shutDown();
+            }
+        }
+        if (cores.isCoreThread() || isProgramThread()) {
+            return; // never wait on ourselves; the last request to drain shuts down
+        }
+        terminated.join();
+    }
+
+    private boolean isProgramThread() {
+        for (RequestRun request : live) {
+            if (request.isProgramThread()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void shutDown() {
+        if (!shutDown.compareAndSet(false, true)) {
+            return;
+        }
+        cores.close();
+        synchronized (this) {
+            for (DeviceBuffer buffer : sharedBuffers) {
+                buffer.markFreed();
+            }
+            sharedArena.close();
+            memory.release(sharedBytes);
+            sharedBytes = 0;
+        }
+        log.debug("{} shut down", name);
+        terminated.complete(null);
+    }
+}

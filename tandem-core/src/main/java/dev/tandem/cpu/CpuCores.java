@@ -1,0 +1,261 @@
+package dev.tandem.cpu;
+
+import dev.tandem.SchedulingPolicy;
+import dev.tandem.TraceEvent;
+import dev.tandem.graph.Step;
+import dev.tandem.graph.StepOwner;
+import dev.tandem.graph.TaskNode;
+import dev.tandem.sched.ReadyQueue;
+import dev.tandem.trace.TraceBuffer;
+import dev.tandem.trace.TraceRecorder;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.locks.LockSupport;
+
+/**
+ * The CPU device's cores: platform threads that run ready tasks of every request.
+ *
+ * <p>Implementation Overview. Ready tasks wait in one {@link ReadyQueue} whose lanes the
+ * scheduling policy chooses. A core takes a task, runs it (or skips it if its request has
+ * ended), then finishes it: the finish makes successors ready, and the core runs one of them
+ * itself and queues the rest, in a loop — so chains stay on one core and never grow the
+ * stack. A kernel exception is handed to the task's request; the core lives on.
+ *
+ * <p>Idling: a core that finds nothing spins for {@code spinNanos}, then parks. The
+ * handshake between a core going idle and a thread queueing work must not lose a wake-up:
+ * <ul>
+ *   <li>idle core: {@code idleCount++}, then {@code idle[i] = true}, then re-check the queue,
+ *       then park while {@code idle[i]};
+ *   <li>waker: push, then if {@code idleCount > 0}, CAS some {@code idle[i]} true→false,
+ *       {@code idleCount--} and unpark that core.
+ * </ul>
+ * All four are sequentially consistent (volatile or atomic). If the waker reads
+ * {@code idleCount == 0} or finds no idle flag set, the core's increment or flag store comes
+ * after that read, so the core's re-check comes after the push and sees the task. Whoever
+ * turns a flag from true to false (the waker, or the core itself on finding work) owns the
+ * matching {@code idleCount--}.
+ */
+public final class CpuCores implements AutoCloseable {
+    private final ReadyQueue queue;
+    private final SchedulingPolicy policy;
+    private final Core[] cores;
+    private final AtomicInteger idleCount = new AtomicInteger();
+    private final long spinNanos;
+    private final TraceRecorder trace;
+    private volatile boolean shutdown;
+
+    public CpuCores(int coreCount, SchedulingPolicy policy, long spinNanos, TraceRecorder trace, String name) {
+        if (coreCount < 1) {
+            throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
+        }
+        this.policy = policy;
+        this.queue = new ReadyQueue(policy.lanes());
+        this.spinNanos = spinNanos;
+        this.trace = trace;
+        this.cores = new Core[coreCount];
+        for (int i = 0; i < coreCount; i++) {
+            cores[i] = new Core(i);
+        }
+        for (Core core : cores) {
+            core.thread = Thread.ofPlatform()
+                    .name(name + "-core-" + core.index)
+                    .daemon(true)
+                    .unstarted(core);
+        }
+        for (Core core : cores) {
+            core.thread.start();
+        }
+    }
+
+    public int coreCount() {
+        return cores.length;
+    }
+
+    /** Whether the calling thread is one of these cores. */
+    public boolean isCoreThread() {
+        Thread current = Thread.currentThread();
+        for (Core core : cores) {
+            if (core.thread == current) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Queues a task that became ready and wakes an idle core. Any thread. */
+    public void submitReady(TaskNode task) {
+        enqueue(task);
+        wakeOne();
+    }
+
+    private void enqueue(TaskNode task) {
+        Step step = task.step();
+        task.lane = policy.lane(step.owner().awaitingFirstToken(), step.index());
+        queue.push(task);
+    }
+
+    private void wakeOne() {
+        if (idleCount.get() == 0) {
+            return;
+        }
+        for (Core core : cores) {
+            if (core.idle && Core.IDLE.compareAndSet(core, true, false)) {
+                idleCount.decrementAndGet();
+                LockSupport.unpark(core.thread);
+                return;
+            }
+        }
+    }
+
+    /** Busy time summed over cores since start, in nanoseconds (an estimate while running). */
+    public long busyNanos() {
+        long sum = 0;
+        for (Core core : cores) {
+            sum += core.busyNanos;
+        }
+        return sum;
+    }
+
+    /** Stops the cores once they are idle; queued tasks are run first. Returns without waiting. */
+    @Override
+    public void close() {
+        shutdown = true;
+        for (Core core : cores) {
+            LockSupport.unpark(core.thread);
+        }
+    }
+
+    /** Waits for every core thread to exit. */
+    public void join() throws InterruptedException {
+        for (Core core : cores) {
+            if (core.thread != Thread.currentThread()) {
+                core.thread.join();
+            }
+        }
+    }
+
+    private final class Core implements Runnable, TaskNode.ReadySink {
+        final int index;
+        final CoreContext context;
+        Thread thread;
+        volatile boolean idle;
+        volatile long busyNanos;
+        TraceBuffer traceBuffer;
+
+        Core(int index) {
+            this.index = index;
+            this.context = new CoreContext(index);
+        }
+
+        @Override
+        public void run() {
+            if (trace != null) {
+                traceBuffer = trace.newBuffer();
+            }
+            while (true) {
+                TaskNode task = queue.poll();
+                if (task == null) {
+                    task = awaitWork();
+                    if (task == null) {
+                        return;
+                    }
+                }
+                long begin = System.nanoTime();
+                while (task != null) {
+                    task = execute(task);
+                }
+                busyNanos += System.nanoTime() - begin;
+            }
+        }
+
+        /** Runs one task and returns the successor to run next, if any. */
+        private TaskNode execute(TaskNode task) {
+            Step step = task.step();
+            StepOwner owner = step.owner();
+            long begin = traceBuffer != null ? System.nanoTime() : 0;
+            boolean skipped = !owner.isRunning();
+            if (!skipped) {
+                context.bind(task);
+                try {
+                    task.kernel().run(context);
+                } catch (Throwable failure) {
+                    owner.taskFailed(task, failure);
+                }
+            }
+            if (traceBuffer != null) {
+                traceBuffer.record(
+                        TraceEvent.Kind.TASK,
+                        begin,
+                        System.nanoTime(),
+                        index,
+                        owner.requestId(),
+                        step.index(),
+                        task.index(),
+                        task.kernel().name(),
+                        skipped ? 1 : 0);
+            }
+            TaskNode next = task.finish(this);
+            step.taskDone();
+            return next;
+        }
+
+        @Override
+        public void ready(TaskNode task) {
+            enqueue(task);
+            wakeOne();
+        }
+
+        /** Spins, then parks until work arrives; null at shutdown. */
+        private TaskNode awaitWork() {
+            long deadline = System.nanoTime() + spinNanos;
+            do {
+                TaskNode task = queue.poll();
+                if (task != null) {
+                    return task;
+                }
+                if (shutdown) {
+                    return null;
+                }
+                Thread.onSpinWait();
+            } while (System.nanoTime() < deadline);
+
+            while (true) {
+                idleCount.incrementAndGet();
+                idle = true;
+                TaskNode task = queue.poll();
+                if (task != null) {
+                    cancelIdle();
+                    return task;
+                }
+                while (idle && !shutdown) {
+                    LockSupport.park(this);
+                }
+                if (shutdown) {
+                    cancelIdle();
+                    task = queue.poll();
+                    return task; // drain what is left, then exit on the next empty poll
+                }
+                task = queue.poll();
+                if (task != null) {
+                    return task;
+                }
+                // Woken for a task another core took first: go idle again.
+            }
+        }
+
+        private void cancelIdle() {
+            if (IDLE.compareAndSet(this, true, false)) {
+                idleCount.decrementAndGet();
+            }
+        }
+
+        static final java.lang.invoke.VarHandle IDLE;
+
+        static {
+            try {
+                IDLE = java.lang.invoke.MethodHandles.lookup().findVarHandle(Core.class, "idle", boolean.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package dev.tandem.graph;
+
+import dev.tandem.Region;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The tasks that produce one token of one request.
+ *
+ * <p>Implementation Overview. {@code remaining} counts the step's unfinished tasks plus one
+ * build guard. The host adds one per task it submits ({@link #addTask}) while the guard is
+ * held, so the count cannot reach zero while the step is still being built; {@link #close}
+ * drops the guard at {@code endStep}. The thread whose decrement brings the count to zero
+ * (a core finishing the last task, or the host closing a step whose tasks already finished)
+ * reports the step done to its owner, exactly once. The token bytes are written by the
+ * step's readback task before that task's decrement, so the release/acquire pair of the
+ * counter makes them visible to whoever sees the step done.
+ */
+public final class Step {
+    private final StepOwner owner;
+    private final long index;
+    private Region tokenRegion; // host-only, set at endStep before close()
+    private byte[] token; // written by the readback task; read after stepDone
+    private volatile int remaining = 1;
+    private volatile boolean done;
+    private int taskCount; // host-only
+
+    public Step(StepOwner owner, long index) {
+        this.owner = owner;
+        this.index = index;
+    }
+
+    public long index() {
+        return index;
+    }
+
+    public StepOwner owner() {
+        return owner;
+    }
+
+    /** Host: one more task belongs to this step. Only while the build guard is held. */
+    public void addTask() {
+        taskCount++;
+        REMAINING.getAndAdd(this, 1);
+    }
+
+    /** Tasks submitted to this step so far. Host only. */
+    public int taskCount() {
+        return taskCount;
+    }
+
+    /** A task of this step has finished (ran, failed or was skipped). Any thread. */
+    public void taskDone() {
+        if ((int) REMAINING.getAndAdd(this, -1) == 1) {
+            done = true;
+            owner.stepDone(this);
+        }
+    }
+
+    /** Host: the step is fully built; drops the build guard. */
+    public void close(Region tokenRegion) {
+        this.tokenRegion = tokenRegion;
+        taskDone();
+    }
+
+    /** Whether every task of the step is done. */
+    public boolean isDone() {
+        return done;
+    }
+
+    public boolean hasToken() {
+        return tokenRegion != null;
+    }
+
+    public Region tokenRegion() {
+        return tokenRegion;
+    }
+
+    /** Called by the readback task on the core thread. */
+    public void setToken(byte[] bytes) {
+        this.token = bytes;
+    }
+
+    /** The token bytes; valid after the step is done. */
+    public byte[] token() {
+        return token;
+    }
+
+    @Override
+    public String toString() {
+        return "step " + index + " of request " + owner.requestId();
+    }
+
+    private static final VarHandle REMAINING;
+
+    static {
+        try {
+            REMAINING = MethodHandles.lookup().findVarHandle(Step.class, "remaining", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+}

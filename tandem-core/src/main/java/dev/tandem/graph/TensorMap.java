@@ -1,0 +1,224 @@
+package dev.tandem.graph;
+
+import dev.tandem.AccessMode;
+import dev.tandem.memory.DeviceBuffer;
+import java.util.Arrays;
+
+/**
+ * One request's dependency inference: per buffer, ordered disjoint segments, each with its
+ * last writer and the readers since that write.
+ *
+ * <p>Implementation Overview. Each tracked buffer carries a {@link Track} (in
+ * {@link DeviceBuffer#dependencyTrack}) whose segments always cover the whole buffer: it
+ * starts as one segment with no writer and no readers. An access to [s, e) first splits the
+ * segments at s and e, so that it covers whole segments only, then, per covered segment:
+ * <ul>
+ *   <li>a READ depends on the segment's last writer (RAW) and joins its readers;
+ *   <li>a WRITE or READ_WRITE depends on the last writer (WAW) and on every reader since
+ *       (WAR), and then the covered segments collapse into one whose only writer is the task.
+ * </ul>
+ * Finished tasks are not dependencies: they are skipped, and dropped from the segment when
+ * seen (lazy pruning), so segments do not pin the garbage of finished steps. A task never
+ * depends on itself, and an edge p→t is wired at most once per t, however many segments p
+ * and t share ({@link TaskNode#lastWiredTo} holds the last t wired from p).
+ *
+ * <p>Host thread only: a request's tracks are touched by its program thread and nothing else.
+ * The only concurrent state read here is {@link TaskNode#isFinished()}, a volatile read; a
+ * stale "not finished" merely wires an edge that {@link TaskNode#wireTo} then undoes.
+ */
+public final class TensorMap {
+    private long edges;
+
+    /** Edges wired so far (for tests and traces). */
+    public long edgeCount() {
+        return edges;
+    }
+
+    /** Records that {@code task} accesses [offset, offset+length) of {@code buffer} and wires its dependencies. */
+    public void access(DeviceBuffer buffer, long offset, long length, AccessMode mode, TaskNode task) {
+        if (length == 0) {
+            return;
+        }
+        Track track = (Track) buffer.dependencyTrack;
+        if (track == null) {
+            track = new Track(buffer.byteSize());
+            buffer.dependencyTrack = track;
+        }
+        track.access(offset, offset + length, mode, task, this);
+    }
+
+    void dependOn(TaskNode predecessor, TaskNode task) {
+        if (predecessor == task || predecessor.lastWiredTo == task.index()) {
+            return;
+        }
+        predecessor.lastWiredTo = task.index();
+        if (predecessor.wireTo(task)) {
+            edges++;
+        }
+    }
+
+    /** The segments of one buffer. Parallel arrays, sorted by start, covering [0, size). */
+    static final class Track {
+        private static final TaskNode[] NO_READERS = new TaskNode[0];
+
+        private final long size;
+        private long[] start = new long[4];
+        private TaskNode[] writer = new TaskNode[4];
+        private TaskNode[][] readers = new TaskNode[4][];
+        private int[] readerCount = new int[4];
+        private int count;
+
+        Track(long size) {
+            this.size = size;
+            start[0] = 0;
+            readers[0] = NO_READERS;
+            count = 1;
+        }
+
+        int segmentCount() {
+            return count;
+        }
+
+        private long end(int k) {
+            return k + 1 < count ? start[k + 1] : size;
+        }
+
+        void access(long s, long e, AccessMode mode, TaskNode task, TensorMap map) {
+            int first = splitAt(s);
+            int last = e == size ? count : splitAt(e); // exclusive
+            boolean writes = mode.writes();
+            for (int k = first; k < last; k++) {
+                TaskNode w = writer[k];
+                if (w != null) {
+                    if (w.isFinished()) {
+                        writer[k] = null;
+                    } else {
+                        map.dependOn(w, task);
+                    }
+                }
+                if (writes) {
+                    TaskNode[] rs = readers[k];
+                    int n = readerCount[k];
+                    for (int i = 0; i < n; i++) {
+                        TaskNode r = rs[i];
+                        if (!r.isFinished()) {
+                            map.dependOn(r, task);
+                        }
+                    }
+                }
+            }
+            if (writes) {
+                collapse(first, last, task);
+            } else {
+                for (int k = first; k < last; k++) {
+                    addReader(k, task);
+                }
+            }
+        }
+
+        /** Makes pos a segment boundary; returns the index of the segment starting at pos. */
+        private int splitAt(long pos) {
+            if (pos == 0) {
+                return 0;
+            }
+            int k = find(pos);
+            if (start[k] == pos) {
+                return k;
+            }
+            ensureCapacity(count + 1);
+            int moved = count - (k + 1);
+            System.arraycopy(start, k + 1, start, k + 2, moved);
+            System.arraycopy(writer, k + 1, writer, k + 2, moved);
+            System.arraycopy(readers, k + 1, readers, k + 2, moved);
+            System.arraycopy(readerCount, k + 1, readerCount, k + 2, moved);
+            start[k + 1] = pos;
+            writer[k + 1] = writer[k];
+            int n = readerCount[k];
+            readers[k + 1] = n == 0 ? NO_READERS : Arrays.copyOf(readers[k], Math.max(n, 4));
+            readerCount[k + 1] = n;
+            count++;
+            return k + 1;
+        }
+
+        /** Index of the segment containing pos (largest k with start[k] <= pos). */
+        private int find(long pos) {
+            int lo = 0;
+            int hi = count - 1;
+            if (start[hi] <= pos) {
+                return hi; // appending past the last boundary is the common case
+            }
+            while (lo < hi) {
+                int mid = (lo + hi + 1) >>> 1;
+                if (start[mid] <= pos) {
+                    lo = mid;
+                } else {
+                    hi = mid - 1;
+                }
+            }
+            return lo;
+        }
+
+        /** Replaces segments [first, last) by one segment written by {@code task}. */
+        private void collapse(int first, int last, TaskNode task) {
+            writer[first] = task;
+            if (readers[first].length > 64) {
+                readers[first] = NO_READERS; // let a burst of readers be collected
+            } else {
+                Arrays.fill(readers[first], 0, readerCount[first], null);
+            }
+            readerCount[first] = 0;
+            int removed = last - first - 1;
+            if (removed > 0) {
+                int tail = count - last;
+                System.arraycopy(start, last, start, first + 1, tail);
+                System.arraycopy(writer, last, writer, first + 1, tail);
+                System.arraycopy(readers, last, readers, first + 1, tail);
+                System.arraycopy(readerCount, last, readerCount, first + 1, tail);
+                for (int k = count - removed; k < count; k++) {
+                    writer[k] = null;
+                    readers[k] = null;
+                }
+                count -= removed;
+            }
+        }
+
+        private void addReader(int k, TaskNode task) {
+            TaskNode[] rs = readers[k];
+            int n = readerCount[k];
+            if (n > 0 && rs[n - 1] == task) {
+                return; // the same task reading the segment twice
+            }
+            if (n == rs.length) {
+                n = pruneFinished(rs, n);
+                if (n >= rs.length / 2) {
+                    rs = Arrays.copyOf(rs, Math.max(4, rs.length * 2));
+                    readers[k] = rs;
+                }
+            }
+            rs[n] = task;
+            readerCount[k] = n + 1;
+        }
+
+        private static int pruneFinished(TaskNode[] rs, int n) {
+            int kept = 0;
+            for (int i = 0; i < n; i++) {
+                if (!rs[i].isFinished()) {
+                    rs[kept++] = rs[i];
+                }
+            }
+            Arrays.fill(rs, kept, n, null);
+            return kept;
+        }
+
+        private void ensureCapacity(int needed) {
+            if (needed <= start.length) {
+                return;
+            }
+            int cap = Math.max(needed, start.length * 2);
+            start = Arrays.copyOf(start, cap);
+            writer = Arrays.copyOf(writer, cap);
+            readers = Arrays.copyOf(readers, cap);
+            readerCount = Arrays.copyOf(readerCount, cap);
+        }
+    }
+}

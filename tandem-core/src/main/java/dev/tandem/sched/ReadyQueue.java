@@ -1,0 +1,126 @@
+package dev.tandem.sched;
+
+import dev.tandem.graph.TaskNode;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+
+/**
+ * The ready tasks of all requests, in lanes. Multi-producer, multi-consumer: any thread
+ * pushes (the host publishing, a core finishing), any core pops.
+ *
+ * <p>Implementation Overview. Each lane is a Michael–Scott linked queue whose nodes are the
+ * tasks themselves (linked through {@code TaskNode.queueNext}), so a push allocates nothing.
+ * That is safe because a task enters a queue exactly once in its life and nodes are never
+ * recycled (the garbage collector rules out ABA). As in the classic algorithm the head is a
+ * dummy: popping returns the node after it, which becomes the new dummy; its task has been
+ * handed to exactly one core, the winner of the head CAS. The tail may lag behind the head;
+ * pushers help it forward.
+ *
+ * <p>Invariants: a task is linked by exactly one successful CAS of a {@code queueNext} from
+ * null, and returned by exactly one successful CAS of a head. Non-invariants: the tail is
+ * not always the last node; {@link #isEmpty()} is a snapshot.
+ */
+public final class ReadyQueue {
+    private final Lane[] lanes;
+
+    public ReadyQueue(int laneCount) {
+        if (laneCount < 1) {
+            throw new IllegalArgumentException("a ready queue needs at least one lane, was " + laneCount);
+        }
+        lanes = new Lane[laneCount];
+        for (int i = 0; i < laneCount; i++) {
+            lanes[i] = new Lane();
+        }
+    }
+
+    public int laneCount() {
+        return lanes.length;
+    }
+
+    /** Appends a task to its lane ({@code task.lane}). */
+    public void push(TaskNode task) {
+        lanes[task.lane].push(task);
+    }
+
+    /** Takes the oldest task of the lowest non-empty lane, or null. */
+    public TaskNode poll() {
+        for (Lane lane : lanes) {
+            TaskNode task = lane.poll();
+            if (task != null) {
+                return task;
+            }
+        }
+        return null;
+    }
+
+    public boolean isEmpty() {
+        for (Lane lane : lanes) {
+            if (!lane.isEmpty()) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** One Michael–Scott queue over intrusive nodes. */
+    static final class Lane {
+        private volatile TaskNode head;
+        private volatile TaskNode tail;
+
+        Lane() {
+            TaskNode dummy = new TaskNode(null, null, null, null, -1, null);
+            head = dummy;
+            tail = dummy;
+        }
+
+        void push(TaskNode task) {
+            // Plain write: the node is not reachable by any other thread before the CAS below.
+            NEXT.set(task, null);
+            while (true) {
+                TaskNode t = tail;
+                TaskNode next = (TaskNode) NEXT.getAcquire(t);
+                if (next == null) {
+                    if (NEXT.compareAndSet(t, null, task)) {
+                        TAIL.compareAndSet(this, t, task); // may fail: someone helped
+                        return;
+                    }
+                } else {
+                    TAIL.compareAndSet(this, t, next); // help a lagging tail
+                }
+            }
+        }
+
+        TaskNode poll() {
+            while (true) {
+                TaskNode h = head;
+                TaskNode next = (TaskNode) NEXT.getAcquire(h);
+                if (next == null) {
+                    return null;
+                }
+                if (HEAD.compareAndSet(this, h, next)) {
+                    return next;
+                }
+            }
+        }
+
+        boolean isEmpty() {
+            return NEXT.getAcquire(head) == null;
+        }
+
+        private static final VarHandle HEAD;
+        private static final VarHandle TAIL;
+        private static final VarHandle NEXT;
+
+        static {
+            try {
+                MethodHandles.Lookup lookup = MethodHandles.lookup();
+                HEAD = lookup.findVarHandle(Lane.class, "head", TaskNode.class);
+                TAIL = lookup.findVarHandle(Lane.class, "tail", TaskNode.class);
+                NEXT = MethodHandles.privateLookupIn(TaskNode.class, lookup)
+                        .findVarHandle(TaskNode.class, "queueNext", TaskNode.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+    }
+}

@@ -1,0 +1,341 @@
+package dev.tandem.session;
+
+import dev.tandem.Access;
+import dev.tandem.Buffer;
+import dev.tandem.InvalidTaskException;
+import dev.tandem.Kernel;
+import dev.tandem.Orchestrator;
+import dev.tandem.Region;
+import dev.tandem.RunOptions;
+import dev.tandem.TraceEvent;
+import dev.tandem.graph.Step;
+import dev.tandem.graph.TaskNode;
+import dev.tandem.graph.TensorMap;
+import dev.tandem.memory.DeviceBuffer;
+import dev.tandem.trace.TraceBuffer;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The host side of one request: builds its steps task by task, infers their dependencies,
+ * publishes them in batches and ends steps.
+ *
+ * <p>Program thread only (checked). Registration precedes publication everywhere: a task is
+ * counted in its step before it is wired, and wired before it is published, so no core can
+ * finish it before the runtime knows it exists.
+ */
+final class OrchestratorImpl implements Orchestrator {
+    private static final int STEP_BANK_ALIGNMENT = 64;
+
+    private final RequestRun request;
+    private final DeviceParts device;
+    private final int publishBatch;
+    private final TensorMap tensorMap = new TensorMap();
+
+    // Memory (host-only until the request finishes; freeMemory runs after the program returned).
+    private Arena arena;
+    private final List<DeviceBuffer> buffers = new ArrayList<>();
+    private final List<StepBank> banks = new ArrayList<>();
+    private long reservedBytes;
+
+    // Build state.
+    private Step openStep;
+    private long stepIndex;
+    private long taskIndex;
+    private long stepBuildStart;
+    private TaskNode[] batch = new TaskNode[16];
+    private int batchSize;
+    private boolean returned;
+    private TraceBuffer trace;
+
+    /** Step-scoped memory reused by later steps once the step that used it last is done. */
+    private static final class StepBank {
+        final MemorySegment segment;
+        Step lastUser;
+
+        StepBank(MemorySegment segment) {
+            this.segment = segment;
+        }
+    }
+
+    OrchestratorImpl(RequestRun request, DeviceParts device, RunOptions options) {
+        this.request = request;
+        this.device = device;
+        this.publishBatch = options.publishBatch();
+    }
+
+    @Override
+    public long requestId() {
+        return request.id();
+    }
+
+    @Override
+    public long step() {
+        return stepIndex;
+    }
+
+    // ---- memory ------------------------------------------------------------------------------
+
+    @Override
+    public Buffer allocate(long bytes) {
+        checkCaller("allocate");
+        if (bytes < 0) {
+            throw new IllegalArgumentException("request " + request.id() + ": allocate of a negative size " + bytes);
+        }
+        MemorySegment segment = reserveAndAllocate(bytes, "allocate");
+        DeviceBuffer buffer = new DeviceBuffer(
+                "r" + request.id() + "/b" + buffers.size(), segment, Buffer.Scope.REQUEST, request, null);
+        buffers.add(buffer);
+        return buffer;
+    }
+
+    @Override
+    public Buffer allocateStep(long bytes) {
+        checkCaller("allocateStep");
+        if (bytes < 0) {
+            throw new IllegalArgumentException("request " + request.id() + ": allocateStep of a negative size " + bytes);
+        }
+        Step step = openStep();
+        StepBank chosen = null;
+        for (StepBank bank : banks) {
+            boolean free = bank.lastUser == null || bank.lastUser.isDone();
+            if (free && bank.segment.byteSize() >= bytes
+                    && (chosen == null || bank.segment.byteSize() < chosen.segment.byteSize())) {
+                chosen = bank;
+            }
+        }
+        if (chosen == null) {
+            chosen = new StepBank(reserveAndAllocate(bytes, "allocateStep"));
+            banks.add(chosen);
+        }
+        chosen.lastUser = step;
+        return new DeviceBuffer(
+                "r" + request.id() + "/s" + step.index() + "b" + banks.indexOf(chosen),
+                chosen.segment.asSlice(0, bytes),
+                Buffer.Scope.STEP,
+                request,
+                step);
+    }
+
+    private MemorySegment reserveAndAllocate(long bytes, String what) {
+        device.memory().reserve(bytes, "request " + request.id() + ", step " + stepIndex + ", " + what);
+        reservedBytes += bytes;
+        if (arena == null) {
+            arena = Arena.ofShared();
+        }
+        return arena.allocate(Math.max(bytes, 1), STEP_BANK_ALIGNMENT).asSlice(0, bytes);
+    }
+
+    /** Frees the request's memory. Called once, after every task of the request is done. */
+    void freeMemory() {
+        for (DeviceBuffer buffer : buffers) {
+            buffer.markFreed();
+        }
+        if (arena != null) {
+            arena.close();
+        }
+        device.memory().release(reservedBytes);
+    }
+
+    // ---- tasks -------------------------------------------------------------------------------
+
+    @Override
+    public void submit(Kernel kernel, long[] scalars, Access... accesses) {
+        checkCaller("submit");
+        Step step = openStep();
+        long index = taskIndex;
+        if (kernel == null || scalars == null || accesses == null) {
+            throw invalid(step, index, kernel, (kernel == null ? "kernel" : scalars == null ? "scalars" : "accesses")
+                    + " is null");
+        }
+        Access[] copy = accesses.clone();
+        for (int i = 0; i < copy.length; i++) {
+            validate(step, index, kernel, i, copy[i]);
+        }
+        enqueue(new TaskNode(kernel, copy, scalars.clone(), step, index, null));
+    }
+
+    @Override
+    public void upload(Region target, MemorySegment data) {
+        checkCaller("upload");
+        Step step = openStep();
+        long index = taskIndex;
+        if (target == null || data == null) {
+            throw invalid(step, index, BuiltinKernels.UPLOAD, (target == null ? "target" : "data") + " is null");
+        }
+        Access access = Access.write(target);
+        validate(step, index, BuiltinKernels.UPLOAD, 0, access);
+        if (data.byteSize() != target.length()) {
+            throw invalid(step, index, BuiltinKernels.UPLOAD, "data has " + data.byteSize() + " bytes but region "
+                    + target + " has " + target.length());
+        }
+        byte[] bytes = data.toArray(ValueLayout.JAVA_BYTE);
+        enqueue(new TaskNode(BuiltinKernels.UPLOAD, new Access[] {access}, NO_SCALARS, step, index, bytes));
+    }
+
+    @Override
+    public void endStep(Region tokenRegion) {
+        checkCaller("endStep");
+        Step step = openStep();
+        long index = taskIndex;
+        if (tokenRegion == null) {
+            throw invalid(step, index, BuiltinKernels.READBACK, "token region is null");
+        }
+        Access access = Access.read(tokenRegion);
+        validate(step, index, BuiltinKernels.READBACK, 0, access);
+        enqueue(new TaskNode(BuiltinKernels.READBACK, new Access[] {access}, NO_SCALARS, step, index, step));
+        closeStep(tokenRegion);
+        request.awaitGate(stepIndex);
+    }
+
+    /** Registers, wires and batches one validated task. */
+    private void enqueue(TaskNode task) {
+        taskIndex++;
+        task.step().addTask();
+        for (Access access : task.accesses()) {
+            DeviceBuffer buffer = (DeviceBuffer) access.region().buffer();
+            if (buffer.scope() != Buffer.Scope.WORKER) {
+                tensorMap.access(buffer, access.region().offset(), access.region().length(), access.mode(), task);
+            }
+        }
+        if (batchSize == batch.length) {
+            batch = Arrays.copyOf(batch, batch.length * 2);
+        }
+        batch[batchSize++] = task;
+        if (batchSize >= publishBatch) {
+            publish();
+        }
+    }
+
+    /** Makes the batched tasks visible to the device, in submission order. */
+    private void publish() {
+        int n = batchSize;
+        if (n == 0) {
+            return;
+        }
+        TaskNode[] tasks = batch;
+        for (int i = 0; i < n; i++) {
+            TaskNode task = tasks[i];
+            tasks[i] = null;
+            if (task.publish()) {
+                device.cores().submitReady(task);
+            }
+        }
+        batchSize = 0;
+        if (trace != null) {
+            long now = System.nanoTime();
+            trace.record(TraceEvent.Kind.PUBLISH, now, now, TraceEvent.HOST, request.id(), stepIndex, -1, null, n);
+        }
+    }
+
+    private Step openStep() {
+        Step step = openStep;
+        if (step == null) {
+            step = new Step(request, stepIndex);
+            request.stepCreated();
+            openStep = step;
+            stepBuildStart = trace != null ? System.nanoTime() : 0;
+        }
+        return step;
+    }
+
+    private void closeStep(Region tokenRegion) {
+        Step step = openStep;
+        publish();
+        if (trace != null) {
+            trace.record(TraceEvent.Kind.STEP_BUILD, stepBuildStart, System.nanoTime(), TraceEvent.HOST, request.id(),
+                    step.index(), -1, null, step.taskCount());
+        }
+        openStep = null;
+        stepIndex++;
+        step.close(tokenRegion);
+    }
+
+    /** The program returned normally: close a trailing step without a token. */
+    void programReturned() {
+        returned = true;
+        if (openStep != null) {
+            closeStep(null);
+        }
+    }
+
+    /** The program ended by an exception: publish what was built so it drains, skipped. */
+    void abandon() {
+        returned = true;
+        if (openStep != null) {
+            closeStep(null);
+        } else {
+            publish();
+        }
+    }
+
+    /** Checks that the request still runs and that its program thread is calling. */
+    private void checkCaller(String what) {
+        if (!request.isProgramThread()) {
+            throw new IllegalStateException("request " + request.id() + ": " + what
+                    + " called from " + Thread.currentThread() + "; an Orchestrator belongs to its program's thread"
+                    + (returned ? ", and the program has returned" : ""));
+        }
+        if (returned) {
+            throw new IllegalStateException("request " + request.id() + ": " + what + " after the program returned");
+        }
+        request.checkRunning();
+        if (trace == null && device.trace() != null) {
+            trace = device.trace().newBuffer();
+        }
+    }
+
+    // ---- validation --------------------------------------------------------------------------
+
+    private void validate(Step step, long index, Kernel kernel, int i, Access access) {
+        if (access == null) {
+            throw invalid(step, index, kernel, "access " + i + " is null");
+        }
+        Region region = access.region();
+        if (!(region.buffer() instanceof DeviceBuffer buffer)) {
+            throw invalid(step, index, kernel, "region " + region + " is not in a buffer of this runtime");
+        }
+        if (region.offset() < 0 || region.length() < 0) {
+            throw invalid(step, index, kernel, "region " + region + " has a negative offset or length");
+        }
+        if (region.offset() > buffer.byteSize() - region.length()) {
+            throw invalid(step, index, kernel, "region " + region + " is out of the bounds of " + buffer.name() + " ("
+                    + buffer.byteSize() + " bytes)");
+        }
+        if (buffer.isFreed()) {
+            throw invalid(step, index, kernel, "region " + region + " is in " + buffer.name() + ", which is already freed");
+        }
+        switch (buffer.scope()) {
+            case WORKER -> {
+                if (!buffer.isFrozen()) {
+                    throw invalid(step, index, kernel, "region " + region + " is in worker buffer " + buffer.name()
+                            + ", which is not frozen: freeze worker buffers before requests use them");
+                }
+                if (access.mode().writes()) {
+                    throw invalid(step, index, kernel, access.mode() + " of region " + region
+                            + ": worker buffer " + buffer.name() + " is frozen (read-only)");
+                }
+            }
+            case REQUEST, STEP -> {
+                if (buffer.owner() != request) {
+                    throw invalid(step, index, kernel, "region " + region + " is in a buffer of " + buffer.owner()
+                            + ", not of this request");
+                }
+                if (buffer.scope() == Buffer.Scope.STEP && buffer.stepOwner() != step) {
+                    throw invalid(step, index, kernel, "region " + region + " is in a step-scoped buffer of "
+                            + buffer.stepOwner() + ", used by step " + step.index());
+                }
+            }
+        }
+    }
+
+    private InvalidTaskException invalid(Step step, long index, Kernel kernel, String what) {
+        String name = kernel == null ? "null" : kernel.name();
+        return new InvalidTaskException("request " + request.id() + ", step " + step.index() + ", task " + index
+                + " (kernel " + name + "): " + what);
+    }
+}

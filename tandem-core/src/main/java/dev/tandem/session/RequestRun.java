@@ -1,0 +1,337 @@
+package dev.tandem.session;
+
+import dev.tandem.Outcome;
+import dev.tandem.Program;
+import dev.tandem.RequestTerminatedException;
+import dev.tandem.RunOptions;
+import dev.tandem.Status;
+import dev.tandem.Token;
+import dev.tandem.TokenStream;
+import dev.tandem.TraceEvent;
+import dev.tandem.graph.Step;
+import dev.tandem.graph.StepOwner;
+import dev.tandem.graph.TaskNode;
+import dev.tandem.trace.TraceRecorder;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.time.Duration;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.Consumer;
+
+/**
+ * One request: its program thread, its steps' delivery sequencer, its run-ahead gate and its
+ * termination.
+ *
+ * <p>Implementation Overview.
+ *
+ * <p><b>Termination.</b> {@code termination} goes from null to a terminal {@link Ending}
+ * exactly once, by CAS ({@link #terminate}); the winner ends the stream at once and wakes the
+ * program. From then on unstarted tasks are skipped by the cores (they still finish, so all
+ * counters drain), the orchestrator throws {@link RequestTerminatedException} and no token
+ * is delivered. {@code liveSteps} counts created steps not yet retired plus one guard held by
+ * the program thread until it has returned and closed its last step; whoever brings it to zero
+ * runs {@link #finish}: decide COMPLETED if nothing ended the request before, close the
+ * request's memory, and complete {@link #completion()}. So a stream completes only after
+ * every task of the request is done (no trailing task can fail unnoticed), and memory is
+ * freed only when no task can touch it.
+ *
+ * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer} hands
+ * them over in step order, one thread at a time, so only that thread writes {@code delivered}.
+ * Handing over a step delivers its token (if the request still runs), wakes the program and
+ * retires the step. At most {@code runAhead} steps are built and unfinished, plus the one
+ * being built (or closed by an abandoning program), so {@code runAhead + 2} slots suffice.
+ *
+ * <p><b>Run-ahead gate.</b> The program parks in {@code endStep} while
+ * {@code built − handedOver ≥ runAhead} (the device is behind) or
+ * {@code delivered − taken ≥ streamBuffer} (the caller is behind). It sets {@code hostParked}
+ * and re-checks before parking; wakers update their counter, then read {@code hostParked}
+ * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
+ * wait relies on a timeout. Termination wakes the program too.
+ */
+public final class RequestRun implements StepOwner {
+
+    /** How the request ended. */
+    record Ending(Status status, Throwable cause) {}
+
+    private final long id;
+    private final Program<Object> program;
+    private final Object input;
+    private final RunOptions options;
+    private final DeviceParts device;
+    private final Consumer<RequestRun> onFinished;
+    private final TokenStreamImpl stream;
+    private final CompletableFuture<Outcome> completion = new CompletableFuture<>();
+    private final OrchestratorImpl orchestrator;
+
+    private final long submittedAt;
+    private volatile long startedAt;
+    private volatile long firstTokenAt;
+
+    private volatile Ending termination;
+    private final AtomicInteger liveSteps = new AtomicInteger(1);
+
+    // Delivery: steps in order, then tokens to the stream.
+    private final DeliverySequencer sequencer;
+    private volatile long delivered;
+
+    // Run-ahead gate.
+    private final AtomicLong taken = new AtomicLong();
+    private volatile Thread programThread;
+    private volatile boolean hostParked;
+
+    @SuppressWarnings("unchecked")
+    public RequestRun(
+            long id, Program<?> program, Object input, RunOptions options, DeviceParts device,
+            Consumer<RequestRun> onFinished) {
+        this.id = id;
+        this.program = (Program<Object>) program;
+        this.input = input;
+        this.options = options;
+        this.device = device;
+        this.onFinished = onFinished;
+        this.submittedAt = System.nanoTime();
+        this.stream = new TokenStreamImpl(this);
+        this.sequencer = new DeliverySequencer(options.runAhead() + 2, this::handOver);
+        this.orchestrator = new OrchestratorImpl(this, device, options);
+    }
+
+    /** Starts the program on its own virtual thread. */
+    public void start(String threadName) {
+        Thread.ofVirtual().name(threadName).start(this::runProgram);
+    }
+
+    public TokenStream stream() {
+        return stream;
+    }
+
+    @Override
+    public long requestId() {
+        return id;
+    }
+
+    public long id() {
+        return id;
+    }
+
+    RunOptions options() {
+        return options;
+    }
+
+    /** Whether the calling thread is this request's program thread. */
+    public boolean isProgramThread() {
+        return programThread == Thread.currentThread();
+    }
+
+    @Override
+    public boolean isRunning() {
+        return termination == null;
+    }
+
+    @Override
+    public boolean awaitingFirstToken() {
+        return firstTokenAt == 0;
+    }
+
+    /** The request's status if it has ended, else null. */
+    public Status status() {
+        Ending ending = termination;
+        return ending == null ? null : ending.status();
+    }
+
+    CompletableFuture<Outcome> completion() {
+        return completion.copy();
+    }
+
+    // ---- program thread ------------------------------------------------------------------
+
+    private void runProgram() {
+        programThread = Thread.currentThread();
+        startedAt = System.nanoTime();
+        TraceRecorder trace = device.trace();
+        if (trace != null) {
+            trace.recordShared(TraceEvent.Kind.REQUEST_STARTED, startedAt, startedAt, TraceEvent.HOST, id, -1, -1, null, 0);
+        }
+        try {
+            program.run(orchestrator, input);
+            orchestrator.programReturned();
+        } catch (RequestTerminatedException ended) {
+            orchestrator.abandon();
+        } catch (Throwable failure) {
+            terminate(Status.FAILED, failure);
+            orchestrator.abandon();
+        } finally {
+            retireStep();
+        }
+    }
+
+    /** Throws if the request has ended; called by the orchestrator on every call. */
+    void checkRunning() {
+        Ending ending = termination;
+        if (ending != null) {
+            throw new RequestTerminatedException(id, ending.status());
+        }
+    }
+
+    /** A step was created by the orchestrator. */
+    void stepCreated() {
+        liveSteps.incrementAndGet();
+    }
+
+    /** Parks the program while it is far enough ahead of the device or of its caller. */
+    void awaitGate(long built) {
+        while (true) {
+            checkRunning();
+            if (gateOpen(built)) {
+                return;
+            }
+            hostParked = true;
+            if (!isRunning() || gateOpen(built)) {
+                hostParked = false;
+                continue;
+            }
+            LockSupport.park(this);
+            hostParked = false;
+        }
+    }
+
+    private boolean gateOpen(long built) {
+        return built - sequencer.next() < options.runAhead() && delivered - taken.get() < options.streamBuffer();
+    }
+
+    private void wakeHost() {
+        if (hostParked) {
+            LockSupport.unpark(programThread);
+        }
+    }
+
+    // ---- cores -----------------------------------------------------------------------------
+
+    @Override
+    public void taskFailed(TaskNode task, Throwable cause) {
+        terminate(Status.FAILED, new dev.tandem.KernelFailedException(
+                "request " + id + ", step " + task.step().index() + ", task " + task.index() + " (kernel "
+                        + task.kernel().name() + "): " + cause,
+                cause));
+    }
+
+    @Override
+    public void stepDone(Step step) {
+        TraceRecorder trace = device.trace();
+        if (trace != null) {
+            long now = System.nanoTime();
+            trace.recordShared(TraceEvent.Kind.STEP_DONE, now, now, TraceEvent.OTHER, id, step.index(), -1, null, 0);
+        }
+        sequencer.finished(step);
+    }
+
+    /** Called by the sequencer, in step order, one thread at a time. */
+    private void handOver(Step step) {
+        deliver(step);
+        wakeHost();
+        retireStep();
+    }
+
+    private void deliver(Step step) {
+        if (!step.hasToken() || !isRunning()) {
+            return;
+        }
+        long now = System.nanoTime();
+        if (firstTokenAt == 0) {
+            firstTokenAt = now;
+        }
+        stream.push(new Token(id, step.index(), step.token()));
+        long count = delivered + 1;
+        delivered = count;
+        TraceRecorder trace = device.trace();
+        if (trace != null) {
+            trace.recordShared(TraceEvent.Kind.TOKEN_DELIVERED, now, now, TraceEvent.OTHER, id, step.index(), -1, null, count);
+        }
+        if (count >= options.maxTokens()) {
+            terminate(Status.COMPLETED, null);
+        }
+    }
+
+    // ---- callers ---------------------------------------------------------------------------
+
+    void tokenTaken() {
+        taken.incrementAndGet();
+        TraceRecorder trace = device.trace();
+        if (trace != null) {
+            long now = System.nanoTime();
+            trace.recordShared(TraceEvent.Kind.TOKEN_TAKEN, now, now, TraceEvent.OTHER, id, -1, -1, null, 0);
+        }
+        wakeHost();
+    }
+
+    /**
+     * Ends the request with {@code status} unless it has ended already. Any thread.
+     *
+     * @return whether this call ended it
+     */
+    public boolean terminate(Status status, Throwable cause) {
+        Ending ending = new Ending(status, cause);
+        if (!TERMINATION.compareAndSet(this, null, ending)) {
+            return false;
+        }
+        stream.end(outcome(ending, System.nanoTime()));
+        Thread program = programThread;
+        if (program != null) {
+            LockSupport.unpark(program);
+        }
+        return true;
+    }
+
+    // ---- end -------------------------------------------------------------------------------
+
+    private void retireStep() {
+        if (liveSteps.decrementAndGet() == 0) {
+            finish();
+        }
+    }
+
+    /** Runs once, when the program has returned and every step is done. */
+    private void finish() {
+        terminate(Status.COMPLETED, null);
+        long endedAt = System.nanoTime();
+        orchestrator.freeMemory();
+        Outcome outcome = outcome(termination, endedAt);
+        TraceRecorder trace = device.trace();
+        if (trace != null) {
+            trace.recordShared(TraceEvent.Kind.REQUEST, submittedAt, endedAt, TraceEvent.OTHER, id, -1, -1, null,
+                    outcome.status().ordinal());
+        }
+        onFinished.accept(this);
+        completion.complete(outcome);
+    }
+
+    private Outcome outcome(Ending ending, long now) {
+        long started = startedAt;
+        long first = firstTokenAt;
+        return new Outcome(
+                id,
+                ending.status(),
+                ending.cause(),
+                delivered,
+                Duration.ofNanos(started == 0 ? now - submittedAt : started - submittedAt),
+                first == 0 ? null : Duration.ofNanos(first - submittedAt),
+                Duration.ofNanos(now - submittedAt));
+    }
+
+    @Override
+    public String toString() {
+        return "request " + id;
+    }
+
+    private static final VarHandle TERMINATION;
+
+    static {
+        try {
+            TERMINATION = MethodHandles.lookup().findVarHandle(RequestRun.class, "termination", Ending.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
+}

@@ -1,0 +1,96 @@
+package dev.tandem;
+
+import static dev.tandem.Access.read;
+import static dev.tandem.Access.readWrite;
+import static dev.tandem.Access.write;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.foreign.ValueLayout;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class PipelineTest {
+
+    /** x += 1 on an int. */
+    static final Kernel INCREMENT = Kernel.of("increment", c -> {
+        var seg = c.region(0);
+        seg.set(ValueLayout.JAVA_INT, 0, seg.get(ValueLayout.JAVA_INT, 0) + 1);
+    });
+
+    /** out = in * scalar0. */
+    static final Kernel SCALE = Kernel.of("scale", c -> c.region(1)
+            .set(ValueLayout.JAVA_INT, 0, c.region(0).get(ValueLayout.JAVA_INT, 0) * (int) c.scalar(0)));
+
+    @Test
+    void tokensArriveInStepOrderWithTheValuesTheStepsComputed() {
+        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            Program<Integer> program = (o, steps) -> {
+                Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
+                Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
+                for (int i = 0; i < steps; i++) {
+                    o.submit(INCREMENT, readWrite(counter));
+                    o.submit(SCALE, Orchestrator.scalars(10), read(counter), write(token));
+                    o.endStep(token.region());
+                }
+            };
+            TokenStream stream = worker.run(program, 50);
+            List<Integer> values = new ArrayList<>();
+            List<Long> steps = new ArrayList<>();
+            for (Token t : stream) {
+                values.add(t.asInt());
+                steps.add(t.step());
+            }
+            assertThat(values).hasSize(50);
+            for (int i = 0; i < 50; i++) {
+                assertThat(values.get(i)).as("token %d", i).isEqualTo((i + 1) * 10);
+                assertThat(steps.get(i)).isEqualTo(i);
+            }
+            Outcome outcome = stream.completion().join();
+            assertThat(outcome.status()).isEqualTo(Status.COMPLETED);
+            assertThat(outcome.tokens()).isEqualTo(50);
+            assertThat(worker.memoryInUse()).isZero();
+        }
+    }
+
+    @Test
+    void serialBaselineAndDeepRunAheadGiveTheSameTokens() {
+        for (RunOptions options : List.of(RunOptions.serial(), RunOptions.defaults().withRunAhead(4).withPublishBatch(1))) {
+            try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+                TokenStream stream = worker.run((o, n) -> {
+                    Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
+                    for (int i = 0; i < n; i++) {
+                        o.submit(INCREMENT, readWrite(counter));
+                        o.endStep(counter.region());
+                    }
+                }, 20, options);
+                int expected = 1;
+                for (Token t : stream) {
+                    assertThat(t.asInt()).as("%s", options).isEqualTo(expected++);
+                }
+                assertThat(expected).isEqualTo(21);
+            }
+        }
+    }
+
+    @Test
+    void workerBuffersAreFrozenAndShared() throws Exception {
+        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            Buffer weights = worker.allocate(4);
+            weights.hostSegment().set(ValueLayout.JAVA_INT, 0, 7);
+            weights.freeze();
+            TokenStream a = worker.run((o, in) -> {
+                Buffer out = o.allocate(4);
+                o.submit(SCALE, Orchestrator.scalars(3), read(weights), write(out));
+                o.endStep(out.region());
+            }, null);
+            Token token = a.poll(Duration.ofSeconds(10));
+            assertThat(token.asInt()).isEqualTo(21);
+            assertThat(a.completion().join().status()).isEqualTo(Status.COMPLETED);
+        }
+    }
+}
