@@ -1,0 +1,126 @@
+package dev.tandem.bench;
+
+import dev.tandem.Access;
+import dev.tandem.AccessMode;
+import dev.tandem.Buffer;
+import dev.tandem.CpuDevice;
+import dev.tandem.Kernel;
+import dev.tandem.Outcome;
+import dev.tandem.Program;
+import dev.tandem.RunOptions;
+import dev.tandem.Status;
+import dev.tandem.TokenStream;
+import dev.tandem.Worker;
+import dev.tandem.bench.peers.ForkJoinPeer;
+import dev.tandem.bench.peers.SyntheticDag;
+import dev.tandem.bench.peers.TbbPeer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Nanoseconds per task from submit to completion for empty kernels, tandem against
+ * CompletableFuture on a ForkJoinPool and oneTBB flow_graph, on the same DAGs. tandem gets the
+ * DAG as region accesses and infers its edges (inference is inside the timing); the peers get
+ * the same edges made explicit.
+ */
+public final class OverheadBench {
+
+    /** One row of the result table. */
+    public record Row(String shape, int cores, long edges, double tandemNs, double forkJoinNs, Double tbbNs, String tbbNote) {}
+
+    /** An empty kernel that still touches something so it cannot be optimised away. */
+    private static final Kernel EMPTY = Kernel.of("empty", context -> {
+        if (context.regionCount() < 0) {
+            throw new AssertionError();
+        }
+    });
+
+    private OverheadBench() {}
+
+    public static List<Row> run(int tasks, int[] coreCounts, int repetitions, long seed) {
+        List<SyntheticDag> dags = List.of(
+                SyntheticDag.chain(tasks), SyntheticDag.fanout(tasks), SyntheticDag.random(tasks, seed));
+        List<Row> rows = new ArrayList<>();
+        for (SyntheticDag dag : dags) {
+            for (int cores : coreCounts) {
+                double tandem = tandemNsPerTask(dag, cores, repetitions);
+                double forkJoin = ForkJoinPeer.nsPerTask(dag, cores, repetitions);
+                TbbPeer.Result tbb = TbbPeer.run(dag, cores, repetitions);
+                Double tbbNs = tbb instanceof TbbPeer.Result.Measured m ? m.nsPerTask() : null;
+                String note = tbb instanceof TbbPeer.Result.Unavailable u ? u.reason() : null;
+                rows.add(new Row(dag.shape(), cores, dag.edgeCount(), tandem, forkJoin, tbbNs, note));
+            }
+        }
+        return rows;
+    }
+
+    /** Best of {@code repetitions} runs after one warm-up, in ns per task. */
+    public static double tandemNsPerTask(SyntheticDag dag, int cores, int repetitions) {
+        return tandemNsPerTask(dag, CpuDevice.withCores(cores), repetitions);
+    }
+
+    /** Best of {@code repetitions} runs after one warm-up on {@code device}, in ns per task. */
+    public static double tandemNsPerTask(SyntheticDag dag, CpuDevice device, int repetitions) {
+        long best = Long.MAX_VALUE;
+        try (Worker worker = Worker.create(device)) {
+            for (int run = 0; run <= repetitions; run++) {
+                long elapsed = runOnce(worker, dag);
+                if (run > 0) {
+                    best = Math.min(best, elapsed);
+                }
+            }
+        }
+        return (double) best / dag.taskCount();
+    }
+
+    private static long runOnce(Worker worker, SyntheticDag dag) {
+        long regionBytes = 8;
+        Program<SyntheticDag> program = (o, d) -> {
+            Buffer[] buffers = new Buffer[d.buffers()];
+            for (int b = 0; b < buffers.length; b++) {
+                buffers[b] = o.allocate(regionBytes * d.regionsPerBuffer());
+            }
+            int n = d.taskCount();
+            for (int t = 0; t < n; t++) {
+                int count = d.accessCount(t);
+                Access[] accesses = new Access[count];
+                for (int k = 0; k < count; k++) {
+                    var region = buffers[d.buffer(t, k)].region(regionBytes * d.region(t, k), regionBytes);
+                    accesses[k] = new Access(region, switch (d.mode(t, k)) {
+                        case READ -> AccessMode.READ;
+                        case WRITE -> AccessMode.WRITE;
+                        case READ_WRITE -> AccessMode.READ_WRITE;
+                    });
+                }
+                o.submit(EMPTY, accesses);
+            }
+        };
+        long start = System.nanoTime();
+        TokenStream stream = worker.run(program, dag, RunOptions.defaults());
+        Outcome outcome = stream.completion().join();
+        long elapsed = System.nanoTime() - start;
+        if (outcome.status() != Status.COMPLETED) {
+            throw new IllegalStateException("overhead run did not complete: " + outcome);
+        }
+        return elapsed;
+    }
+
+    public static Map<String, Object> toJson(List<Row> rows) {
+        List<Object> results = new ArrayList<>();
+        for (Row row : rows) {
+            Map<String, Object> r = new LinkedHashMap<>();
+            r.put("shape", row.shape());
+            r.put("cores", row.cores());
+            r.put("edges", row.edges());
+            r.put("tandem_ns_per_task", row.tandemNs());
+            r.put("forkjoin_ns_per_task", row.forkJoinNs());
+            r.put("tbb_ns_per_task", row.tbbNs() != null ? row.tbbNs() : row.tbbNote());
+            results.add(r);
+        }
+        Map<String, Object> out = new LinkedHashMap<>();
+        out.put("results", results);
+        return out;
+    }
+}
