@@ -3,6 +3,7 @@ package dev.tandem;
 import java.time.Duration;
 import java.util.Iterator;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
 
 /**
  * The tokens of one request, in step order, as they are produced.
@@ -11,8 +12,15 @@ import java.util.concurrent.CompletableFuture;
  * Iteration ends normally when the request {@link Status#COMPLETED completed}; any other end
  * throws {@link StreamTerminatedException} carrying the {@link Outcome}, so a failure is never
  * mistaken for a short answer.
+ *
+ * <p>It is also a {@link Flow.Publisher} for one subscriber: tokens flow only against
+ * {@code request(n)} demand, on a virtual thread of the runtime (never a core); without demand
+ * the request's program waits once its stream buffer is full, and other requests go on. The
+ * subscriber gets {@code onComplete} after the last token of a COMPLETED request, else
+ * {@code onError} with a {@link StreamTerminatedException}. Use either iteration or a
+ * subscriber on one stream, not both.
  */
-public interface TokenStream extends Iterable<Token> {
+public interface TokenStream extends Iterable<Token>, Flow.Publisher<Token> {
 
     long requestId();
 

@@ -4,7 +4,10 @@ import dev.tandem.cpu.CpuCores;
 import dev.tandem.memory.DeviceBuffer;
 import dev.tandem.memory.DeviceMemory;
 import dev.tandem.session.DeviceParts;
+import dev.tandem.session.RequestHost;
 import dev.tandem.session.RequestRun;
+import dev.tandem.session.RequestSpec;
+import dev.tandem.session.SessionImpl;
 import dev.tandem.trace.TraceRecorder;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -14,6 +17,8 @@ import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -51,6 +56,9 @@ public final class Worker implements AutoCloseable {
     private long sharedBytes;
     private final AtomicLong requestIds = new AtomicLong();
     private final Set<RequestRun> live = ConcurrentHashMap.newKeySet();
+    private final Set<SessionImpl<?>> sessions = ConcurrentHashMap.newKeySet();
+    private final Host host = new Host();
+    private volatile ScheduledThreadPoolExecutor timer;
     private final AtomicBoolean closed = new AtomicBoolean();
     private final AtomicBoolean shutDown = new AtomicBoolean();
     private final CompletableFuture<Void> terminated = new CompletableFuture<>();
@@ -61,7 +69,7 @@ public final class Worker implements AutoCloseable {
         this.policy = builder.policy;
         this.memory = new DeviceMemory(deviceConfig.memoryBudget());
         this.trace = builder.tracing ? new TraceRecorder() : null;
-        this.cores = new CpuCores(deviceConfig.cores(), policy, deviceConfig.spinNanos(), trace, name);
+        this.cores = new CpuCores(deviceConfig.cores(), deviceConfig.spinNanos(), trace, name);
         this.parts = new DeviceParts(cores, memory, trace);
         log.debug("{} started: {} cores, {} bytes of device memory, policy {}, tracing {}", name,
                 deviceConfig.cores(), deviceConfig.memoryBudget(), policy, trace != null);
@@ -137,14 +145,30 @@ public final class Worker implements AutoCloseable {
         Objects.requireNonNull(options, "options");
         ensureOpen();
         long id = requestIds.incrementAndGet();
-        RequestRun request = new RequestRun(id, program, input, options, parts, this::requestFinished);
+        RequestRun request = new RequestRun(id, program, input, RequestSpec.of(options, policy), parts, this::requestFinished);
         live.add(request);
         if (closed.get()) {
             // Lost a race with close(): end it before it starts.
             request.terminate(Status.CANCELLED, null);
         }
-        request.start(name + "-request-" + id);
+        request.start(host.threadName(id));
         return request.stream();
+    }
+
+    /**
+     * Opens a session of {@code program}: bounded admission, a concurrency limit and streams.
+     * Several sessions may share this worker and its device.
+     */
+    public <I> Session<I> openSession(Program<I> program, SessionConfig config) {
+        Objects.requireNonNull(program, "program");
+        Objects.requireNonNull(config, "config");
+        ensureOpen();
+        SessionImpl<I> session = new SessionImpl<>(host, program, config);
+        sessions.add(session);
+        if (closed.get()) {
+            session.shutdown();
+        }
+        return session;
     }
 
     /** Runs one request with the default options. */
@@ -154,8 +178,61 @@ public final class Worker implements AutoCloseable {
 
     private void requestFinished(RequestRun request) {
         live.remove(request);
+        for (SessionImpl<?> session : sessions) {
+            session.admit(); // its memory is free: a queued request may fit now
+        }
         if (closed.get() && live.isEmpty()) {
             shutDown();
+        }
+    }
+
+    /** The worker as the sessions see it. */
+    private final class Host implements RequestHost {
+        @Override
+        public DeviceParts device() {
+            return parts;
+        }
+
+        @Override
+        public long nextRequestId() {
+            return requestIds.incrementAndGet();
+        }
+
+        @Override
+        public ScheduledExecutorService timer() {
+            ScheduledThreadPoolExecutor t = timer;
+            if (t == null) {
+                synchronized (this) {
+                    t = timer;
+                    if (t == null) {
+                        t = new ScheduledThreadPoolExecutor(1, runnable -> Thread.ofPlatform()
+                                .name(name + "-deadlines").daemon(true).unstarted(runnable));
+                        t.setRemoveOnCancelPolicy(true);
+                        timer = t;
+                    }
+                }
+            }
+            return t;
+        }
+
+        @Override
+        public String threadName(long requestId) {
+            return name + "-request-" + requestId;
+        }
+
+        @Override
+        public void register(RequestRun request) {
+            live.add(request);
+        }
+
+        @Override
+        public void finished(RequestRun request) {
+            requestFinished(request);
+        }
+
+        @Override
+        public void sessionClosed(SessionImpl<?> session) {
+            sessions.remove(session);
         }
     }
 
@@ -197,6 +274,9 @@ public final class Worker implements AutoCloseable {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
+            for (SessionImpl<?> session : sessions) {
+                session.shutdown();
+            }
             for (RequestRun request : live) {
                 request.terminate(Status.CANCELLED, null);
             }
@@ -204,7 +284,7 @@ public final class Worker implements AutoCloseable {
                 shutDown();
             }
         }
-        if (cores.isCoreThread() || isProgramThread()) {
+        if (cores.isCoreThread() || isProgramThread() || dev.tandem.session.RuntimeThreads.inCallback()) {
             return; // never wait on ourselves; the last request to drain shuts down
         }
         terminated.join();
@@ -224,6 +304,10 @@ public final class Worker implements AutoCloseable {
             return;
         }
         cores.close();
+        ScheduledThreadPoolExecutor t = timer;
+        if (t != null) {
+            t.shutdownNow();
+        }
         synchronized (this) {
             for (DeviceBuffer buffer : sharedBuffers) {
                 buffer.markFreed();

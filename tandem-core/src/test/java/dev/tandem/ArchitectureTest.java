@@ -38,6 +38,7 @@ class ArchitectureTest {
         // but no public method of the API may take or return one.
         com.tngtech.archunit.lang.syntax.ArchRuleDefinition.methods()
                 .that().areDeclaredInClassesThat().resideInAPackage("dev.tandem")
+                .and().areDeclaredInClassesThat().arePublic()
                 .and().arePublic()
                 .should(new com.tngtech.archunit.lang.ArchCondition<com.tngtech.archunit.core.domain.JavaMethod>(
                         "not mention implementation types in their signature") {

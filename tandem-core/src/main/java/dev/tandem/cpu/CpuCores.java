@@ -36,19 +36,18 @@ import java.util.concurrent.locks.LockSupport;
  */
 public final class CpuCores implements AutoCloseable {
     private final ReadyQueue queue;
-    private final SchedulingPolicy policy;
     private final Core[] cores;
     private final AtomicInteger idleCount = new AtomicInteger();
     private final long spinNanos;
     private final TraceRecorder trace;
     private volatile boolean shutdown;
+    private final long startedAt = System.nanoTime();
 
-    public CpuCores(int coreCount, SchedulingPolicy policy, long spinNanos, TraceRecorder trace, String name) {
+    public CpuCores(int coreCount, long spinNanos, TraceRecorder trace, String name) {
         if (coreCount < 1) {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
         }
-        this.policy = policy;
-        this.queue = new ReadyQueue(policy.lanes());
+        this.queue = new ReadyQueue(SchedulingPolicy.LANES);
         this.spinNanos = spinNanos;
         this.trace = trace;
         this.cores = new Core[coreCount];
@@ -87,9 +86,23 @@ public final class CpuCores implements AutoCloseable {
         wakeOne();
     }
 
+    /**
+     * Queues tasks that became ready and wakes one idle core. Any thread. A woken core that
+     * finds more queued work wakes the next idle core itself, so a batch costs its publisher
+     * at most one unpark however many cores it ends up occupying.
+     */
+    public void submitReady(TaskNode[] tasks, int count) {
+        for (int i = 0; i < count; i++) {
+            enqueue(tasks[i]);
+        }
+        if (count > 0) {
+            wakeOne();
+        }
+    }
+
     private void enqueue(TaskNode task) {
         Step step = task.step();
-        task.lane = policy.lane(step.owner().awaitingFirstToken(), step.index());
+        task.lane = step.owner().laneOf(step);
         queue.push(task);
     }
 
@@ -104,6 +117,12 @@ public final class CpuCores implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /** Fraction of core time spent running tasks since the cores started. */
+    public double busyFraction() {
+        long elapsed = System.nanoTime() - startedAt;
+        return elapsed <= 0 ? 0 : Math.min(1.0, (double) busyNanos() / ((double) elapsed * cores.length));
     }
 
     /** Busy time summed over cores since start, in nanoseconds (an estimate while running). */
@@ -159,6 +178,9 @@ public final class CpuCores implements AutoCloseable {
                         return;
                     }
                 }
+                if (idleCount.get() > 0 && !queue.isEmpty()) {
+                    wakeOne(); // pass the wake-up on: there is more than this core can take
+                }
                 long begin = System.nanoTime();
                 while (task != null) {
                     task = execute(task);
@@ -203,6 +225,7 @@ public final class CpuCores implements AutoCloseable {
             enqueue(task);
             wakeOne();
         }
+
 
         /** Spins, then parks until work arrives; null at shutdown. */
         private TaskNode awaitWork() {

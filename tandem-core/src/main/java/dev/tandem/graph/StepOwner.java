@@ -11,8 +11,8 @@ public interface StepOwner {
     /** False once the request has ended: its unstarted tasks are then skipped. */
     boolean isRunning();
 
-    /** True while the request has not delivered its first token (scheduling uses it). */
-    boolean awaitingFirstToken();
+    /** The scheduling lane of a task of {@code step} that became ready. Any thread; cheap. */
+    int laneOf(Step step);
 
     /** A kernel of this request threw. Called on the core thread, once per failing task. */
     void taskFailed(TaskNode task, Throwable cause);

@@ -45,6 +45,20 @@ public final class DeviceMemory {
         }
     }
 
+    /** Reserves {@code bytes} if they fit in the budget now; false (and nothing reserved) if not. */
+    public boolean tryReserve(long bytes) {
+        while (true) {
+            long used = inUse.get();
+            long next = used + bytes;
+            if (next > budget || next < 0) {
+                return false;
+            }
+            if (inUse.compareAndSet(used, next)) {
+                return true;
+            }
+        }
+    }
+
     public void release(long bytes) {
         long after = inUse.addAndGet(-bytes);
         if (after < 0) {

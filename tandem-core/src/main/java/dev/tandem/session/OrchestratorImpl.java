@@ -2,6 +2,7 @@ package dev.tandem.session;
 
 import dev.tandem.Access;
 import dev.tandem.Buffer;
+import dev.tandem.DeviceOutOfMemoryException;
 import dev.tandem.InvalidTaskException;
 import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
@@ -41,6 +42,7 @@ final class OrchestratorImpl implements Orchestrator {
     private final List<DeviceBuffer> buffers = new ArrayList<>();
     private final List<StepBank> banks = new ArrayList<>();
     private long reservedBytes;
+    private final long memoryQuota;
 
     // Build state.
     private Step openStep;
@@ -62,10 +64,15 @@ final class OrchestratorImpl implements Orchestrator {
         }
     }
 
-    OrchestratorImpl(RequestRun request, DeviceParts device, RunOptions options) {
+    /**
+     * @param memoryQuota bytes reserved for the request at admission, which its allocations
+     *                    must fit in; negative: allocations reserve from the device budget
+     */
+    OrchestratorImpl(RequestRun request, DeviceParts device, RunOptions options, long memoryQuota) {
         this.request = request;
         this.device = device;
         this.publishBatch = options.publishBatch();
+        this.memoryQuota = memoryQuota;
     }
 
     @Override
@@ -122,7 +129,15 @@ final class OrchestratorImpl implements Orchestrator {
     }
 
     private MemorySegment reserveAndAllocate(long bytes, String what) {
-        device.memory().reserve(bytes, "request " + request.id() + ", step " + stepIndex + ", " + what);
+        String who = "request " + request.id() + ", step " + stepIndex + ", " + what;
+        if (memoryQuota >= 0) {
+            if (bytes > memoryQuota - reservedBytes) {
+                throw new DeviceOutOfMemoryException(who + ": allocating " + bytes + " bytes would exceed the request's"
+                        + " memory (" + reservedBytes + " of " + memoryQuota + " bytes of memoryPerRequest in use)");
+            }
+        } else {
+            device.memory().reserve(bytes, who);
+        }
         reservedBytes += bytes;
         if (arena == null) {
             arena = Arena.ofShared();
@@ -138,7 +153,9 @@ final class OrchestratorImpl implements Orchestrator {
         if (arena != null) {
             arena.close();
         }
-        device.memory().release(reservedBytes);
+        if (memoryQuota < 0) {
+            device.memory().release(reservedBytes);
+        }
     }
 
     // ---- tasks -------------------------------------------------------------------------------
@@ -218,13 +235,16 @@ final class OrchestratorImpl implements Orchestrator {
             return;
         }
         TaskNode[] tasks = batch;
+        int ready = 0;
         for (int i = 0; i < n; i++) {
             TaskNode task = tasks[i];
             tasks[i] = null;
             if (task.publish()) {
-                device.cores().submitReady(task);
+                tasks[ready++] = task; // reuse the batch's prefix for the ready ones
             }
         }
+        device.cores().submitReady(tasks, ready);
+        Arrays.fill(tasks, 0, ready, null);
         batchSize = 0;
         if (trace != null) {
             long now = System.nanoTime();

@@ -1,9 +1,10 @@
 package dev.tandem.session;
 
+import dev.tandem.KernelFailedException;
 import dev.tandem.Outcome;
 import dev.tandem.Program;
 import dev.tandem.RequestTerminatedException;
-import dev.tandem.RunOptions;
+import dev.tandem.SchedulingPolicy;
 import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -16,42 +17,54 @@ import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.Consumer;
 
 /**
- * One request: its program thread, its steps' delivery sequencer, its run-ahead gate and its
- * termination.
+ * One request: its program thread, the in-order hand-over of its steps, its run-ahead gate
+ * and its termination.
  *
  * <p>Implementation Overview.
+ *
+ * <p><b>Life cycle.</b> QUEUED (created, stream handed out) → STARTED ({@link #start}: its
+ * program runs on its own virtual thread) → ENDED (terminated: the stream has its end) →
+ * FINISHED (every task done, memory freed, {@link #completion()} complete, the owner told).
+ * {@code started} is claimed once by CAS, either by {@link #start} (which then runs the
+ * program) or by a termination that comes first (which then never runs it): a request ended
+ * while queued finishes at once and never starts.
  *
  * <p><b>Termination.</b> {@code termination} goes from null to a terminal {@link Ending}
  * exactly once, by CAS ({@link #terminate}); the winner ends the stream at once and wakes the
  * program. From then on unstarted tasks are skipped by the cores (they still finish, so all
  * counters drain), the orchestrator throws {@link RequestTerminatedException} and no token
- * is delivered. {@code liveSteps} counts created steps not yet retired plus one guard held by
- * the program thread until it has returned and closed its last step; whoever brings it to zero
- * runs {@link #finish}: decide COMPLETED if nothing ended the request before, close the
- * request's memory, and complete {@link #completion()}. So a stream completes only after
- * every task of the request is done (no trailing task can fail unnoticed), and memory is
- * freed only when no task can touch it.
+ * is delivered. {@code liveSteps} counts created steps not yet handed over plus one guard
+ * held by the program until it has returned and closed its last step (or by the queue, for a
+ * request that never starts); whoever brings it to zero runs {@link #finish}: decide
+ * COMPLETED if nothing ended the request before, free the request's memory and complete
+ * {@link #completion()}. So a stream completes only after every task of the request is done
+ * (no trailing task can fail unnoticed), and memory is freed only when no task can touch it.
  *
- * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer} hands
- * them over in step order, one thread at a time, so only that thread writes {@code delivered}.
- * Handing over a step delivers its token (if the request still runs), wakes the program and
- * retires the step. At most {@code runAhead} steps are built and unfinished, plus the one
- * being built (or closed by an abandoning program), so {@code runAhead + 2} slots suffice.
+ * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer}
+ * hands them over in step order, one thread at a time, so only that thread writes
+ * {@code delivered}. Handing over a step delivers its token (if the request still runs),
+ * wakes the program and retires the step. At most {@code runAhead} steps are built and
+ * unfinished, plus the one being built (or closed by an abandoning program), so
+ * {@code runAhead + 2} slots suffice.
  *
  * <p><b>Run-ahead gate.</b> The program parks in {@code endStep} while
  * {@code built − handedOver ≥ runAhead} (the device is behind) or
  * {@code delivered − taken ≥ streamBuffer} (the caller is behind). It sets {@code hostParked}
  * and re-checks before parking; wakers update their counter, then read {@code hostParked}
  * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
- * wait relies on a timeout. Termination wakes the program too.
+ * wait relies on a timeout. Termination wakes (and interrupts) the program too.
  */
-public final class RequestRun implements StepOwner {
+public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView {
 
     /** How the request ended. */
     record Ending(Status status, Throwable cause) {}
@@ -59,19 +72,23 @@ public final class RequestRun implements StepOwner {
     private final long id;
     private final Program<Object> program;
     private final Object input;
-    private final RunOptions options;
+    private final RequestSpec spec;
     private final DeviceParts device;
     private final Consumer<RequestRun> onFinished;
     private final TokenStreamImpl stream;
     private final CompletableFuture<Outcome> completion = new CompletableFuture<>();
     private final OrchestratorImpl orchestrator;
+    private final long deadlineNanos;
 
     private final long submittedAt;
     private volatile long startedAt;
     private volatile long firstTokenAt;
 
+    private final AtomicBoolean started = new AtomicBoolean();
     private volatile Ending termination;
+    private volatile boolean finished;
     private final AtomicInteger liveSteps = new AtomicInteger(1);
+    private volatile ScheduledFuture<?> deadlineTimer;
 
     // Delivery: steps in order, then tokens to the stream.
     private final DeliverySequencer sequencer;
@@ -84,23 +101,47 @@ public final class RequestRun implements StepOwner {
 
     @SuppressWarnings("unchecked")
     public RequestRun(
-            long id, Program<?> program, Object input, RunOptions options, DeviceParts device,
+            long id, Program<?> program, Object input, RequestSpec spec, DeviceParts device,
             Consumer<RequestRun> onFinished) {
         this.id = id;
         this.program = (Program<Object>) program;
         this.input = input;
-        this.options = options;
+        this.spec = spec;
         this.device = device;
         this.onFinished = onFinished;
         this.submittedAt = System.nanoTime();
+        this.deadlineNanos = spec.deadline() == null ? Long.MAX_VALUE : submittedAt + spec.deadline().toNanos();
         this.stream = new TokenStreamImpl(this);
-        this.sequencer = new DeliverySequencer(options.runAhead() + 2, this::handOver);
-        this.orchestrator = new OrchestratorImpl(this, device, options);
+        this.sequencer = new DeliverySequencer(spec.run().runAhead() + 2, this::handOver);
+        this.orchestrator = new OrchestratorImpl(this, device, spec.run(), spec.memoryQuota());
     }
 
-    /** Starts the program on its own virtual thread. */
-    public void start(String threadName) {
+    /**
+     * Arms the request's deadline, if it has one, on {@code timer}. Call once, right after
+     * construction; a deadline that has passed already ends the request at once.
+     */
+    public void armDeadline(ScheduledExecutorService timer) {
+        if (deadlineNanos == Long.MAX_VALUE) {
+            return;
+        }
+        long delay = deadlineNanos - System.nanoTime();
+        deadlineTimer = timer.schedule(() -> terminate(Status.DEADLINE_EXCEEDED, null), delay, TimeUnit.NANOSECONDS);
+        if (finished) {
+            deadlineTimer.cancel(false);
+        }
+    }
+
+    /**
+     * Starts the program on its own virtual thread, unless the request has ended already.
+     *
+     * @return whether the program was started
+     */
+    public boolean start(String threadName) {
+        if (!started.compareAndSet(false, true)) {
+            return false;
+        }
         Thread.ofVirtual().name(threadName).start(this::runProgram);
+        return true;
     }
 
     public TokenStream stream() {
@@ -116,8 +157,13 @@ public final class RequestRun implements StepOwner {
         return id;
     }
 
-    RunOptions options() {
-        return options;
+    /** The caller's id, or null. */
+    public String name() {
+        return spec.name();
+    }
+
+    RequestSpec spec() {
+        return spec;
     }
 
     /** Whether the calling thread is this request's program thread. */
@@ -130,9 +176,29 @@ public final class RequestRun implements StepOwner {
         return termination == null;
     }
 
+    /** Whether the program was started (false for a request that ended while queued). */
+    public boolean wasStarted() {
+        return startedAt != 0;
+    }
+
     @Override
     public boolean awaitingFirstToken() {
         return firstTokenAt == 0;
+    }
+
+    @Override
+    public long deadlineNanos() {
+        return deadlineNanos;
+    }
+
+    @Override
+    public int priority() {
+        return spec.priority();
+    }
+
+    @Override
+    public int laneOf(Step step) {
+        return spec.policy().lane(this, step.index());
     }
 
     /** The request's status if it has ended, else null. */
@@ -141,8 +207,18 @@ public final class RequestRun implements StepOwner {
         return ending == null ? null : ending.status();
     }
 
+    /** Tokens handed to the stream so far. */
+    public long tokensDelivered() {
+        return delivered;
+    }
+
     CompletableFuture<Outcome> completion() {
         return completion.copy();
+    }
+
+    /** The outcome, once finished (null before). */
+    public Outcome outcomeIfFinished() {
+        return completion.getNow(null);
     }
 
     // ---- program thread ------------------------------------------------------------------
@@ -155,14 +231,19 @@ public final class RequestRun implements StepOwner {
             trace.recordShared(TraceEvent.Kind.REQUEST_STARTED, startedAt, startedAt, TraceEvent.HOST, id, -1, -1, null, 0);
         }
         try {
-            program.run(orchestrator, input);
-            orchestrator.programReturned();
+            if (isRunning()) {
+                program.run(orchestrator, input);
+                orchestrator.programReturned();
+            } else {
+                orchestrator.abandon();
+            }
         } catch (RequestTerminatedException ended) {
             orchestrator.abandon();
         } catch (Throwable failure) {
             terminate(Status.FAILED, failure);
             orchestrator.abandon();
         } finally {
+            Thread.interrupted(); // a termination may have interrupted us; the thread ends here
             retireStep();
         }
     }
@@ -198,7 +279,8 @@ public final class RequestRun implements StepOwner {
     }
 
     private boolean gateOpen(long built) {
-        return built - sequencer.next() < options.runAhead() && delivered - taken.get() < options.streamBuffer();
+        return built - sequencer.next() < spec.run().runAhead()
+                && delivered - taken.get() < spec.run().streamBuffer();
     }
 
     private void wakeHost() {
@@ -211,7 +293,7 @@ public final class RequestRun implements StepOwner {
 
     @Override
     public void taskFailed(TaskNode task, Throwable cause) {
-        terminate(Status.FAILED, new dev.tandem.KernelFailedException(
+        terminate(Status.FAILED, new KernelFailedException(
                 "request " + id + ", step " + task.step().index() + ", task " + task.index() + " (kernel "
                         + task.kernel().name() + "): " + cause,
                 cause));
@@ -242,14 +324,23 @@ public final class RequestRun implements StepOwner {
         if (firstTokenAt == 0) {
             firstTokenAt = now;
         }
-        stream.push(new Token(id, step.index(), step.token()));
+        Token token = new Token(id, step.index(), step.token());
+        stream.push(token);
         long count = delivered + 1;
         delivered = count;
         TraceRecorder trace = device.trace();
         if (trace != null) {
             trace.recordShared(TraceEvent.Kind.TOKEN_DELIVERED, now, now, TraceEvent.OTHER, id, step.index(), -1, null, count);
         }
-        if (count >= options.maxTokens()) {
+        boolean stop;
+        try {
+            stop = count >= spec.run().maxTokens() || spec.stopWhen().test(token);
+        } catch (RuntimeException | Error failure) {
+            terminate(Status.FAILED, new IllegalStateException(
+                    "request " + id + ": the stopWhen predicate threw on the token of step " + step.index(), failure));
+            return;
+        }
+        if (stop) {
             terminate(Status.COMPLETED, null);
         }
     }
@@ -267,7 +358,7 @@ public final class RequestRun implements StepOwner {
     }
 
     /**
-     * Ends the request with {@code status} unless it has ended already. Any thread.
+     * Ends the request with {@code status} unless it has ended already. Any thread, any time.
      *
      * @return whether this call ended it
      */
@@ -277,8 +368,15 @@ public final class RequestRun implements StepOwner {
             return false;
         }
         stream.end(outcome(ending, System.nanoTime()));
+        if (started.compareAndSet(false, true)) {
+            retireStep(); // never started: the queue's guard goes, and it finishes now
+            return true;
+        }
         Thread program = programThread;
         if (program != null) {
+            if (status != Status.COMPLETED) {
+                program.interrupt(); // a program blocked outside the runtime learns of it too
+            }
             LockSupport.unpark(program);
         }
         return true;
@@ -292,9 +390,14 @@ public final class RequestRun implements StepOwner {
         }
     }
 
-    /** Runs once, when the program has returned and every step is done. */
+    /** Runs once, when the program has returned (or never started) and every step is done. */
     private void finish() {
         terminate(Status.COMPLETED, null);
+        finished = true;
+        ScheduledFuture<?> timer = deadlineTimer;
+        if (timer != null) {
+            timer.cancel(false);
+        }
         long endedAt = System.nanoTime();
         orchestrator.freeMemory();
         Outcome outcome = outcome(termination, endedAt);
@@ -303,26 +406,26 @@ public final class RequestRun implements StepOwner {
             trace.recordShared(TraceEvent.Kind.REQUEST, submittedAt, endedAt, TraceEvent.OTHER, id, -1, -1, null,
                     outcome.status().ordinal());
         }
-        onFinished.accept(this);
+        onFinished.accept(this); // releases what the owner reserved before the caller sees the end
         completion.complete(outcome);
     }
 
     private Outcome outcome(Ending ending, long now) {
-        long started = startedAt;
+        long start = startedAt;
         long first = firstTokenAt;
         return new Outcome(
                 id,
                 ending.status(),
                 ending.cause(),
                 delivered,
-                Duration.ofNanos(started == 0 ? now - submittedAt : started - submittedAt),
+                Duration.ofNanos(start == 0 ? now - submittedAt : start - submittedAt),
                 first == 0 ? null : Duration.ofNanos(first - submittedAt),
                 Duration.ofNanos(now - submittedAt));
     }
 
     @Override
     public String toString() {
-        return "request " + id;
+        return "request " + id + (spec.name() == null ? "" : " (" + spec.name() + ")");
     }
 
     private static final VarHandle TERMINATION;

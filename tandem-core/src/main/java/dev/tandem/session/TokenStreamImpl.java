@@ -9,8 +9,12 @@ import java.time.Duration;
 import java.util.Iterator;
 import java.util.NoSuchElementException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
 import java.util.concurrent.LinkedTransferQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A request's stream: a lock-free queue of tokens closed by one end marker.
@@ -20,6 +24,13 @@ import java.util.concurrent.TimeUnit;
  * last token; any other end first drops queued tokens, so the caller sees the end at once.
  * A reader that takes the marker puts it back, so every later read sees the end too. Appending
  * never blocks, so no core thread ever waits for a caller.
+ *
+ * <p>As a {@link Flow.Publisher}: one subscriber. Tokens go to it from a drain loop that runs
+ * on a virtual thread of its own, never on the thread that delivered the token (a core): the
+ * thread that moves {@code wip} from 0 starts the drain, which emits while there is demand
+ * and tokens, emits the end (which needs no demand) when it reaches the marker, and repeats
+ * while others signalled meanwhile. So {@code onNext} calls never overlap and a slow
+ * subscriber holds up its own request only.
  */
 final class TokenStreamImpl implements TokenStream {
     private static final Object END = new Object();
@@ -32,8 +43,15 @@ final class TokenStreamImpl implements TokenStream {
         this.request = request;
     }
 
+    private final AtomicBoolean subscribed = new AtomicBoolean();
+    private final AtomicInteger wip = new AtomicInteger();
+    private final AtomicLong demand = new AtomicLong();
+    private volatile Flow.Subscriber<? super Token> subscriber;
+    private volatile boolean subscriptionDone;
+
     void push(Token token) {
         queue.offer(token);
+        signal();
     }
 
     /** Called once, by the thread that decided the request's end. */
@@ -43,6 +61,7 @@ final class TokenStreamImpl implements TokenStream {
             queue.clear();
         }
         queue.offer(END);
+        signal();
     }
 
     @Override
@@ -108,6 +127,89 @@ final class TokenStreamImpl implements TokenStream {
         Outcome outcome = endOutcome;
         if (outcome.status() != Status.COMPLETED) {
             throw new StreamTerminatedException(outcome);
+        }
+    }
+
+    @Override
+    public void subscribe(Flow.Subscriber<? super Token> s) {
+        if (!subscribed.compareAndSet(false, true)) {
+            s.onSubscribe(new Flow.Subscription() {
+                @Override
+                public void request(long n) {}
+
+                @Override
+                public void cancel() {}
+            });
+            s.onError(new IllegalStateException("the stream of request " + request.id() + " already has a subscriber"));
+            return;
+        }
+        s.onSubscribe(new Flow.Subscription() {
+            @Override
+            public void request(long n) {
+                if (n <= 0) {
+                    subscriptionDone = true;
+                    request.terminate(Status.CANCELLED, null);
+                    s.onError(new IllegalArgumentException("request(" + n + "): demand must be positive (rule 3.9)"));
+                    return;
+                }
+                demand.getAndAccumulate(n, (a, b) -> a + b < 0 ? Long.MAX_VALUE : a + b);
+                signal();
+            }
+
+            @Override
+            public void cancel() {
+                subscriptionDone = true;
+                request.terminate(Status.CANCELLED, null);
+            }
+        });
+        subscriber = s;
+        signal();
+    }
+
+    private void signal() {
+        if (subscriber != null && wip.getAndIncrement() == 0) {
+            Thread.ofVirtual().name("tandem-request-" + request.id() + "-subscriber").start(
+                    () -> ScopedValue.where(RuntimeThreads.CALLBACK, Boolean.TRUE).run(this::drain));
+        }
+    }
+
+    private void drain() {
+        Flow.Subscriber<? super Token> s = subscriber;
+        int missed = 1;
+        while (true) {
+            while (!subscriptionDone) {
+                Object head = queue.peek();
+                if (head == null) {
+                    break;
+                }
+                if (head == END) {
+                    subscriptionDone = true;
+                    Outcome outcome = endOutcome;
+                    if (outcome.status() == Status.COMPLETED) {
+                        s.onComplete();
+                    } else {
+                        s.onError(new StreamTerminatedException(outcome));
+                    }
+                    break;
+                }
+                if (demand.get() == 0) {
+                    break;
+                }
+                queue.poll();
+                demand.decrementAndGet();
+                request.tokenTaken();
+                try {
+                    s.onNext((Token) head);
+                } catch (Throwable failure) {
+                    // Rule 2.13: a throwing subscriber is broken; end its request and stop signalling it.
+                    subscriptionDone = true;
+                    request.terminate(Status.CANCELLED, null);
+                }
+            }
+            missed = wip.addAndGet(-missed);
+            if (missed == 0) {
+                return;
+            }
         }
     }
 

@@ -1,0 +1,75 @@
+package dev.tandem;
+
+import java.util.Objects;
+
+/**
+ * Bounds and pipelining of a {@link Session}. Immutable; each method returns a copy.
+ *
+ * @param maxActive        requests building or running at once
+ * @param maxQueued        admitted requests waiting for a slot or memory
+ * @param memoryPerRequest device bytes reserved for each request while it runs; its
+ *                         allocations must fit in them
+ * @param policy           how its requests' ready tasks are ordered on the shared cores
+ * @param runAhead         built-but-unfinished steps a request may have
+ * @param publishBatch     tasks between publications
+ * @param streamBuffer     tokens delivered but not taken before a request waits for its caller
+ */
+public record SessionConfig(
+        int maxActive, int maxQueued, long memoryPerRequest, SchedulingPolicy policy, int runAhead, int publishBatch,
+        int streamBuffer) {
+
+    public static final long DEFAULT_MEMORY_PER_REQUEST = 64L << 20;
+
+    public SessionConfig {
+        positive("maxActive", maxActive);
+        if (maxQueued < 0) {
+            throw new IllegalArgumentException("maxQueued must be >= 0, was " + maxQueued);
+        }
+        if (memoryPerRequest < 0) {
+            throw new IllegalArgumentException("memoryPerRequest must be >= 0, was " + memoryPerRequest);
+        }
+        Objects.requireNonNull(policy, "policy");
+        positive("runAhead", runAhead);
+        positive("publishBatch", publishBatch);
+        positive("streamBuffer", streamBuffer);
+    }
+
+    public static SessionConfig defaults() {
+        return new SessionConfig(8, 64, DEFAULT_MEMORY_PER_REQUEST, SchedulingPolicy.FIRST_TOKEN_FIRST,
+                RunOptions.DEFAULT_RUN_AHEAD, RunOptions.DEFAULT_PUBLISH_BATCH, RunOptions.DEFAULT_STREAM_BUFFER);
+    }
+
+    public SessionConfig maxActive(int value) {
+        return new SessionConfig(value, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer);
+    }
+
+    public SessionConfig maxQueued(int value) {
+        return new SessionConfig(maxActive, value, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer);
+    }
+
+    public SessionConfig memoryPerRequest(long value) {
+        return new SessionConfig(maxActive, maxQueued, value, policy, runAhead, publishBatch, streamBuffer);
+    }
+
+    public SessionConfig policy(SchedulingPolicy value) {
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, value, runAhead, publishBatch, streamBuffer);
+    }
+
+    public SessionConfig runAhead(int value) {
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, value, publishBatch, streamBuffer);
+    }
+
+    public SessionConfig publishBatch(int value) {
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, value, streamBuffer);
+    }
+
+    public SessionConfig streamBuffer(int value) {
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, value);
+    }
+
+    private static void positive(String name, int value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(name + " must be > 0, was " + value);
+        }
+    }
+}
