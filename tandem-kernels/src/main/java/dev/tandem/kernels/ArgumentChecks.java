@@ -1,0 +1,364 @@
+package dev.tandem.kernels;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The argument checks of every kernel, shared by the vector and the scalar implementation so that
+ * both reject the same calls with the same message.
+ *
+ * <p>Messages read {@code "<kernel>: <argument> = <value> <what is wrong> <limit>"}. They are built
+ * only when a check fails: a passing check allocates nothing.
+ */
+final class ArgumentChecks {
+
+    private ArgumentChecks() {}
+
+    // ---- per-kernel checks ----
+
+    static void matmulF32(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        String kernel = "matmulF32";
+        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
+        fits(kernel, "weights", weights, weightsOffset, f32Bytes(kernel, "rows * cols", rows, cols));
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
+    }
+
+    static void matmulQ8_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        String kernel = "matmulQ8_0";
+        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
+        multipleOfBlock(kernel, "cols", cols);
+        fits(kernel, "weights", weights, weightsOffset, q8Bytes(kernel, "rows * cols", rows, cols));
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
+    }
+
+    static void rmsnorm(
+            MemorySegment x,
+            long xOffset,
+            MemorySegment weight,
+            long weightOffset,
+            MemorySegment out,
+            long outOffset,
+            int n,
+            float eps) {
+        String kernel = "rmsnorm";
+        nonNegative(kernel, "n", n);
+        if (!(eps >= 0f) || eps == Float.POSITIVE_INFINITY) {
+            throw new IllegalArgumentException(kernel + ": eps = " + eps + " must be finite and >= 0");
+        }
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "weight", weight, weightOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "n", n, 1));
+    }
+
+    static void rope(MemorySegment x, long xOffset, int heads, int headDim, int position, float theta) {
+        String kernel = "rope";
+        nonNegative(kernel, "heads", heads);
+        nonNegative(kernel, "headDim", headDim);
+        if (headDim % 2 != 0) {
+            throw new IllegalArgumentException(
+                    kernel + ": headDim = " + headDim + " must be even (rope rotates pairs)");
+        }
+        nonNegative(kernel, "position", position);
+        if (!(theta > 0f) || theta == Float.POSITIVE_INFINITY) {
+            throw new IllegalArgumentException(kernel + ": theta = " + theta + " must be finite and > 0");
+        }
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "heads * headDim", heads, headDim));
+    }
+
+    static void siluMul(
+            MemorySegment gate,
+            long gateOffset,
+            MemorySegment up,
+            long upOffset,
+            MemorySegment out,
+            long outOffset,
+            int n) {
+        String kernel = "siluMul";
+        nonNegative(kernel, "n", n);
+        fits(kernel, "gate", gate, gateOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "up", up, upOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "n", n, 1));
+    }
+
+    static void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
+        String kernel = "residualAdd";
+        nonNegative(kernel, "n", n);
+        fits(kernel, "acc", acc, accOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "delta", delta, deltaOffset, f32Bytes(kernel, "n", n, 1));
+    }
+
+    static void embedF32(
+            MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
+        String kernel = "embedF32";
+        embedShape(kernel, rows, dim, token);
+        fits(kernel, "table", table, tableOffset, f32Bytes(kernel, "rows * dim", rows, dim));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
+    }
+
+    static void embedQ8_0(
+            MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
+        String kernel = "embedQ8_0";
+        embedShape(kernel, rows, dim, token);
+        multipleOfBlock(kernel, "dim", dim);
+        fits(kernel, "table", table, tableOffset, q8Bytes(kernel, "rows * dim", rows, dim));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
+    }
+
+    static void argmax(MemorySegment values, long offset, int n) {
+        String kernel = "argmax";
+        positive(kernel, "n", n);
+        fits(kernel, "values", values, offset, f32Bytes(kernel, "n", n, 1));
+    }
+
+    static void sample(
+            MemorySegment logits,
+            long logitsOffset,
+            MemorySegment probs,
+            long probsOffset,
+            int n,
+            float temperature,
+            float topP) {
+        String kernel = "sample";
+        positive(kernel, "n", n);
+        if (!(temperature >= 0f) || temperature == Float.POSITIVE_INFINITY) {
+            throw new IllegalArgumentException(kernel + ": temperature = " + temperature + " must be finite and >= 0");
+        }
+        if (!(topP > 0f && topP <= 1f)) {
+            throw new IllegalArgumentException(kernel + ": topP = " + topP + " is outside (0, 1]");
+        }
+        fits(kernel, "logits", logits, logitsOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "probs", probs, probsOffset, f32Bytes(kernel, "n", n, 1));
+    }
+
+    static void qk(
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale) {
+        String kernel = "qk";
+        blockShape(kernel, headDim, rowStride, "validRows", validRows);
+        if (!Float.isFinite(scale)) {
+            throw new IllegalArgumentException(kernel + ": scale = " + scale + " must be finite");
+        }
+        fits(kernel, "q", q, qOffset, f32Bytes(kernel, "headDim", headDim, 1));
+        fits(kernel, "keys", keys, keysOffset, blockBytes(kernel, headDim, rowStride, validRows));
+        fits(kernel, "scores", scores, scoresOffset, f32Bytes(kernel, "validRows", validRows, 1));
+    }
+
+    static void softmaxPrepare(
+            MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {
+        String kernel = "softmaxPrepare";
+        nonNegative(kernel, "n", n);
+        fits(kernel, "scores", scores, scoresOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "blockStats", blockStats, blockStatsOffset, AttentionOps.STATS_FLOATS * (long) Float.BYTES);
+    }
+
+    static void pv(
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n) {
+        String kernel = "pv";
+        blockShape(kernel, headDim, rowStride, "n", n);
+        fits(kernel, "exps", exps, expsOffset, f32Bytes(kernel, "n", n, 1));
+        fits(kernel, "values", values, valuesOffset, blockBytes(kernel, headDim, rowStride, n));
+        fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
+    }
+
+    static void onlineInit(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            int headDim) {
+        String kernel = "onlineInit";
+        nonNegative(kernel, "headDim", headDim);
+        fits(kernel, "runningStats", runningStats, runningStatsOffset, AttentionOps.STATS_FLOATS * (long) Float.BYTES);
+        fits(kernel, "runningOut", runningOut, runningOutOffset, f32Bytes(kernel, "headDim", headDim, 1));
+    }
+
+    static void onlineUpdate(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            MemorySegment blockStats,
+            long blockStatsOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim) {
+        String kernel = "onlineUpdate";
+        nonNegative(kernel, "headDim", headDim);
+        long statsBytes = AttentionOps.STATS_FLOATS * (long) Float.BYTES;
+        fits(kernel, "runningStats", runningStats, runningStatsOffset, statsBytes);
+        fits(kernel, "runningOut", runningOut, runningOutOffset, f32Bytes(kernel, "headDim", headDim, 1));
+        fits(kernel, "blockStats", blockStats, blockStatsOffset, statsBytes);
+        fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
+    }
+
+    static void normalize(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            MemorySegment out,
+            long outOffset,
+            int headDim) {
+        String kernel = "normalize";
+        nonNegative(kernel, "headDim", headDim);
+        fits(kernel, "runningStats", runningStats, runningStatsOffset, AttentionOps.STATS_FLOATS * (long) Float.BYTES);
+        fits(kernel, "runningOut", runningOut, runningOutOffset, f32Bytes(kernel, "headDim", headDim, 1));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "headDim", headDim, 1));
+    }
+
+    /** Data check of {@code normalize}: the running sum of a context with at least one key is >= 1. */
+    static void attendedSomething(float runningSum) {
+        if (!(runningSum > 0f)) {
+            throw new IllegalArgumentException("normalize: running sum = " + runningSum
+                    + " must be > 0; no key was attended (an empty context has no attention output)");
+        }
+    }
+
+    static void quantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
+        String kernel = "Q8_0.quantize";
+        nonNegative(kernel, "count", count);
+        multipleOfBlock(kernel, "count", count);
+        fits(kernel, "src", src, srcOffset, f32Bytes(kernel, "count", count, 1));
+        fits(kernel, "dst", dst, dstOffset, q8Bytes(kernel, "count", 1, count));
+    }
+
+    static void dequantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
+        String kernel = "Q8_0.dequantize";
+        nonNegative(kernel, "count", count);
+        multipleOfBlock(kernel, "count", count);
+        fits(kernel, "src", src, srcOffset, q8Bytes(kernel, "count", 1, count));
+        fits(kernel, "dst", dst, dstOffset, f32Bytes(kernel, "count", count, 1));
+    }
+
+    // ---- building blocks ----
+
+    private static void matmulShape(String kernel, int rows, int cols, int batch, int rowStart, int rowEnd) {
+        nonNegative(kernel, "rows", rows);
+        nonNegative(kernel, "cols", cols);
+        nonNegative(kernel, "batch", batch);
+        if (rowStart < 0 || rowStart > rows) {
+            throw new IllegalArgumentException(
+                    kernel + ": rowStart = " + rowStart + " is outside [0, rows = " + rows + "]");
+        }
+        if (rowEnd < rowStart || rowEnd > rows) {
+            throw new IllegalArgumentException(
+                    kernel + ": rowEnd = " + rowEnd + " is outside [rowStart = " + rowStart + ", rows = " + rows + "]");
+        }
+    }
+
+    private static void embedShape(String kernel, int rows, int dim, int token) {
+        nonNegative(kernel, "rows", rows);
+        nonNegative(kernel, "dim", dim);
+        if (token < 0 || token >= rows) {
+            throw new IllegalArgumentException(kernel + ": token = " + token + " is outside [0, rows = " + rows + ")");
+        }
+    }
+
+    private static void blockShape(String kernel, int headDim, int rowStride, String rowsName, int rowCount) {
+        nonNegative(kernel, "headDim", headDim);
+        nonNegative(kernel, rowsName, rowCount);
+        if (rowStride < headDim) {
+            throw new IllegalArgumentException(
+                    kernel + ": rowStride = " + rowStride + " is less than headDim = " + headDim);
+        }
+    }
+
+    /** Bytes of {@code rowCount} rows of {@code headDim} f32, {@code rowStride} floats apart. */
+    private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount) {
+        if (rowCount == 0) {
+            return 0;
+        }
+        long floats = product(kernel, "rows * rowStride", rowCount - 1L, rowStride) + headDim;
+        return product(kernel, "block bytes", floats, Float.BYTES);
+    }
+
+    static void nonNegative(String kernel, String name, long value) {
+        if (value < 0) {
+            throw new IllegalArgumentException(kernel + ": " + name + " = " + value + " must be >= 0");
+        }
+    }
+
+    static void positive(String kernel, String name, long value) {
+        if (value <= 0) {
+            throw new IllegalArgumentException(kernel + ": " + name + " = " + value + " must be >= 1");
+        }
+    }
+
+    private static void multipleOfBlock(String kernel, String name, int value) {
+        if (value % Q8_0.BLOCK_SIZE != 0) {
+            throw new IllegalArgumentException(kernel + ": " + name + " = " + value
+                    + " must be a multiple of the q8_0 block size " + Q8_0.BLOCK_SIZE);
+        }
+    }
+
+    private static long f32Bytes(String kernel, String what, int a, int b) {
+        return product(kernel, what + " bytes", product(kernel, what, a, b), Float.BYTES);
+    }
+
+    private static long q8Bytes(String kernel, String what, int rows, int cols) {
+        long blocks = product(kernel, what, rows, cols / Q8_0.BLOCK_SIZE);
+        return product(kernel, what + " bytes", blocks, Q8_0.BLOCK_BYTES);
+    }
+
+    private static long product(String kernel, String what, long a, long b) {
+        try {
+            return Math.multiplyExact(a, b);
+        } catch (ArithmeticException overflow) {
+            throw new IllegalArgumentException(kernel + ": " + what + " = " + a + " * " + b + " overflows a long");
+        }
+    }
+
+    /** Checks that {@code segment} holds {@code bytes} bytes from {@code offset}. */
+    static void fits(String kernel, String name, MemorySegment segment, long offset, long bytes) {
+        if (segment == null) {
+            throw new IllegalArgumentException(kernel + ": " + name + " segment is null");
+        }
+        if (offset < 0) {
+            throw new IllegalArgumentException(kernel + ": " + name + "Offset = " + offset + " must be >= 0");
+        }
+        long size = segment.byteSize();
+        if (offset > size || bytes > size - offset) {
+            throw new IllegalArgumentException(kernel + ": " + name + " segment of " + size + " bytes is too small: "
+                    + bytes + " bytes needed at " + name + "Offset = " + offset);
+        }
+    }
+}

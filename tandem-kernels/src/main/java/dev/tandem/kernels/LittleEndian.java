@@ -1,0 +1,19 @@
+package dev.tandem.kernels;
+
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/** The value layouts of every tensor this module reads: little-endian and unaligned. */
+final class LittleEndian {
+
+    static final ByteOrder ORDER = ByteOrder.LITTLE_ENDIAN;
+
+    static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ORDER);
+
+    /** An IEEE 754 binary16 value, read as its bits and widened with {@link Float#float16ToFloat}. */
+    static final ValueLayout.OfShort F16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ORDER);
+
+    static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
+
+    private LittleEndian() {}
+}

@@ -1,0 +1,771 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.LittleEndian.F32;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.ByteVector;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorMask;
+import jdk.incubator.vector.VectorOperators;
+import jdk.incubator.vector.VectorShuffle;
+import jdk.incubator.vector.VectorSpecies;
+
+/**
+ * The vector kernels, on {@code FloatVector.SPECIES_PREFERRED}: the only class of this module that
+ * names {@code jdk.incubator.vector}. Loading it without that module fails, so only
+ * {@link Ops#preferred()} refers to it, and only after checking the boot layer.
+ *
+ * <h2>Implementation Overview</h2>
+ *
+ * <p>Every kernel has llama3.java's shape: a vector loop over {@code loopBound(n)} elements (FMA
+ * where it accumulates), {@code reduceLanes} where it reduces, then a scalar tail that computes
+ * what {@link ScalarOps} computes for the remaining elements. Argument checks are
+ * {@link ArgumentChecks}, shared with the scalar kernels.
+ *
+ * <ul>
+ *   <li>Matmul walks rows outside and the batch inside, four inputs at a time: each weight vector
+ *       is loaded once and feeds four accumulators, so a weight row is read once per four inputs
+ *       from cache and once per call from memory.
+ *   <li>q8_0 loads 16 int8 weights as one 128-bit {@code ByteVector} and widens them to
+ *       {@link #Q8_PARTS} float vectors with {@code castShape}, one switch case per part so that
+ *       every call names a constant part, as llama3.java does. A block's products are summed, then
+ *       scaled once. The 256- and 128-bit paths (two and four parts) are tested by running the
+ *       tests under a smaller {@code -XX:MaxVectorSize}.
+ *   <li>Maxima use four independent accumulators: a lane-wise max with {@link Math#max} semantics
+ *       (NaN wins) takes several instructions, and one chain of them was the bottleneck.
+ *   <li>rope computes cos and sin once per pair (the scalar {@link Math#cos}/{@link Math#sin} of
+ *       {@link RopeOps#angle}, as the scalar kernel does), places them in vectors of
+ *       {@code [c0, c0, c1, c1, ...]} and {@code [-s0, s0, -s1, s1, ...]}, and rotates every head of
+ *       the span with one lane swap, two multiplies and one add per vector.
+ *   <li>Exponentials use the vector {@code EXP}, which may differ from {@link Math#exp} in the last
+ *       bit; the tolerances in the interfaces allow for it.
+ * </ul>
+ */
+final class VectorOps implements KernelOps {
+
+    static final VectorOps INSTANCE = new VectorOps();
+
+    private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+    private static final int L = S.length();
+    private static final ByteOrder LE = LittleEndian.ORDER;
+    private static final long F = Float.BYTES;
+
+    /** q8_0 weights are loaded 16 at a time. */
+    private static final VectorSpecies<Byte> Q8_BYTES = ByteVector.SPECIES_128;
+
+    /** The float species q8_0 widens to: the preferred one when 16 bytes widen to 1, 2 or 4 of it. */
+    private static final VectorSpecies<Float> Q8_FLOATS =
+            L > 16 ? FloatVector.SPECIES_512 : L < 4 ? FloatVector.SPECIES_128 : S;
+
+    private static final int Q8_LANES = Q8_FLOATS.length();
+
+    /** Float vectors per 16 widened bytes: 1, 2 or 4. */
+    private static final int Q8_PARTS = 16 / Q8_LANES;
+
+    /** Swaps the lanes of each pair: {@code [x1, x0, x3, x2, ...]}. */
+    private static final VectorShuffle<Float> SWAP_PAIRS = VectorShuffle.fromOp(S, lane -> lane ^ 1);
+
+    private VectorOps() {}
+
+    @Override
+    public String name() {
+        return "vector (" + S.vectorBitSize() + "-bit, " + L + " f32 lanes)";
+    }
+
+    private static FloatVector load(MemorySegment segment, long offset) {
+        return FloatVector.fromMemorySegment(S, segment, offset, LE);
+    }
+
+    // ---- matmul ----
+
+    @Override
+    public void matmulF32(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulF32(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * inputBytes;
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                dotF32x4(
+                        weights,
+                        row,
+                        x,
+                        xOffset + b * inputBytes,
+                        inputBytes,
+                        cols,
+                        out,
+                        outOffset + b * outStride + r * F,
+                        outStride);
+            }
+            for (; b < batch; b++) {
+                out.set(
+                        F32,
+                        outOffset + b * outStride + r * F,
+                        dotF32(weights, row, x, xOffset + b * inputBytes, cols));
+            }
+        }
+    }
+
+    /** {@code sum_k a[k] * b[k]} over {@code n} f32. */
+    private static float dotF32(MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n) {
+        int upper = S.loopBound(n);
+        FloatVector acc = FloatVector.zero(S);
+        int k = 0;
+        for (; k < upper; k += L) {
+            acc = load(a, aOffset + k * F).fma(load(b, bOffset + k * F), acc);
+        }
+        float sum = acc.reduceLanes(VectorOperators.ADD);
+        for (; k < n; k++) {
+            sum += a.get(F32, aOffset + k * F) * b.get(F32, bOffset + k * F);
+        }
+        return sum;
+    }
+
+    /** Four dot products of one weight row with four inputs {@code inputStride} bytes apart. */
+    private static void dotF32x4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int n,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        long x1 = input + inputStride;
+        long x2 = x1 + inputStride;
+        long x3 = x2 + inputStride;
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = FloatVector.zero(S);
+        FloatVector acc2 = FloatVector.zero(S);
+        FloatVector acc3 = FloatVector.zero(S);
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector wv = load(w, row + kb);
+            acc0 = wv.fma(load(x, input + kb), acc0);
+            acc1 = wv.fma(load(x, x1 + kb), acc1);
+            acc2 = wv.fma(load(x, x2 + kb), acc2);
+            acc3 = wv.fma(load(x, x3 + kb), acc3);
+        }
+        float sum0 = acc0.reduceLanes(VectorOperators.ADD);
+        float sum1 = acc1.reduceLanes(VectorOperators.ADD);
+        float sum2 = acc2.reduceLanes(VectorOperators.ADD);
+        float sum3 = acc3.reduceLanes(VectorOperators.ADD);
+        for (; k < n; k++) {
+            long kb = k * F;
+            float wk = w.get(F32, row + kb);
+            sum0 += wk * x.get(F32, input + kb);
+            sum1 += wk * x.get(F32, x1 + kb);
+            sum2 += wk * x.get(F32, x2 + kb);
+            sum3 += wk * x.get(F32, x3 + kb);
+        }
+        out.set(F32, at, sum0);
+        out.set(F32, at + outStride, sum1);
+        out.set(F32, at + 2 * outStride, sum2);
+        out.set(F32, at + 3 * outStride, sum3);
+    }
+
+    @Override
+    public void matmulQ8_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ8_0(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / Q8_0.BLOCK_SIZE;
+        long rowBytes = (long) blocks * Q8_0.BLOCK_BYTES;
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * rowBytes;
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                dotQ8x4(
+                        weights,
+                        row,
+                        x,
+                        xOffset + b * inputBytes,
+                        inputBytes,
+                        blocks,
+                        out,
+                        outOffset + b * outStride + r * F,
+                        outStride);
+            }
+            for (; b < batch; b++) {
+                out.set(
+                        F32,
+                        outOffset + b * outStride + r * F,
+                        dotQ8(weights, row, x, xOffset + b * inputBytes, blocks));
+            }
+        }
+    }
+
+    /** Widens part {@code part} of 16 int8 weights to f32; each case has a constant part number. */
+    private static FloatVector widen(ByteVector q, int part) {
+        return switch (part) {
+            case 0 -> (FloatVector) q.castShape(Q8_FLOATS, 0);
+            case 1 -> (FloatVector) q.castShape(Q8_FLOATS, 1);
+            case 2 -> (FloatVector) q.castShape(Q8_FLOATS, 2);
+            case 3 -> (FloatVector) q.castShape(Q8_FLOATS, 3);
+            default -> throw new AssertionError("q8_0 part " + part + " of " + Q8_PARTS);
+        };
+    }
+
+    private static ByteVector quants(MemorySegment w, long blockOffset, int half) {
+        return ByteVector.fromMemorySegment(Q8_BYTES, w, blockOffset + 2 + half * 16L, LE);
+    }
+
+    private static FloatVector loadQ8Input(MemorySegment x, long blockInput, int half, int part) {
+        return FloatVector.fromMemorySegment(Q8_FLOATS, x, blockInput + (half * 16L + (long) part * Q8_LANES) * F, LE);
+    }
+
+    /** The dot product of one q8_0 row of {@code blocks} blocks with one f32 input. */
+    private static float dotQ8(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
+        FloatVector acc = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = quants(w, blockOffset, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    blockSum = widen(q, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
+                }
+            }
+            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(w, blockOffset)), acc);
+        }
+        return acc.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. */
+    private static void dotQ8x4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int blocks,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long in0 = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            FloatVector sum0 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum1 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum2 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum3 = FloatVector.zero(Q8_FLOATS);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = quants(w, blockOffset, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    FloatVector wv = widen(q, part);
+                    sum0 = wv.fma(loadQ8Input(x, in0, half, part), sum0);
+                    sum1 = wv.fma(loadQ8Input(x, in1, half, part), sum1);
+                    sum2 = wv.fma(loadQ8Input(x, in2, half, part), sum2);
+                    sum3 = wv.fma(loadQ8Input(x, in3, half, part), sum3);
+                }
+            }
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(w, blockOffset));
+            acc0 = sum0.fma(d, acc0);
+            acc1 = sum1.fma(d, acc1);
+            acc2 = sum2.fma(d, acc2);
+            acc3 = sum3.fma(d, acc3);
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
+    // ---- norm, rope, element-wise ----
+
+    @Override
+    public void rmsnorm(
+            MemorySegment x,
+            long xOffset,
+            MemorySegment weight,
+            long weightOffset,
+            MemorySegment out,
+            long outOffset,
+            int n,
+            float eps) {
+        ArgumentChecks.rmsnorm(x, xOffset, weight, weightOffset, out, outOffset, n, eps);
+        if (n == 0) {
+            return;
+        }
+        int upper = S.loopBound(n);
+        FloatVector acc = FloatVector.zero(S);
+        int i = 0;
+        for (; i < upper; i += L) {
+            FloatVector v = load(x, xOffset + i * F);
+            acc = v.fma(v, acc);
+        }
+        float sumOfSquares = acc.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float v = x.get(F32, xOffset + i * F);
+            sumOfSquares += v * v;
+        }
+        float inverseRms = ScalarOps.rmsInverse(sumOfSquares, n, eps);
+        i = 0;
+        for (; i < upper; i += L) {
+            FloatVector normalized = load(x, xOffset + i * F).mul(inverseRms);
+            load(weight, weightOffset + i * F).mul(normalized).intoMemorySegment(out, outOffset + i * F, LE);
+        }
+        for (; i < n; i++) {
+            float normalized = x.get(F32, xOffset + i * F) * inverseRms;
+            out.set(F32, outOffset + i * F, weight.get(F32, weightOffset + i * F) * normalized);
+        }
+    }
+
+    @Override
+    public void rope(MemorySegment x, long xOffset, int heads, int headDim, int position, float theta) {
+        ArgumentChecks.rope(x, xOffset, heads, headDim, position, theta);
+        // L is a power of two >= 2, so a vector holds whole pairs.
+        int upper = S.loopBound(headDim);
+        long headBytes = (long) headDim * F;
+        for (int c = 0; c < upper; c += L) {
+            FloatVector cos = FloatVector.zero(S);
+            FloatVector sin = FloatVector.zero(S);
+            for (int lane = 0; lane < L; lane += 2) {
+                double angle = RopeOps.angle(position, (c + lane) / 2, headDim, theta);
+                float cosine = (float) Math.cos(angle);
+                float sine = (float) Math.sin(angle);
+                cos = cos.withLane(lane, cosine).withLane(lane + 1, cosine);
+                sin = sin.withLane(lane, -sine).withLane(lane + 1, sine);
+            }
+            for (int h = 0; h < heads; h++) {
+                long at = xOffset + h * headBytes + c * F;
+                FloatVector v = load(x, at);
+                // lane 2i: x0 * cos + x1 * -sin; lane 2i+1: x1 * cos + x0 * sin.
+                v.mul(cos).add(v.rearrange(SWAP_PAIRS).mul(sin)).intoMemorySegment(x, at, LE);
+            }
+        }
+        for (int pair = upper / 2; pair < headDim / 2; pair++) {
+            double angle = RopeOps.angle(position, pair, headDim, theta);
+            float cosine = (float) Math.cos(angle);
+            float sine = (float) Math.sin(angle);
+            for (int h = 0; h < heads; h++) {
+                ScalarOps.rotatePair(x, xOffset + h * headBytes + 2L * pair * F, cosine, sine);
+            }
+        }
+    }
+
+    @Override
+    public void siluMul(
+            MemorySegment gate,
+            long gateOffset,
+            MemorySegment up,
+            long upOffset,
+            MemorySegment out,
+            long outOffset,
+            int n) {
+        ArgumentChecks.siluMul(gate, gateOffset, up, upOffset, out, outOffset, n);
+        int upper = S.loopBound(n);
+        int i = 0;
+        for (; i < upper; i += L) {
+            FloatVector g = load(gate, gateOffset + i * F);
+            FloatVector silu = g.div(g.neg().lanewise(VectorOperators.EXP).add(1f));
+            silu.mul(load(up, upOffset + i * F)).intoMemorySegment(out, outOffset + i * F, LE);
+        }
+        for (; i < n; i++) {
+            float g = gate.get(F32, gateOffset + i * F);
+            float silu = g / (1f + (float) Math.exp(-g));
+            out.set(F32, outOffset + i * F, silu * up.get(F32, upOffset + i * F));
+        }
+    }
+
+    @Override
+    public void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
+        ArgumentChecks.residualAdd(acc, accOffset, delta, deltaOffset, n);
+        int upper = S.loopBound(n);
+        int i = 0;
+        for (; i < upper; i += L) {
+            long at = accOffset + i * F;
+            load(acc, at).add(load(delta, deltaOffset + i * F)).intoMemorySegment(acc, at, LE);
+        }
+        for (; i < n; i++) {
+            long at = accOffset + i * F;
+            acc.set(F32, at, acc.get(F32, at) + delta.get(F32, deltaOffset + i * F));
+        }
+    }
+
+    // ---- embedding ----
+
+    /** A row copy: {@link MemorySegment#copy} is already the vector loop. */
+    @Override
+    public void embedF32(
+            MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
+        ArgumentChecks.embedF32(table, tableOffset, out, outOffset, rows, dim, token);
+        MemorySegment.copy(table, tableOffset + (long) token * dim * F, out, outOffset, dim * F);
+    }
+
+    @Override
+    public void embedQ8_0(
+            MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
+        ArgumentChecks.embedQ8_0(table, tableOffset, out, outOffset, rows, dim, token);
+        long row = tableOffset + (long) token * Q8_0.rowBytes(dim);
+        for (int block = 0; block < dim / Q8_0.BLOCK_SIZE; block++) {
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long to = outOffset + (long) block * Q8_0.BLOCK_SIZE * F;
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(table, blockOffset));
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = quants(table, blockOffset, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    widen(q, part).mul(d).intoMemorySegment(out, to + (half * 16L + (long) part * Q8_LANES) * F, LE);
+                }
+            }
+        }
+    }
+
+    // ---- argmax and sampling ----
+
+    @Override
+    public int argmax(MemorySegment values, long offset, int n) {
+        ArgumentChecks.argmax(values, offset, n);
+        return argmaxChecked(values, offset, n);
+    }
+
+    private static int argmaxChecked(MemorySegment values, long offset, int n) {
+        float max = maxOf(values, offset, n);
+        if (Float.isNaN(max)) {
+            throw ScalarOps.nanAt("argmax", firstNaN(values, offset, n));
+        }
+        int upper = S.loopBound(n);
+        int i = 0;
+        for (; i < upper; i += L) {
+            VectorMask<Float> hits = load(values, offset + i * F).eq(max);
+            if (hits.anyTrue()) {
+                return i + hits.firstTrue();
+            }
+        }
+        for (; i < n; i++) {
+            if (values.get(F32, offset + i * F) == max) {
+                return i;
+            }
+        }
+        throw new AssertionError("argmax: the maximum " + max + " was not found again");
+    }
+
+    /** The largest of {@code n} values; NaN if any value is NaN ({@link Math#max} semantics). */
+    private static float maxOf(MemorySegment values, long offset, int n) {
+        FloatVector maxima0 = FloatVector.broadcast(S, Float.NEGATIVE_INFINITY);
+        FloatVector maxima1 = maxima0;
+        FloatVector maxima2 = maxima0;
+        FloatVector maxima3 = maxima0;
+        int i = 0;
+        for (; i + 4 * L <= n; i += 4 * L) {
+            long at = offset + i * F;
+            maxima0 = maxima0.max(load(values, at));
+            maxima1 = maxima1.max(load(values, at + L * F));
+            maxima2 = maxima2.max(load(values, at + 2 * L * F));
+            maxima3 = maxima3.max(load(values, at + 3 * L * F));
+        }
+        int upper = S.loopBound(n);
+        for (; i < upper; i += L) {
+            maxima0 = maxima0.max(load(values, offset + i * F));
+        }
+        float max = maxima0.max(maxima1).max(maxima2.max(maxima3)).reduceLanes(VectorOperators.MAX);
+        for (; i < n; i++) {
+            max = Math.max(max, values.get(F32, offset + i * F));
+        }
+        return max;
+    }
+
+    private static int firstNaN(MemorySegment values, long offset, int n) {
+        for (int i = 0; i < n; i++) {
+            if (Float.isNaN(values.get(F32, offset + i * F))) {
+                return i;
+            }
+        }
+        throw new AssertionError("argmax: a NaN maximum without a NaN value");
+    }
+
+    @Override
+    public int sample(
+            MemorySegment logits,
+            long logitsOffset,
+            MemorySegment probs,
+            long probsOffset,
+            int n,
+            float temperature,
+            float topP,
+            long seed) {
+        ArgumentChecks.sample(logits, logitsOffset, probs, probsOffset, n, temperature, topP);
+        if (temperature == 0f) {
+            return argmaxChecked(logits, logitsOffset, n);
+        }
+        float max = maxOf(logits, logitsOffset, n);
+        ScalarOps.checkSampleMax(max);
+        float inverseTemperature = 1f / temperature;
+        int upper = S.loopBound(n);
+        FloatVector sums = FloatVector.zero(S);
+        int i = 0;
+        for (; i < upper; i += L) {
+            FloatVector e = load(logits, logitsOffset + i * F)
+                    .sub(max)
+                    .mul(inverseTemperature)
+                    .lanewise(VectorOperators.EXP);
+            e.intoMemorySegment(probs, probsOffset + i * F, LE);
+            sums = sums.add(e);
+        }
+        float sum = sums.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float e = (float) Math.exp((logits.get(F32, logitsOffset + i * F) - max) * inverseTemperature);
+            probs.set(F32, probsOffset + i * F, e);
+            sum += e;
+        }
+        float inverseSum = 1f / sum;
+        i = 0;
+        for (; i < upper; i += L) {
+            long at = probsOffset + i * F;
+            load(probs, at).mul(inverseSum).intoMemorySegment(probs, at, LE);
+        }
+        for (; i < n; i++) {
+            long at = probsOffset + i * F;
+            probs.set(F32, at, probs.get(F32, at) * inverseSum);
+        }
+        // The largest probability is exp(0) * inverseSum.
+        float threshold = nucleusThreshold(probs, probsOffset, n, topP, inverseSum);
+        float nucleusMass = massAtLeast(probs, probsOffset, n, threshold);
+        return ScalarOps.draw(probs, probsOffset, n, threshold, nucleusMass, seed);
+    }
+
+    /** The bisection of {@code ScalarOps.nucleusThreshold}, over the vector {@link #massAtLeast}. */
+    private static float nucleusThreshold(MemorySegment probs, long offset, int n, float topP, float largest) {
+        if (topP >= 1f) {
+            return 0f;
+        }
+        if (largest >= topP) {
+            return largest;
+        }
+        int low = 0;
+        int high = Float.floatToRawIntBits(largest) + 1;
+        while (high - low > 1) {
+            int middle = (low + high) >>> 1;
+            if (massAtLeast(probs, offset, n, Float.intBitsToFloat(middle)) >= topP) {
+                low = middle;
+            } else {
+                high = middle;
+            }
+        }
+        return Float.intBitsToFloat(low);
+    }
+
+    private static float massAtLeast(MemorySegment probs, long offset, int n, float threshold) {
+        int upper = S.loopBound(n);
+        FloatVector masses = FloatVector.zero(S);
+        int i = 0;
+        for (; i < upper; i += L) {
+            FloatVector p = load(probs, offset + i * F);
+            masses = masses.add(p, p.compare(VectorOperators.GE, threshold));
+        }
+        float mass = masses.reduceLanes(VectorOperators.ADD);
+        for (; i < n; i++) {
+            float p = probs.get(F32, offset + i * F);
+            if (p >= threshold) {
+                mass += p;
+            }
+        }
+        return mass;
+    }
+
+    // ---- paged attention ----
+
+    @Override
+    public void qk(
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale) {
+        ArgumentChecks.qk(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
+        for (int j = 0; j < validRows; j++) {
+            float dot = dotF32(q, qOffset, keys, keysOffset + (long) j * rowStride * F, headDim);
+            scores.set(F32, scoresOffset + j * F, dot * scale);
+        }
+    }
+
+    @Override
+    public void softmaxPrepare(
+            MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {
+        ArgumentChecks.softmaxPrepare(scores, scoresOffset, blockStats, blockStatsOffset, n);
+        float max = maxOf(scores, scoresOffset, n);
+        float sum = 0f;
+        if (max == Float.NEGATIVE_INFINITY) {
+            scores.asSlice(scoresOffset, n * F).fill((byte) 0);
+        } else {
+            int upper = S.loopBound(n);
+            FloatVector sums = FloatVector.zero(S);
+            int j = 0;
+            for (; j < upper; j += L) {
+                long at = scoresOffset + j * F;
+                FloatVector e = load(scores, at).sub(max).lanewise(VectorOperators.EXP);
+                e.intoMemorySegment(scores, at, LE);
+                sums = sums.add(e);
+            }
+            sum = sums.reduceLanes(VectorOperators.ADD);
+            for (; j < n; j++) {
+                long at = scoresOffset + j * F;
+                float e = (float) Math.exp(scores.get(F32, at) - max);
+                scores.set(F32, at, e);
+                sum += e;
+            }
+        }
+        blockStats.set(F32, blockStatsOffset, max);
+        blockStats.set(F32, blockStatsOffset + F, sum);
+    }
+
+    @Override
+    public void pv(
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n) {
+        ArgumentChecks.pv(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+        long rowBytes = (long) rowStride * F;
+        int upper = S.loopBound(headDim);
+        int c = 0;
+        for (; c < upper; c += L) {
+            FloatVector acc = FloatVector.zero(S);
+            for (int j = 0; j < n; j++) {
+                FloatVector e = FloatVector.broadcast(S, exps.get(F32, expsOffset + j * F));
+                acc = load(values, valuesOffset + j * rowBytes + c * F).fma(e, acc);
+            }
+            acc.intoMemorySegment(partial, partialOffset + c * F, LE);
+        }
+        for (; c < headDim; c++) {
+            float sum = 0f;
+            for (int j = 0; j < n; j++) {
+                sum += exps.get(F32, expsOffset + j * F) * values.get(F32, valuesOffset + j * rowBytes + c * F);
+            }
+            partial.set(F32, partialOffset + c * F, sum);
+        }
+    }
+
+    @Override
+    public void onlineInit(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            int headDim) {
+        ArgumentChecks.onlineInit(runningStats, runningStatsOffset, runningOut, runningOutOffset, headDim);
+        runningStats.set(F32, runningStatsOffset, Float.NEGATIVE_INFINITY);
+        runningStats.set(F32, runningStatsOffset + F, 0f);
+        runningOut.asSlice(runningOutOffset, headDim * F).fill((byte) 0);
+    }
+
+    @Override
+    public void onlineUpdate(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            MemorySegment blockStats,
+            long blockStatsOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim) {
+        ArgumentChecks.onlineUpdate(
+                runningStats,
+                runningStatsOffset,
+                runningOut,
+                runningOutOffset,
+                blockStats,
+                blockStatsOffset,
+                partial,
+                partialOffset,
+                headDim);
+        float blockMax = blockStats.get(F32, blockStatsOffset);
+        if (blockMax == Float.NEGATIVE_INFINITY) {
+            return;
+        }
+        float runningMax = runningStats.get(F32, runningStatsOffset);
+        float newMax = Math.max(runningMax, blockMax);
+        float runningScale = (float) Math.exp(runningMax - newMax);
+        float blockScale = (float) Math.exp(blockMax - newMax);
+        float newSum = runningStats.get(F32, runningStatsOffset + F) * runningScale
+                + blockStats.get(F32, blockStatsOffset + F) * blockScale;
+        int upper = S.loopBound(headDim);
+        int c = 0;
+        for (; c < upper; c += L) {
+            long at = runningOutOffset + c * F;
+            FloatVector rescaled = load(runningOut, at).mul(runningScale);
+            rescaled.add(load(partial, partialOffset + c * F).mul(blockScale)).intoMemorySegment(runningOut, at, LE);
+        }
+        for (; c < headDim; c++) {
+            long at = runningOutOffset + c * F;
+            runningOut.set(
+                    F32,
+                    at,
+                    runningOut.get(F32, at) * runningScale + partial.get(F32, partialOffset + c * F) * blockScale);
+        }
+        runningStats.set(F32, runningStatsOffset, newMax);
+        runningStats.set(F32, runningStatsOffset + F, newSum);
+    }
+
+    @Override
+    public void normalize(
+            MemorySegment runningStats,
+            long runningStatsOffset,
+            MemorySegment runningOut,
+            long runningOutOffset,
+            MemorySegment out,
+            long outOffset,
+            int headDim) {
+        ArgumentChecks.normalize(
+                runningStats, runningStatsOffset, runningOut, runningOutOffset, out, outOffset, headDim);
+        float sum = runningStats.get(F32, runningStatsOffset + F);
+        ArgumentChecks.attendedSomething(sum);
+        float inverseSum = 1f / sum;
+        int upper = S.loopBound(headDim);
+        int c = 0;
+        for (; c < upper; c += L) {
+            load(runningOut, runningOutOffset + c * F).mul(inverseSum).intoMemorySegment(out, outOffset + c * F, LE);
+        }
+        for (; c < headDim; c++) {
+            out.set(F32, outOffset + c * F, runningOut.get(F32, runningOutOffset + c * F) * inverseSum);
+        }
+    }
+}

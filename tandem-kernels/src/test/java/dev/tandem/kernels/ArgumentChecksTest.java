@@ -1,0 +1,185 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.Tensors.PAD;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Every kernel rejects each bad argument, in both implementations, with a message naming the kernel, the argument
+ * and the limit.
+ */
+class ArgumentChecksTest {
+
+    private static final Tensors T = new Tensors(0);
+
+    /** Segments that each hold 64 f32 (or 256 bytes) after the pad. */
+    private static final MemorySegment A = T.allocate(256);
+
+    private static final MemorySegment B = T.allocate(256);
+    private static final MemorySegment C = T.allocate(256);
+    private static final MemorySegment SMALL = T.allocate(8);
+
+    @AfterAll
+    static void close() {
+        T.close();
+    }
+
+    private record Case(String message, Consumer<KernelOps> call) {}
+
+    private static List<Case> cases() {
+        List<Case> cases = new ArrayList<>();
+        // matmul
+        cases.add(new Case(
+                "matmulF32: rows = -1 must be >= 0", ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, -1, 4, 1, 0, 0)));
+        cases.add(new Case(
+                "matmulF32: batch = -2 must be >= 0", ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, -2, 0, 4)));
+        cases.add(new Case(
+                "matmulF32: rowStart = 5 is outside [0, rows = 4]",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 5, 5)));
+        cases.add(new Case(
+                "matmulF32: rowEnd = 5 is outside [rowStart = 1, rows = 4]",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 5)));
+        cases.add(new Case(
+                "matmulF32: rowEnd = 0 is outside [rowStart = 1, rows = 4]",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 0)));
+        cases.add(new Case(
+                "matmulF32: weights segment of 268 bytes is too small: 320 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 10, 8, 1, 0, 10)));
+        cases.add(new Case(
+                "matmulF32: x segment of 268 bytes is too small: 288 bytes needed at xOffset = 12",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 2, 8, 9, 0, 2)));
+        cases.add(new Case(
+                "matmulF32: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
+                ops -> ops.matmulF32(A, PAD, B, PAD, SMALL, PAD, 4, 4, 1, 0, 4)));
+        cases.add(new Case(
+                "matmulF32: xOffset = -4 must be >= 0", ops -> ops.matmulF32(A, PAD, B, -4, C, PAD, 4, 4, 1, 0, 4)));
+        cases.add(new Case(
+                "matmulF32: weights segment is null", ops -> ops.matmulF32(null, 0, B, PAD, C, PAD, 4, 4, 1, 0, 4)));
+        cases.add(new Case(
+                "matmulQ8_0: cols = 33 must be a multiple of the q8_0 block size 32",
+                ops -> ops.matmulQ8_0(A, PAD, B, PAD, C, PAD, 1, 33, 1, 0, 1)));
+        cases.add(new Case(
+                "matmulQ8_0: weights segment of 268 bytes is too small: 272 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ8_0(A, PAD, B, PAD, C, PAD, 8, 32, 1, 0, 8)));
+        // norm, rope, element-wise
+        cases.add(new Case("rmsnorm: n = -1 must be >= 0", ops -> ops.rmsnorm(A, PAD, B, PAD, C, PAD, -1, 1e-5f)));
+        cases.add(new Case(
+                "rmsnorm: eps = NaN must be finite and >= 0",
+                ops -> ops.rmsnorm(A, PAD, B, PAD, C, PAD, 4, Float.NaN)));
+        cases.add(new Case(
+                "rmsnorm: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
+                ops -> ops.rmsnorm(A, PAD, B, PAD, SMALL, PAD, 4, 1e-5f)));
+        cases.add(new Case(
+                "rope: headDim = 7 must be even (rope rotates pairs)", ops -> ops.rope(A, PAD, 1, 7, 0, 10000f)));
+        cases.add(new Case("rope: heads = -1 must be >= 0", ops -> ops.rope(A, PAD, -1, 8, 0, 10000f)));
+        cases.add(new Case("rope: position = -3 must be >= 0", ops -> ops.rope(A, PAD, 1, 8, -3, 10000f)));
+        cases.add(new Case("rope: theta = 0.0 must be finite and > 0", ops -> ops.rope(A, PAD, 1, 8, 0, 0f)));
+        cases.add(new Case(
+                "rope: x segment of 268 bytes is too small: 512 bytes needed at xOffset = 12",
+                ops -> ops.rope(A, PAD, 4, 32, 0, 10000f)));
+        cases.add(new Case("siluMul: n = -1 must be >= 0", ops -> ops.siluMul(A, PAD, B, PAD, C, PAD, -1)));
+        cases.add(new Case(
+                "siluMul: up segment of 20 bytes is too small: 16 bytes needed at upOffset = 12",
+                ops -> ops.siluMul(A, PAD, SMALL, PAD, C, PAD, 4)));
+        cases.add(new Case(
+                "residualAdd: delta segment of 268 bytes is too small: 256 bytes needed at deltaOffset = 16",
+                ops -> ops.residualAdd(A, PAD, B, PAD + 4, 64)));
+        // embedding
+        cases.add(
+                new Case("embedF32: token = 4 is outside [0, rows = 4)", ops -> ops.embedF32(A, PAD, B, PAD, 4, 8, 4)));
+        cases.add(new Case(
+                "embedF32: token = -1 is outside [0, rows = 4)", ops -> ops.embedF32(A, PAD, B, PAD, 4, 8, -1)));
+        cases.add(new Case(
+                "embedF32: table segment of 268 bytes is too small: 320 bytes needed at tableOffset = 12",
+                ops -> ops.embedF32(A, PAD, B, PAD, 10, 8, 0)));
+        cases.add(new Case(
+                "embedQ8_0: dim = 48 must be a multiple of the q8_0 block size 32",
+                ops -> ops.embedQ8_0(A, PAD, B, PAD, 2, 48, 0)));
+        // argmax and sampling
+        cases.add(new Case("argmax: n = 0 must be >= 1", ops -> ops.argmax(A, PAD, 0)));
+        cases.add(new Case(
+                "argmax: values segment of 20 bytes is too small: 12 bytes needed at valuesOffset = 12",
+                ops -> ops.argmax(SMALL, PAD, 3)));
+        cases.add(new Case(
+                "sample: temperature = -1.0 must be finite and >= 0",
+                ops -> ops.sample(A, PAD, B, PAD, 4, -1f, 0.9f, 0)));
+        cases.add(new Case("sample: topP = 0.0 is outside (0, 1]", ops -> ops.sample(A, PAD, B, PAD, 4, 1f, 0f, 0)));
+        cases.add(new Case("sample: topP = 1.5 is outside (0, 1]", ops -> ops.sample(A, PAD, B, PAD, 4, 1f, 1.5f, 0)));
+        cases.add(new Case(
+                "sample: probs segment of 20 bytes is too small: 16 bytes needed at probsOffset = 12",
+                ops -> ops.sample(A, PAD, SMALL, PAD, 4, 1f, 0.9f, 0)));
+        // paged attention
+        cases.add(new Case(
+                "qk: rowStride = 4 is less than headDim = 8", ops -> ops.qk(A, PAD, B, PAD, C, PAD, 8, 4, 2, 1f)));
+        cases.add(new Case("qk: validRows = -1 must be >= 0", ops -> ops.qk(A, PAD, B, PAD, C, PAD, 8, 8, -1, 1f)));
+        cases.add(new Case(
+                "qk: keys segment of 268 bytes is too small: 316 bytes needed at keysOffset = 12",
+                ops -> ops.qk(A, PAD, B, PAD, C, PAD, 9, 10, 8, 1f)));
+        cases.add(new Case(
+                "qk: scale = Infinity must be finite",
+                ops -> ops.qk(A, PAD, B, PAD, C, PAD, 8, 8, 2, Float.POSITIVE_INFINITY)));
+        cases.add(new Case(
+                "softmaxPrepare: blockStats segment of 20 bytes is too small: 8 bytes needed at blockStatsOffset = 16",
+                ops -> ops.softmaxPrepare(A, PAD, SMALL, PAD + 4, 4)));
+        cases.add(new Case("pv: n = -1 must be >= 0", ops -> ops.pv(A, PAD, B, PAD, C, PAD, 8, 8, -1)));
+        cases.add(new Case(
+                "pv: values segment of 268 bytes is too small: 288 bytes needed at valuesOffset = 12",
+                ops -> ops.pv(A, PAD, B, PAD, C, PAD, 8, 8, 9)));
+        cases.add(new Case("onlineInit: headDim = -1 must be >= 0", ops -> ops.onlineInit(A, PAD, B, PAD, -1)));
+        cases.add(new Case(
+                "onlineUpdate: partial segment of 20 bytes is too small: 16 bytes needed at partialOffset = 12",
+                ops -> ops.onlineUpdate(A, PAD, B, PAD, C, PAD, SMALL, PAD, 4)));
+        cases.add(new Case(
+                "normalize: out segment of 20 bytes is too small: 32 bytes needed at outOffset = 12",
+                ops -> ops.normalize(A, PAD, B, PAD, SMALL, PAD, 8)));
+        return cases;
+    }
+
+    static List<Arguments> casesForBothImplementations() {
+        List<Arguments> arguments = new ArrayList<>();
+        for (KernelOps ops : new KernelOps[] {Tensors.SCALAR, Tensors.VECTOR}) {
+            for (Case c : cases()) {
+                arguments.add(Arguments.of(ops.name().split(" ")[0], c.message(), ops, c.call()));
+            }
+        }
+        return arguments;
+    }
+
+    @ParameterizedTest(name = "{0}: {1}")
+    @MethodSource("casesForBothImplementations")
+    void badArgumentIsRejectedWithItsMessage(String opsName, String message, KernelOps ops, Consumer<KernelOps> call) {
+        assertThatThrownBy(() -> call.accept(ops))
+                .as("%s kernels", opsName)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(message);
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("quantizerCases")
+    void quantizerRejectsBadCounts(String message, Runnable call) {
+        assertThatThrownBy(call::run)
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(message);
+    }
+
+    static List<Arguments> quantizerCases() {
+        return List.of(
+                Arguments.of("Q8_0.quantize: count = 33 must be a multiple of the q8_0 block size 32", (Runnable)
+                        () -> Q8_0.quantize(A, PAD, B, PAD, 33)),
+                Arguments.of(
+                        "Q8_0.quantize: dst segment of 20 bytes is too small: 34 bytes needed at dstOffset = 12",
+                        (Runnable) () -> Q8_0.quantize(A, PAD, SMALL, PAD, 32)),
+                Arguments.of("Q8_0.dequantize: count = -32 must be >= 0", (Runnable)
+                        () -> Q8_0.dequantize(A, PAD, B, PAD, -32)),
+                Arguments.of("Q8_0.rowBytes: cols = 40 must be a non-negative multiple of 32", (Runnable)
+                        () -> Q8_0.rowBytes(40)));
+    }
+}

@@ -1,0 +1,185 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.Tensors.PAD;
+import static dev.tandem.kernels.Tensors.SCALAR;
+import static dev.tandem.kernels.Tensors.VECTOR;
+import static dev.tandem.kernels.Tensors.read;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.MemorySegment;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/** Each paged-attention piece, vector against scalar; their composition is {@link PagedAttentionTest}. */
+class AttentionOpsTest {
+
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    void vectorQkMatchesScalar(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int rows = 5;
+            int rowStride = headDim + 3;
+            float[] q = t.uniform(headDim, -1f, 1f);
+            float[] keys = t.uniform(rows * rowStride, -1f, 1f);
+            MemorySegment qs = t.f32(q);
+            MemorySegment ks = t.f32(keys);
+            float scale = 0.125f;
+            float[] scalar = qk(t, SCALAR, qs, ks, headDim, rowStride, rows, scale);
+            float[] vector = qk(t, VECTOR, qs, ks, headDim, rowStride, rows, scale);
+            float[] bound = new float[rows];
+            for (int j = 0; j < rows; j++) {
+                for (int c = 0; c < headDim; c++) {
+                    bound[j] += Math.abs(scale * q[c] * keys[j * rowStride + c]);
+                }
+            }
+            Tensors.assertWithin(
+                    "vector qk, headDim " + headDim, vector, scalar, bound, AttentionOps.QK_RELATIVE_TOLERANCE);
+        }
+    }
+
+    private static float[] qk(
+            Tensors t,
+            KernelOps ops,
+            MemorySegment q,
+            MemorySegment keys,
+            int headDim,
+            int rowStride,
+            int rows,
+            float scale) {
+        MemorySegment scores = t.allocate((long) rows * Float.BYTES);
+        ops.qk(q, PAD, keys, PAD, scores, PAD, headDim, rowStride, rows, scale);
+        return read(scores, rows);
+    }
+
+    @ParameterizedTest(name = "n = {0}")
+    @ValueSource(ints = {0, 1, 7, 31, 33, 127, 4096})
+    void vectorSoftmaxPrepareMatchesScalar(int n) {
+        try (Tensors t = new Tensors(n)) {
+            float[] scores = t.uniform(n, -20f, 20f);
+            float[][] results = new float[2][];
+            float[][] stats = new float[2][];
+            KernelOps[] both = {SCALAR, VECTOR};
+            for (int i = 0; i < 2; i++) {
+                MemorySegment s = t.f32(scores);
+                MemorySegment st = t.allocate(2 * Float.BYTES);
+                both[i].softmaxPrepare(s, PAD, st, PAD, n);
+                results[i] = read(s, n);
+                stats[i] = read(st, 2);
+            }
+            float[] ones = new float[n];
+            java.util.Arrays.fill(ones, 1f);
+            Tensors.assertWithin(
+                    "vector exps, n " + n, results[1], results[0], ones, AttentionOps.SOFTMAX_ABSOLUTE_TOLERANCE);
+            assertThat(stats[1][0]).as("vector block max").isEqualTo(stats[0][0]);
+            Tensors.assertWithin(
+                    "vector block sum, n " + n,
+                    new float[] {stats[1][1]},
+                    new float[] {stats[0][1]},
+                    new float[] {Math.max(1, n)},
+                    AttentionOps.SOFTMAX_ABSOLUTE_TOLERANCE);
+            float max = Float.NEGATIVE_INFINITY;
+            for (float s : scores) {
+                max = Math.max(max, s);
+            }
+            assertThat(stats[0][0]).as("block max").isEqualTo(max);
+        }
+    }
+
+    @Test
+    void softmaxPrepareOfAFullyMaskedBlockIsZero() {
+        try (Tensors t = new Tensors(1)) {
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                float[] masked = new float[20];
+                java.util.Arrays.fill(masked, Float.NEGATIVE_INFINITY);
+                MemorySegment s = t.f32(masked);
+                MemorySegment st = t.allocate(2 * Float.BYTES);
+                ops.softmaxPrepare(s, PAD, st, PAD, 20);
+                assertThat(read(s, 20)).as(ops.name()).containsOnly(0f);
+                assertThat(read(st, 2)).as(ops.name()).containsExactly(Float.NEGATIVE_INFINITY, 0f);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    void vectorPvMatchesScalar(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int n = 13;
+            int rowStride = headDim + 1;
+            float[] exps = t.uniform(n, 0f, 1f);
+            float[] values = t.uniform(n * rowStride, -1f, 1f);
+            MemorySegment es = t.f32(exps);
+            MemorySegment vs = t.f32(values);
+            float[] scalar = pv(t, SCALAR, es, vs, headDim, rowStride, n);
+            float[] vector = pv(t, VECTOR, es, vs, headDim, rowStride, n);
+            float[] bound = new float[headDim];
+            for (int c = 0; c < headDim; c++) {
+                for (int j = 0; j < n; j++) {
+                    bound[c] += exps[j] * Math.abs(values[j * rowStride + c]);
+                }
+            }
+            Tensors.assertWithin(
+                    "vector pv, headDim " + headDim, vector, scalar, bound, AttentionOps.PV_RELATIVE_TOLERANCE);
+        }
+    }
+
+    private static float[] pv(
+            Tensors t, KernelOps ops, MemorySegment exps, MemorySegment values, int headDim, int rowStride, int n) {
+        MemorySegment partial = t.allocate((long) headDim * Float.BYTES);
+        ops.pv(exps, PAD, values, PAD, partial, PAD, headDim, rowStride, n);
+        return read(partial, headDim);
+    }
+
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    void vectorOnlineUpdateAndNormalizeAreIdenticalToScalar(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            float[][] outputs = new float[2][];
+            float[][] stats = new float[2][];
+            KernelOps[] both = {SCALAR, VECTOR};
+            float[][] partials = {t.uniform(headDim, -3f, 3f), t.uniform(headDim, -3f, 3f), t.uniform(headDim, -3f, 3f)
+            };
+            float[][] blockStats = {{1.5f, 3f}, {4f, 2.5f}, {Float.NEGATIVE_INFINITY, 0f}};
+            for (int i = 0; i < 2; i++) {
+                MemorySegment running = t.allocate(2 * Float.BYTES);
+                MemorySegment out = t.allocate((long) headDim * Float.BYTES);
+                both[i].onlineInit(running, PAD, out, PAD, headDim);
+                for (int block = 0; block < 3; block++) {
+                    both[i].onlineUpdate(
+                            running,
+                            PAD,
+                            out,
+                            PAD,
+                            t.f32(blockStats[block]),
+                            PAD,
+                            t.f32(partials[block]),
+                            PAD,
+                            headDim);
+                }
+                both[i].normalize(running, PAD, out, PAD, out, PAD, headDim);
+                outputs[i] = read(out, headDim);
+                stats[i] = read(running, 2);
+            }
+            Tensors.assertIdentical("vector online output, headDim " + headDim, outputs[1], outputs[0]);
+            Tensors.assertIdentical("vector running stats", stats[1], stats[0]);
+            assertThat(stats[0][0]).as("running max").isEqualTo(4f);
+            assertThat(stats[0][1]).as("running sum").isEqualTo((float) (3 * Math.exp(-2.5)) + 2.5f);
+        }
+    }
+
+    @Test
+    void normalizeRejectsAnEmptyContext() {
+        try (Tensors t = new Tensors(2)) {
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                MemorySegment running = t.allocate(2 * Float.BYTES);
+                MemorySegment out = t.allocate(4 * Float.BYTES);
+                ops.onlineInit(running, PAD, out, PAD, 4);
+                assertThatThrownBy(() -> ops.normalize(running, PAD, out, PAD, out, PAD, 4))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("normalize: running sum = 0.0 must be > 0");
+            }
+        }
+    }
+}

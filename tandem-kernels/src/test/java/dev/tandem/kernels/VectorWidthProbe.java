@@ -1,0 +1,66 @@
+package dev.tandem.kernels;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The main class {@link VectorWidthTest} starts with a capped {@code -XX:MaxVectorSize}: it runs the
+ * vector-against-scalar tests at the narrower preferred species, where q8_0 widens 16 bytes to two
+ * or four float vectors instead of one, and prints one line per failure and a summary.
+ */
+final class VectorWidthProbe {
+
+    private VectorWidthProbe() {}
+
+    public static void main(String[] args) {
+        Map<String, Runnable> checks = new LinkedHashMap<>();
+        MatmulOpsTest matmul = new MatmulOpsTest();
+        NormRopeElementwiseTest elementwise = new NormRopeElementwiseTest();
+        AttentionOpsTest attention = new AttentionOpsTest();
+        SamplingOpsTest sampling = new SamplingOpsTest();
+        for (int size : Tensors.SIZES) {
+            checks.put("matmulF32 cols " + size, () -> matmul.vectorF32MatmulMatchesScalarForEveryBatch(size));
+            checks.put("rmsnorm n " + size, () -> elementwise.vectorRmsnormMatchesScalarAndTheDefinition(size));
+            checks.put("siluMul n " + size, () -> elementwise.vectorSiluMulMatchesScalar(size));
+            checks.put("qk headDim " + size, () -> attention.vectorQkMatchesScalar(size));
+            checks.put("softmaxPrepare n " + size, () -> attention.vectorSoftmaxPrepareMatchesScalar(size));
+            checks.put("pv headDim " + size, () -> attention.vectorPvMatchesScalar(size));
+            checks.put(
+                    "online headDim " + size, () -> attention.vectorOnlineUpdateAndNormalizeAreIdenticalToScalar(size));
+            checks.put(
+                    "argmax n " + size, () -> sampling.argmaxFindsTheMaximumInTheScalarTailAndInNegativeValues(size));
+            checks.put("sample n " + size, () -> sampling.vectorSamplingMatchesScalarProbabilitiesAndTokens(size));
+        }
+        for (int cols : new int[] {32, 96, 4096}) {
+            checks.put(
+                    "matmulQ8_0 cols " + cols,
+                    () -> matmul.vectorQ8MatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
+            checks.put(
+                    "embedQ8_0 dim " + cols,
+                    () -> elementwise.embeddingQ8DequantizesTheRowIdenticallyInBothImplementations(cols));
+        }
+        for (int headDim : new int[] {2, 8, 30, 34, 128}) {
+            checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
+        }
+        checks.put("matmul row blocks", matmul::rowBlocksTouchOnlyTheirRows);
+        checks.put("argmax NaN", () -> sampling.argmaxRejectsNaNNamingItsFirstIndex(130));
+        checks.put(
+                "paged attention",
+                () -> new PagedAttentionTest()
+                        .pagedPiecesComposeToFullAttention(
+                                "vector", PagedAttentionTest.Layout.HEADS_INTERLEAVED, new int[] {33, 64, 128, 15}));
+
+        System.out.println("vector kernels: " + VectorOps.INSTANCE.name());
+        int failures = 0;
+        for (Map.Entry<String, Runnable> check : checks.entrySet()) {
+            try {
+                check.getValue().run();
+            } catch (AssertionError | RuntimeException failure) {
+                failures++;
+                System.out.println("FAILED " + check.getKey() + ": " + failure);
+            }
+        }
+        System.out.println("checks: " + checks.size() + ", failures: " + failures);
+        System.exit(failures == 0 ? 0 : 1);
+    }
+}
