@@ -11,9 +11,12 @@ package dev.tandem;
  *                  thread, {@link #OTHER} for callers
  * @param requestId the request, or -1
  * @param step      the step within the request, or -1
- * @param task      the task's index within the request, or -1
+ * @param task      the task's index within the request; for a step build, its first task
+ *                  (its tasks are {@code task .. task + count - 1}); else -1
  * @param name      the kernel name for tasks, else null
- * @param count     kind-specific: tasks built or published, status ordinal of an ended request
+ * @param count     kind-specific: 1 for a skipped task, tasks built or published, the token's
+ *                  sequence number (1, 2, ...) when delivered or taken, status ordinal of an
+ *                  ended request
  */
 public record TraceEvent(
         Kind kind, long start, long end, int thread, long requestId, long step, long task, String name, long count) {
@@ -27,17 +30,17 @@ public record TraceEvent(
     public enum Kind {
         /** Span on a core: one task ran (or was skipped, with count 1). */
         TASK,
-        /** Span on the host: one step was built; count = its tasks. */
+        /** Span on the host: one step was built; count = its tasks, task = its first task. */
         STEP_BUILD,
         /** Instant on the host: tasks made visible to the device; count = how many. */
         PUBLISH,
         /** Instant: every task of a step is done. */
         STEP_DONE,
-        /** Instant: a token was handed to its stream. */
+        /** Instant: a token was handed to its stream; count = how many so far, this one included. */
         TOKEN_DELIVERED,
-        /** Instant: the caller took a token from its stream. */
+        /** Instant: the caller took the token of {@code step}; count = how many so far, this one included. */
         TOKEN_TAKEN,
-        /** Instant: a request's program started. */
+        /** Span: a request from submission until its program started. */
         REQUEST_STARTED,
         /** Span: a request from submission to its end; count = {@link Status} ordinal. */
         REQUEST

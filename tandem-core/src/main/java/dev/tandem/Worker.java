@@ -8,6 +8,8 @@ import dev.tandem.session.RequestHost;
 import dev.tandem.session.RequestRun;
 import dev.tandem.session.RequestSpec;
 import dev.tandem.session.SessionImpl;
+import dev.tandem.trace.DeviceProbe;
+import dev.tandem.trace.PerfettoTraceWriter;
 import dev.tandem.trace.TraceRecorder;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -49,6 +51,7 @@ public final class Worker implements AutoCloseable {
     private final SchedulingPolicy policy;
     private final DeviceMemory memory;
     private final TraceRecorder trace;
+    private final PerfettoTraceWriter traceWriter;
     private final CpuCores cores;
     private final DeviceParts parts;
     private final Arena sharedArena = Arena.ofShared();
@@ -64,15 +67,47 @@ public final class Worker implements AutoCloseable {
     private final CompletableFuture<Void> terminated = new CompletableFuture<>();
 
     private Worker(Builder builder) {
-        this.name = "tandem-" + WORKER_IDS.incrementAndGet();
+        int number = WORKER_IDS.incrementAndGet();
+        this.name = "tandem-" + number;
         this.deviceConfig = builder.device;
         this.policy = builder.policy;
         this.memory = new DeviceMemory(deviceConfig.memoryBudget());
-        this.trace = builder.tracing ? new TraceRecorder() : null;
+        TraceConfig traceConfig = builder.trace;
+        this.trace = traceConfig == null ? null : new TraceRecorder(traceConfig.retainEvents(), traceConfig.jfr());
+        // Opened before the cores start, so a file that cannot be opened leaves nothing running.
+        this.traceWriter = traceConfig == null || traceConfig.file() == null ? null : new PerfettoTraceWriter(
+                trace, new Probe(), traceConfig.file(), name, (number - 1) % 0xFFFF + 1,
+                traceConfig.flushInterval().toNanos());
         this.cores = new CpuCores(deviceConfig.cores(), deviceConfig.spinNanos(), trace, name);
         this.parts = new DeviceParts(cores, memory, trace);
-        log.debug("{} started: {} cores, {} bytes of device memory, policy {}, tracing {}", name,
-                deviceConfig.cores(), deviceConfig.memoryBudget(), policy, trace != null);
+        if (traceWriter != null) {
+            traceWriter.start();
+        }
+        log.debug("{} started: {} cores, {} bytes of device memory, policy {}, trace {}", name,
+                deviceConfig.cores(), deviceConfig.memoryBudget(), policy, traceConfig);
+    }
+
+    /** What the trace writer samples; its thread starts after the cores exist. */
+    private final class Probe implements DeviceProbe {
+        @Override
+        public int coreCount() {
+            return deviceConfig.cores();
+        }
+
+        @Override
+        public boolean coreParked(int index) {
+            return cores.isParked(index);
+        }
+
+        @Override
+        public long readyTasks() {
+            return cores.readyTasks();
+        }
+
+        @Override
+        public long bytesInUse() {
+            return memory.inUse();
+        }
     }
 
     /** A worker on {@code device} with the default policy and tracing off. */
@@ -88,7 +123,7 @@ public final class Worker implements AutoCloseable {
     public static final class Builder {
         private CpuDevice device = CpuDevice.defaults();
         private SchedulingPolicy policy = SchedulingPolicy.FIRST_TOKEN_FIRST;
-        private boolean tracing;
+        private TraceConfig trace;
 
         private Builder() {}
 
@@ -102,9 +137,15 @@ public final class Worker implements AutoCloseable {
             return this;
         }
 
-        /** Records a trace of everything the worker does (off by default). */
+        /** Records a trace of everything the worker does, in memory (off by default). */
         public Builder tracing(boolean on) {
-            this.tracing = on;
+            this.trace = on ? TraceConfig.inMemory() : null;
+            return this;
+        }
+
+        /** Records a trace as {@code config} says; null turns tracing off. */
+        public Builder trace(TraceConfig config) {
+            this.trace = config;
             return this;
         }
 
@@ -145,7 +186,8 @@ public final class Worker implements AutoCloseable {
         Objects.requireNonNull(options, "options");
         ensureOpen();
         long id = requestIds.incrementAndGet();
-        RequestRun request = new RequestRun(id, program, input, RequestSpec.of(options, policy), parts, this::requestFinished);
+        RequestRun request = new RequestRun(id, program, input, RequestSpec.of(options, policy), parts,
+                released -> {}, this::requestFinished);
         live.add(request);
         if (closed.get()) {
             // Lost a race with close(): end it before it starts.
@@ -251,7 +293,10 @@ public final class Worker implements AutoCloseable {
         return cores.busyNanos();
     }
 
-    /** Everything traced so far, by start time; empty when tracing is off. */
+    /**
+     * Everything traced so far, by start time; empty when tracing is off or when the trace
+     * streams to a file without retaining its events ({@link TraceConfig#retainEvents()}).
+     */
     public List<TraceEvent> traceEvents() {
         return trace == null ? List.of() : trace.events();
     }
@@ -315,6 +360,9 @@ public final class Worker implements AutoCloseable {
             sharedArena.close();
             memory.release(sharedBytes);
             sharedBytes = 0;
+        }
+        if (traceWriter != null) {
+            traceWriter.close(); // every request has drained: the trace is complete
         }
         log.debug("{} shut down", name);
         terminated.complete(null);

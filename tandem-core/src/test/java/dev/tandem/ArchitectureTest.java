@@ -16,7 +16,7 @@ class ArchitectureTest {
     @Test
     void coreDependsOnTheJdkAndSlf4jOnly() {
         noClasses().should().dependOnClassesThat()
-                .resideOutsideOfPackages("dev.tandem..", "java..", "javax..", "jdk.internal..", "org.slf4j..")
+                .resideOutsideOfPackages("dev.tandem..", "java..", "javax..", "jdk.internal..", "jdk.jfr..", "org.slf4j..")
                 .check(CORE);
     }
 

@@ -9,6 +9,7 @@ import dev.tandem.sched.ReadyQueue;
 import dev.tandem.trace.TraceBuffer;
 import dev.tandem.trace.TraceRecorder;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 /**
@@ -35,11 +36,15 @@ import java.util.concurrent.locks.LockSupport;
  * matching {@code idleCount--}.
  */
 public final class CpuCores implements AutoCloseable {
+    /** How long an idle core spins before it starts yielding between polls. */
+    private static final long PURE_SPIN_NANOS = 2_000;
+
     private final ReadyQueue queue;
     private final Core[] cores;
     private final AtomicInteger idleCount = new AtomicInteger();
     private final long spinNanos;
     private final TraceRecorder trace;
+    private final LongAdder readyCount; // tasks queued and not yet taken; only when tracing
     private volatile boolean shutdown;
     private final long startedAt = System.nanoTime();
 
@@ -50,6 +55,7 @@ public final class CpuCores implements AutoCloseable {
         this.queue = new ReadyQueue(SchedulingPolicy.LANES);
         this.spinNanos = spinNanos;
         this.trace = trace;
+        this.readyCount = trace != null ? new LongAdder() : null;
         this.cores = new Core[coreCount];
         for (int i = 0; i < coreCount; i++) {
             cores[i] = new Core(i);
@@ -103,6 +109,9 @@ public final class CpuCores implements AutoCloseable {
     private void enqueue(TaskNode task) {
         Step step = task.step();
         task.lane = step.owner().laneOf(step);
+        if (readyCount != null) {
+            readyCount.increment(); // before the push, so a core's decrement never comes first
+        }
         queue.push(task);
     }
 
@@ -117,6 +126,20 @@ public final class CpuCores implements AutoCloseable {
                 return;
             }
         }
+    }
+
+    /**
+     * Whether core {@code index} is idle (parked, or about to park). Once a core reports true,
+     * it has recorded every task it ran and starts its next task only after this call: it must
+     * clear its flag (or have it cleared by a waker) first.
+     */
+    public boolean isParked(int index) {
+        return cores[index].idle;
+    }
+
+    /** Tasks waiting in the ready queue; counted only when tracing (else 0). */
+    public long readyTasks() {
+        return readyCount == null ? 0 : Math.max(0, readyCount.sum());
     }
 
     /** Fraction of core time spent running tasks since the cores started. */
@@ -178,6 +201,9 @@ public final class CpuCores implements AutoCloseable {
                         return;
                     }
                 }
+                if (readyCount != null) {
+                    readyCount.decrement(); // the first task of a run comes from the queue; the rest do not
+                }
                 if (idleCount.get() > 0 && !queue.isEmpty()) {
                     wakeOne(); // pass the wake-up on: there is more than this core can take
                 }
@@ -193,7 +219,7 @@ public final class CpuCores implements AutoCloseable {
         private TaskNode execute(TaskNode task) {
             Step step = task.step();
             StepOwner owner = step.owner();
-            long begin = traceBuffer != null ? System.nanoTime() : 0;
+            long begin = traceBuffer != null ? traceBuffer.spanStart(TraceEvent.Kind.TASK) : 0;
             boolean skipped = !owner.isRunning();
             if (!skipped) {
                 context.bind(task);
@@ -229,7 +255,12 @@ public final class CpuCores implements AutoCloseable {
 
         /** Spins, then parks until work arrives; null at shutdown. */
         private TaskNode awaitWork() {
-            long deadline = System.nanoTime() + spinNanos;
+            // Spin briefly, then keep polling but yield the processor between polls: when
+            // cores and host threads outnumber processors, a spinning core would otherwise
+            // take the time the host needs to build the work it is waiting for.
+            long now = System.nanoTime();
+            long spinUntil = now + Math.min(spinNanos, PURE_SPIN_NANOS);
+            long deadline = now + spinNanos;
             do {
                 TaskNode task = queue.poll();
                 if (task != null) {
@@ -238,8 +269,13 @@ public final class CpuCores implements AutoCloseable {
                 if (shutdown) {
                     return null;
                 }
-                Thread.onSpinWait();
-            } while (System.nanoTime() < deadline);
+                now = System.nanoTime();
+                if (now < spinUntil) {
+                    Thread.onSpinWait();
+                } else {
+                    Thread.yield();
+                }
+            } while (now < deadline);
 
             while (true) {
                 idleCount.incrementAndGet();

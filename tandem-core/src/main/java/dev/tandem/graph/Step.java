@@ -8,8 +8,8 @@ import java.lang.invoke.VarHandle;
  * The tasks that produce one token of one request.
  *
  * <p>Implementation Overview. {@code remaining} counts the step's unfinished tasks plus one
- * build guard. The host adds one per task it submits ({@link #addTask}) while the guard is
- * held, so the count cannot reach zero while the step is still being built; {@link #close}
+ * build guard. The host adds the tasks of each publication batch ({@link #addTasks}) before
+ * publishing them, while the guard is held, so the count cannot reach zero while the step is still being built; {@link #close}
  * drops the guard at {@code endStep}. The thread whose decrement brings the count to zero
  * (a core finishing the last task, or the host closing a step whose tasks already finished)
  * reports the step done to its owner, exactly once. The token bytes are written by the
@@ -38,10 +38,18 @@ public final class Step {
         return owner;
     }
 
-    /** Host: one more task belongs to this step. Only while the build guard is held. */
-    public void addTask() {
+    /** Host: one more task was built for this step; counted by {@link #addTasks} before it is published. */
+    public void countTask() {
         taskCount++;
-        REMAINING.getAndAdd(this, 1);
+    }
+
+    /**
+     * Host: {@code n} more tasks belong to this step. Called once per publication batch, before
+     * the batch is published and while the build guard is held, so the count cannot reach zero
+     * early and costs one atomic update per batch instead of one per task.
+     */
+    public void addTasks(int n) {
+        REMAINING.getAndAdd(this, n);
     }
 
     /** Tasks submitted to this step so far. Host only. */

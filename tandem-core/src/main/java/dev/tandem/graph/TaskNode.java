@@ -14,23 +14,25 @@ import java.lang.invoke.VarHandle;
  *
  * <p>The fundamental invariants are:
  * <ul>
- *   <li>{@code pending} = 1 (the publication guard, until {@link #publish}) + the number of
- *       wired predecessors that have not finished yet. The task is ready exactly when a
- *       decrement brings it to 0, and exactly one thread performs that decrement.
+ *   <li>Before publication, {@code pending} = {@link #GUARD} − (wired predecessors that have
+ *       finished since they were wired). {@link #publish} adds {@code wired − GUARD}, where
+ *       {@code wired} (host-only) counts the edges pushed; from then on {@code pending} = the
+ *       wired predecessors that have not finished. The task is ready exactly when an update
+ *       brings {@code pending} to 0, and exactly one thread performs that update.
  *   <li>{@code successors} is a Treiber stack of {@link Edge}s, or {@link #CLOSED} once the
  *       task has finished. It is closed exactly once, by {@link #finish}, with an atomic
  *       swap; after that no edge can be pushed.
  *   <li>Every successor pushed before the swap is released (decremented) by the finishing
- *       thread; a push that loses to the swap is undone by the host. So each wired edge is
- *       released exactly once.
+ *       thread; a push that loses to the swap is not counted in {@code wired}. So each
+ *       counted edge is released exactly once.
  * </ul>
  *
- * <p>Wiring p→t ({@link #wireTo}): the host increments {@code t.pending} first, then pushes t
- * onto p's stack with a CAS. If the CAS finds CLOSED, p has finished and will never release
- * t, so the host decrements {@code t.pending} again; this cannot bring it to 0 because the
- * publication guard is still held (wiring happens before publication). The increment must
- * precede the push: otherwise p could finish and release t between the push and the
- * increment, and t could become ready while a predecessor is still counted.
+ * <p>Wiring p→t ({@link #wireTo}): the host pushes t onto p's stack with a CAS and, if it
+ * succeeded, counts the edge in {@code t.wired}; a CAS that finds CLOSED means p has finished
+ * and will never release t, so nothing is counted. The guard is far larger than any number
+ * of predecessors, so releases that arrive before publication cannot bring {@code pending}
+ * to 0; and since the count of wired edges is added in one atomic step at publication,
+ * wiring costs no atomic update of {@code t.pending} at all.
  *
  * <p>Only the request's host thread pushes edges, so a push CAS fails only because the
  * stack was closed: the loop in {@link #wireTo} runs at most twice.
@@ -38,7 +40,7 @@ import java.lang.invoke.VarHandle;
  * <p>Memory ordering: every counter and stack update is a volatile read-modify-write, so the
  * finishing thread's writes to device memory happen-before a successor's run (the successor
  * observes its pending count reaching zero through a chain of RMWs on the same variable).
- * The host-only fields ({@code lastWiredTo}) are plain.
+ * The host-only fields ({@code lastWiredTo}, {@code wired}) are plain.
  *
  * <p>Finishing is a loop, never a recursion: {@link #finish} returns at most one ready
  * successor for the caller to run next and hands the others to a {@link ReadySink}, so a
@@ -71,7 +73,13 @@ public final class TaskNode {
     private final long index;
     private final Object payload;
 
-    private volatile int pending = 1;
+    /** The publication guard: larger than any number of predecessors a task can have. */
+    static final int GUARD = 1 << 30;
+
+    private volatile int pending = GUARD;
+
+    /** Host only: edges pushed onto predecessors' stacks. */
+    private int wired;
     private volatile Edge successors;
 
     /** Ready-queue link; written by the queue only. */
@@ -129,28 +137,28 @@ public final class TaskNode {
      * @return whether the edge was wired (false: this task finished, no dependency remains)
      */
     boolean wireTo(TaskNode successor) {
-        PENDING.getAndAdd(successor, 1);
         Edge edge = new Edge(successor);
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
-                PENDING.getAndAdd(successor, -1);
                 return false;
             }
             edge.next = head;
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
+                successor.wired++;
                 return true;
             }
         }
     }
 
     /**
-     * Host: drops the publication guard.
+     * Host: replaces the publication guard by the number of wired predecessors.
      *
-     * @return true if the task is ready now (no unfinished predecessor)
+     * @return true if the task is ready now (every wired predecessor has finished)
      */
     public boolean publish() {
-        return (int) PENDING.getAndAdd(this, -1) == 1;
+        int delta = wired - GUARD;
+        return (int) PENDING.getAndAdd(this, delta) == -delta;
     }
 
     /**
@@ -177,7 +185,7 @@ public final class TaskNode {
         return runNext;
     }
 
-    /** Current pending count; for tests and assertions. */
+    /** Current pending count (including the guard before publication); for tests and assertions. */
     public int pendingCount() {
         return pending;
     }

@@ -60,6 +60,7 @@ public final class TensorMap {
     /** The segments of one buffer. Parallel arrays, sorted by start, covering [0, size). */
     static final class Track {
         private static final TaskNode[] NO_READERS = new TaskNode[0];
+        private static final int COMPACT_MIN = 64;
 
         private final long size;
         private long[] start = new long[4];
@@ -67,6 +68,7 @@ public final class TensorMap {
         private TaskNode[][] readers = new TaskNode[4][];
         private int[] readerCount = new int[4];
         private int count;
+        private int compactAt = COMPACT_MIN;
 
         Track(long size) {
             this.size = size;
@@ -84,6 +86,9 @@ public final class TensorMap {
         }
 
         void access(long s, long e, AccessMode mode, TaskNode task, TensorMap map) {
+            if (count > compactAt) {
+                compact();
+            }
             int first = splitAt(s);
             int last = e == size ? count : splitAt(e); // exclusive
             boolean writes = mode.writes();
@@ -114,6 +119,55 @@ public final class TensorMap {
                     addReader(k, task);
                 }
             }
+        }
+
+        /**
+         * Merges each run of adjacent dead segments (no unfinished writer, no unfinished reader)
+         * into one. Dead segments carry no dependency, so merging them changes no future edge;
+         * it keeps a buffer written piece by piece (a KV cache, a layer's outputs) from
+         * accumulating one segment per piece. Amortised: the next compaction waits until the
+         * count has doubled.
+         */
+        private void compact() {
+            int out = 0;
+            for (int k = 0; k < count; k++) {
+                boolean dead = isDead(k);
+                if (dead && out > 0 && isDead(out - 1)) {
+                    continue; // absorbed by the dead segment before it
+                }
+                if (out != k) {
+                    start[out] = start[k];
+                    writer[out] = writer[k];
+                    readers[out] = readers[k];
+                    readerCount[out] = readerCount[k];
+                }
+                if (dead) {
+                    writer[out] = null;
+                    readerCount[out] = 0;
+                    readers[out] = NO_READERS;
+                }
+                out++;
+            }
+            for (int k = out; k < count; k++) {
+                writer[k] = null;
+                readers[k] = null;
+            }
+            count = out;
+            compactAt = Math.max(COMPACT_MIN, 2 * count);
+        }
+
+        private boolean isDead(int k) {
+            TaskNode w = writer[k];
+            if (w != null && !w.isFinished()) {
+                return false;
+            }
+            TaskNode[] rs = readers[k];
+            for (int i = 0; i < readerCount[k]; i++) {
+                if (!rs[i].isFinished()) {
+                    return false;
+                }
+            }
+            return true;
         }
 
         /** Makes pos a segment boundary; returns the index of the segment starting at pos. */

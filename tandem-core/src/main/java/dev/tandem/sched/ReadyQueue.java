@@ -18,7 +18,8 @@ import java.lang.invoke.VarHandle;
  *
  * <p>Invariants: a task is linked by exactly one successful CAS of a {@code queueNext} from
  * null, and returned by exactly one successful CAS of a head. Non-invariants: the tail is
- * not always the last node; {@link #isEmpty()} is a snapshot.
+ * not always the last node; {@link #isEmpty()} is a snapshot; {@link #poll()} is FIFO within
+ * a lane but orders lanes only by a non-atomic scan.
  */
 public final class ReadyQueue {
     private final Lane[] lanes;
@@ -42,7 +43,11 @@ public final class ReadyQueue {
         lanes[task.lane].push(task);
     }
 
-    /** Takes the oldest task of the lowest non-empty lane, or null. */
+    /**
+     * Takes the oldest task of the lowest lane found non-empty in one scan, or null. The scan
+     * is not atomic across lanes: a task pushed to a lower lane while it runs may be passed
+     * over this once (it is taken by the next poll), which is fine for a scheduling order.
+     */
     public TaskNode poll() {
         for (Lane lane : lanes) {
             TaskNode task = lane.poll();

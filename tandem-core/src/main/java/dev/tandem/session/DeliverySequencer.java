@@ -35,7 +35,8 @@ public final class DeliverySequencer {
 
     /**
      * @param inFlight the most steps past the next one to deliver that can be finished at once
-     * @param consumer called with each step in order; called by one thread at a time
+     * @param consumer called with each step in order; called by one thread at a time; must
+     *                 not throw (a throw would leave {@code wip} raised and stop delivery)
      */
     public DeliverySequencer(int inFlight, Consumer<Step> consumer) {
         this.ring = new Step[Integer.highestOneBit(Math.max(1, inFlight)) << 1];

@@ -91,7 +91,7 @@ final class OrchestratorImpl implements Orchestrator {
     public Buffer allocate(long bytes) {
         checkCaller("allocate");
         if (bytes < 0) {
-            throw new IllegalArgumentException("request " + request.id() + ": allocate of a negative size " + bytes);
+            throw failRequest(new IllegalArgumentException("request " + request.id() + ": allocate of a negative size " + bytes));
         }
         MemorySegment segment = reserveAndAllocate(bytes, "allocate");
         DeviceBuffer buffer = new DeviceBuffer(
@@ -104,7 +104,8 @@ final class OrchestratorImpl implements Orchestrator {
     public Buffer allocateStep(long bytes) {
         checkCaller("allocateStep");
         if (bytes < 0) {
-            throw new IllegalArgumentException("request " + request.id() + ": allocateStep of a negative size " + bytes);
+            throw failRequest(new IllegalArgumentException("request " + request.id() + ": allocateStep of a negative size "
+                    + bytes));
         }
         Step step = openStep();
         StepBank chosen = null;
@@ -173,7 +174,7 @@ final class OrchestratorImpl implements Orchestrator {
         for (int i = 0; i < copy.length; i++) {
             validate(step, index, kernel, i, copy[i]);
         }
-        enqueue(new TaskNode(kernel, copy, scalars.clone(), step, index, null));
+        enqueue(new TaskNode(kernel, copy, scalars.length == 0 ? NO_SCALARS : scalars.clone(), step, index, null));
     }
 
     @Override
@@ -212,7 +213,7 @@ final class OrchestratorImpl implements Orchestrator {
     /** Registers, wires and batches one validated task. */
     private void enqueue(TaskNode task) {
         taskIndex++;
-        task.step().addTask();
+        task.step().countTask();
         for (Access access : task.accesses()) {
             DeviceBuffer buffer = (DeviceBuffer) access.region().buffer();
             if (buffer.scope() != Buffer.Scope.WORKER) {
@@ -235,6 +236,7 @@ final class OrchestratorImpl implements Orchestrator {
             return;
         }
         TaskNode[] tasks = batch;
+        tasks[0].step().addTasks(n); // a batch never spans steps: every endStep publishes
         int ready = 0;
         for (int i = 0; i < n; i++) {
             TaskNode task = tasks[i];
@@ -258,7 +260,7 @@ final class OrchestratorImpl implements Orchestrator {
             step = new Step(request, stepIndex);
             request.stepCreated();
             openStep = step;
-            stepBuildStart = trace != null ? System.nanoTime() : 0;
+            stepBuildStart = trace != null ? trace.spanStart(TraceEvent.Kind.STEP_BUILD) : 0;
         }
         return step;
     }
@@ -268,7 +270,7 @@ final class OrchestratorImpl implements Orchestrator {
         publish();
         if (trace != null) {
             trace.record(TraceEvent.Kind.STEP_BUILD, stepBuildStart, System.nanoTime(), TraceEvent.HOST, request.id(),
-                    step.index(), -1, null, step.taskCount());
+                    step.index(), taskIndex - step.taskCount(), null, step.taskCount()); // task: the step's first
         }
         openStep = null;
         stepIndex++;
@@ -353,9 +355,20 @@ final class OrchestratorImpl implements Orchestrator {
         }
     }
 
+    private RuntimeException failRequest(RuntimeException failure) {
+        request.terminate(dev.tandem.Status.FAILED, failure);
+        return failure;
+    }
+
+    /**
+     * An invalid task fails its request (even if the program catches the exception) and is
+     * never registered: nothing of it was counted, wired or published.
+     */
     private InvalidTaskException invalid(Step step, long index, Kernel kernel, String what) {
         String name = kernel == null ? "null" : kernel.name();
-        return new InvalidTaskException("request " + request.id() + ", step " + step.index() + ", task " + index
-                + " (kernel " + name + "): " + what);
+        InvalidTaskException failure = new InvalidTaskException("request " + request.id() + ", step " + step.index()
+                + ", task " + index + " (kernel " + name + "): " + what);
+        request.terminate(dev.tandem.Status.FAILED, failure);
+        return failure;
     }
 }

@@ -74,6 +74,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
     private final Object input;
     private final RequestSpec spec;
     private final DeviceParts device;
+    private final Consumer<RequestRun> onReleased;
     private final Consumer<RequestRun> onFinished;
     private final TokenStreamImpl stream;
     private final CompletableFuture<Outcome> completion = new CompletableFuture<>();
@@ -102,12 +103,13 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
     @SuppressWarnings("unchecked")
     public RequestRun(
             long id, Program<?> program, Object input, RequestSpec spec, DeviceParts device,
-            Consumer<RequestRun> onFinished) {
+            Consumer<RequestRun> onReleased, Consumer<RequestRun> onFinished) {
         this.id = id;
         this.program = (Program<Object>) program;
         this.input = input;
         this.spec = spec;
         this.device = device;
+        this.onReleased = onReleased;
         this.onFinished = onFinished;
         this.submittedAt = System.nanoTime();
         this.deadlineNanos = spec.deadline() == null ? Long.MAX_VALUE : submittedAt + spec.deadline().toNanos();
@@ -228,7 +230,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         startedAt = System.nanoTime();
         TraceRecorder trace = device.trace();
         if (trace != null) {
-            trace.recordShared(TraceEvent.Kind.REQUEST_STARTED, startedAt, startedAt, TraceEvent.HOST, id, -1, -1, null, 0);
+            trace.recordShared(TraceEvent.Kind.REQUEST_STARTED, submittedAt, startedAt, TraceEvent.HOST, id, -1, -1, null, 0);
         }
         try {
             if (isRunning()) {
@@ -311,7 +313,13 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
 
     /** Called by the sequencer, in step order, one thread at a time. */
     private void handOver(Step step) {
-        deliver(step);
+        try {
+            deliver(step);
+        } catch (RuntimeException | Error failure) {
+            // The sequencer's consumer must not throw (it would stop every later hand-over):
+            // a failure here is the request's.
+            terminate(Status.FAILED, failure);
+        }
         wakeHost();
         retireStep();
     }
@@ -321,13 +329,14 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
             return;
         }
         long now = System.nanoTime();
+        Token token = new Token(id, step.index(), step.token());
+        if (!stream.offer(token, () -> delivered = delivered + 1)) {
+            return; // ended meanwhile: the token is not part of the stream
+        }
+        long count = delivered;
         if (firstTokenAt == 0) {
             firstTokenAt = now;
         }
-        Token token = new Token(id, step.index(), step.token());
-        stream.push(token);
-        long count = delivered + 1;
-        delivered = count;
         TraceRecorder trace = device.trace();
         if (trace != null) {
             trace.recordShared(TraceEvent.Kind.TOKEN_DELIVERED, now, now, TraceEvent.OTHER, id, step.index(), -1, null, count);
@@ -347,12 +356,13 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
 
     // ---- callers ---------------------------------------------------------------------------
 
-    void tokenTaken() {
-        taken.incrementAndGet();
+    /** The caller took the token of {@code step} from the stream. */
+    void tokenTaken(long step) {
+        long count = taken.incrementAndGet();
         TraceRecorder trace = device.trace();
         if (trace != null) {
             long now = System.nanoTime();
-            trace.recordShared(TraceEvent.Kind.TOKEN_TAKEN, now, now, TraceEvent.OTHER, id, -1, -1, null, 0);
+            trace.recordShared(TraceEvent.Kind.TOKEN_TAKEN, now, now, TraceEvent.OTHER, id, step, -1, null, count);
         }
         wakeHost();
     }
@@ -367,7 +377,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         if (!TERMINATION.compareAndSet(this, null, ending)) {
             return false;
         }
-        stream.end(outcome(ending, System.nanoTime()));
+        stream.end(() -> outcome(ending, System.nanoTime()));
         if (started.compareAndSet(false, true)) {
             retireStep(); // never started: the queue's guard goes, and it finishes now
             return true;
@@ -406,8 +416,9 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
             trace.recordShared(TraceEvent.Kind.REQUEST, submittedAt, endedAt, TraceEvent.OTHER, id, -1, -1, null,
                     outcome.status().ordinal());
         }
-        onFinished.accept(this); // releases what the owner reserved before the caller sees the end
+        onReleased.accept(this); // what the owner reserved is back before the caller sees the end
         completion.complete(outcome);
+        onFinished.accept(this); // and only then may the owner report itself drained
     }
 
     private Outcome outcome(Ending ending, long now) {

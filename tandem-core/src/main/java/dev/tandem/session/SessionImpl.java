@@ -10,52 +10,34 @@ import dev.tandem.SessionConfig;
 import dev.tandem.SessionStats;
 import dev.tandem.Status;
 import dev.tandem.TokenStream;
-import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.EnumMap;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.locks.ReentrantLock;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * A session: bounded FIFO admission of requests of one program, a limit on how many run at
- * once, and a memory reservation per running request.
+ * once, and a memory reservation per running request. The state machine is {@link Admission};
+ * this class creates, starts and cancels the requests it admits, outside its lock.
  *
- * <p>Implementation Overview. One lock guards the admission state: the FIFO {@code queue}
- * of admitted requests waiting to start, the {@code running} set (each holding a slot and
- * {@code memoryPerRequest} bytes of the device budget), the live ids, the counters and
- * {@code closed}. It is taken per submission, per request end and per admission attempt —
- * never on the task dispatch path. Requests are started outside the lock.
- *
- * <p>Invariants (under the lock): {@code running.size() ≤ maxActive}; {@code queue.size() ≤
- * maxQueued}; a request is in at most one of queue and running; each running request holds
- * exactly one memory reservation, released exactly once when it leaves running; a queued
- * request is started only from the head of the queue (FIFO), when a slot and its memory are
- * free; once closed, nothing is added.
- *
- * <p>A request ends exactly once (its own CAS); its end reaches {@link #requestFinished},
- * which removes it from wherever it is. A request cancelled while queued finishes without
- * ever starting, and a request admitted at the moment it is cancelled has its
- * {@link RequestRun#start} refused, finishes, and gives its slot back the same way.
+ * <p>A request ends exactly once (its own CAS). Its end reaches {@link #requestReleased}
+ * once its tasks are done and its memory freed (slot and reservation go back, queued
+ * requests may start), then {@link #requestFinished} once its caller can see the outcome
+ * (the session may then report itself drained). A request cancelled while queued finishes
+ * without ever starting; one admitted at the moment it is cancelled has its
+ * {@link RequestRun#start} refused and finishes the same way.
  */
 public final class SessionImpl<I> implements Session<I> {
     private final RequestHost host;
     private final Program<I> program;
     private final SessionConfig config;
     private final RunOptions runOptions;
-
-    private final ReentrantLock lock = new ReentrantLock();
-    private final ArrayDeque<RequestRun> queue = new ArrayDeque<>();
-    private final Set<RequestRun> running = new HashSet<>();
-    private final Set<String> liveIds = new HashSet<>();
-    private final Map<Status, Long> finishedByStatus = new EnumMap<>(Status.class);
-    private long tokensDelivered;
-    private boolean closed;
+    private final Admission<RequestRun> admission;
     private final CompletableFuture<Void> drained = new CompletableFuture<>();
+    private final Map<Status, AtomicLong> finishedByStatus = new EnumMap<>(Status.class);
+    private final AtomicLong tokensDelivered = new AtomicLong();
 
     public SessionImpl(RequestHost host, Program<I> program, SessionConfig config) {
         this.host = Objects.requireNonNull(host, "host");
@@ -65,6 +47,12 @@ public final class SessionImpl<I> implements Session<I> {
                 .withRunAhead(config.runAhead())
                 .withPublishBatch(config.publishBatch())
                 .withStreamBuffer(config.streamBuffer());
+        var memory = host.device().memory();
+        this.admission = new Admission<>(config.maxActive(), config.maxQueued(), config.memoryPerRequest(),
+                memory::tryReserve, memory::release);
+        for (Status status : Status.values()) {
+            finishedByStatus.put(status, new AtomicLong());
+        }
     }
 
     @Override
@@ -78,29 +66,10 @@ public final class SessionImpl<I> implements Session<I> {
         }
         RequestSpec spec = new RequestSpec(options.id(), runOptions.withMaxTokens(options.maxTokens()),
                 options.stopWhen(), options.deadline(), options.priority(), config.policy(), config.memoryPerRequest());
-        RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.device(), this::requestFinished);
-        lock.lock();
-        try {
-            if (closed) {
-                throw new AdmissionRejectedException(Reason.CLOSED, "the session is closed");
-            }
-            if (options.id() != null && liveIds.contains(options.id())) {
-                throw new AdmissionRejectedException(Reason.DUPLICATE_ID, "a request with id '" + options.id()
-                        + "' is still live in this session");
-            }
-            boolean startsNow = queue.isEmpty() && running.size() < config.maxActive();
-            if (!startsNow && queue.size() >= config.maxQueued()) {
-                throw new AdmissionRejectedException(Reason.QUEUE_FULL, queue.size() + " requests are queued (maxQueued "
-                        + config.maxQueued() + ") and " + running.size() + " running (maxActive " + config.maxActive() + ")");
-            }
-            if (options.id() != null) {
-                liveIds.add(options.id());
-            }
-            queue.addLast(request);
-            host.register(request); // registered before anything can start or end it
-        } finally {
-            lock.unlock();
-        }
+        RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.device(),
+                this::requestReleased, this::requestFinished);
+        admission.offer(request, options.id()); // throws with the reason; nothing was started
+        host.register(request); // registered before anything can start or end it
         request.armDeadline(host.timer());
         admit();
         return request.stream();
@@ -108,81 +77,55 @@ public final class SessionImpl<I> implements Session<I> {
 
     /** Starts queued requests, head first, while slots and memory are free. Any thread. */
     public void admit() {
-        List<RequestRun> toStart = new ArrayList<>();
-        lock.lock();
-        try {
-            while (!queue.isEmpty() && running.size() < config.maxActive()) {
-                if (!host.device().memory().tryReserve(config.memoryPerRequest())) {
-                    break; // FIFO: the head waits for memory, and so does everyone behind it
-                }
-                RequestRun next = queue.pollFirst();
-                running.add(next);
-                toStart.add(next);
-            }
-        } finally {
-            lock.unlock();
-        }
-        for (RequestRun request : toStart) {
+        for (RequestRun request : admission.admitReady()) {
             request.start(host.threadName(request.id())); // refused if it ended meanwhile; it then finishes
         }
     }
 
+    private void requestReleased(RequestRun request) {
+        admission.released(request, request.name());
+        finishedByStatus.get(request.status()).incrementAndGet();
+        tokensDelivered.addAndGet(request.tokensDelivered());
+        admit();
+    }
+
     private void requestFinished(RequestRun request) {
-        boolean nowDrained;
-        lock.lock();
-        try {
-            if (running.remove(request)) {
-                host.device().memory().release(config.memoryPerRequest());
-            } else {
-                queue.remove(request);
-            }
-            if (request.name() != null) {
-                liveIds.remove(request.name());
-            }
-            finishedByStatus.merge(request.status(), 1L, Long::sum);
-            tokensDelivered += request.tokensDelivered();
-            nowDrained = closed && queue.isEmpty() && running.isEmpty();
-        } finally {
-            lock.unlock();
-        }
         host.finished(request);
-        if (nowDrained && drained.complete(null)) {
-            host.sessionClosed(this);
+        if (admission.finished()) {
+            completeDrain();
         }
+    }
+
+    private void completeDrain() {
+        drained.complete(null);
+        host.sessionClosed(this);
     }
 
     @Override
     public SessionStats stats() {
-        lock.lock();
-        try {
-            long live = 0;
-            for (RequestRun request : running) {
-                live += request.tokensDelivered();
-            }
-            var cores = host.device().cores();
-            return new SessionStats(queue.size(), running.size(), Map.copyOf(finishedByStatus), tokensDelivered + live,
-                    cores.busyFraction(), (long) running.size() * config.memoryPerRequest());
-        } finally {
-            lock.unlock();
+        List<RequestRun> running = admission.running();
+        long live = 0;
+        for (RequestRun request : running) {
+            live += request.tokensDelivered();
         }
+        Map<Status, Long> finished = new EnumMap<>(Status.class);
+        finishedByStatus.forEach((status, count) -> {
+            if (count.get() > 0) {
+                finished.put(status, count.get());
+            }
+        });
+        return new SessionStats(admission.queued(), running.size(), Map.copyOf(finished), tokensDelivered.get() + live,
+                host.device().cores().busyFraction(), (long) running.size() * config.memoryPerRequest());
     }
 
     /** Stops admission and cancels everything live; returns without waiting. */
     public void shutdown() {
-        List<RequestRun> live;
-        lock.lock();
-        try {
-            closed = true;
-            live = new ArrayList<>(queue);
-            live.addAll(running);
-            if (live.isEmpty() && drained.complete(null)) {
-                host.sessionClosed(this);
-            }
-        } finally {
-            lock.unlock();
-        }
+        List<RequestRun> live = admission.close();
         for (RequestRun request : live) {
             request.terminate(Status.CANCELLED, null);
+        }
+        if (admission.drainedAtClose()) {
+            completeDrain();
         }
     }
 
@@ -201,17 +144,12 @@ public final class SessionImpl<I> implements Session<I> {
     }
 
     private boolean isProgramThreadOfThisSession() {
-        lock.lock();
-        try {
-            for (RequestRun request : running) {
-                if (request.isProgramThread()) {
-                    return true;
-                }
+        for (RequestRun request : admission.running()) {
+            if (request.isProgramThread()) {
+                return true;
             }
-            return false;
-        } finally {
-            lock.unlock();
         }
+        return false;
     }
 
     @Override

@@ -38,6 +38,8 @@ final class TokenStreamImpl implements TokenStream {
     private final RequestRun request;
     private final LinkedTransferQueue<Object> queue = new LinkedTransferQueue<>();
     private volatile Outcome endOutcome;
+    private final Object endLock = new Object();
+    private boolean ended; // guarded by endLock
 
     TokenStreamImpl(RequestRun request) {
         this.request = request;
@@ -49,18 +51,34 @@ final class TokenStreamImpl implements TokenStream {
     private volatile Flow.Subscriber<? super Token> subscriber;
     private volatile boolean subscriptionDone;
 
-    void push(Token token) {
-        queue.offer(token);
+    /**
+     * Appends a token unless the stream has ended, and counts it (via {@code onAccepted}) under
+     * the same lock as {@link #end}: a token is either before the end marker and counted in
+     * the outcome, or not in the stream at all — never after the end, never a gap.
+     */
+    boolean offer(Token token, Runnable onAccepted) {
+        synchronized (endLock) {
+            if (ended) {
+                return false;
+            }
+            queue.offer(token);
+            onAccepted.run();
+        }
         signal();
+        return true;
     }
 
     /** Called once, by the thread that decided the request's end. */
-    void end(Outcome outcome) {
-        endOutcome = outcome;
-        if (outcome.status() != Status.COMPLETED) {
-            queue.clear();
+    void end(java.util.function.Supplier<Outcome> outcome) {
+        synchronized (endLock) {
+            ended = true;
+            Outcome o = outcome.get();
+            endOutcome = o;
+            if (o.status() != Status.COMPLETED) {
+                queue.clear();
+            }
+            queue.offer(END);
         }
-        queue.offer(END);
         signal();
     }
 
@@ -86,9 +104,8 @@ final class TokenStreamImpl implements TokenStream {
                     Thread.currentThread().interrupt();
                     throw new IllegalStateException("interrupted while waiting for a token of request " + request.id(), e);
                 }
-                if (item == END) {
-                    queue.offer(END);
-                    throwIfAbnormal();
+                if (item == END || cutOff()) {
+                    reachedEnd();
                     return false;
                 }
                 next = (Token) item;
@@ -102,7 +119,7 @@ final class TokenStreamImpl implements TokenStream {
                 }
                 Token token = next;
                 next = null;
-                request.tokenTaken();
+                request.tokenTaken(token.step());
                 return token;
             }
         };
@@ -114,13 +131,29 @@ final class TokenStreamImpl implements TokenStream {
         if (item == null) {
             return null;
         }
-        if (item == END) {
-            queue.offer(END);
-            throwIfAbnormal();
+        if (item == END || cutOff()) {
+            reachedEnd();
             return null;
         }
-        request.tokenTaken();
+        request.tokenTaken(((Token) item).step());
         return (Token) item;
+    }
+
+    /**
+     * Whether a token just taken must be dropped: the request ended other than COMPLETED. The
+     * end is decided at one instant, so every reader returns a prefix of the tokens — never
+     * one after a gap, never one after the end (tokens are taken in order; clearing the queue
+     * while a reader takes would otherwise let a later token past an earlier dropped one).
+     */
+    private boolean cutOff() {
+        Outcome outcome = endOutcome;
+        return outcome != null && outcome.status() != Status.COMPLETED;
+    }
+
+    /** Puts the end marker back for later readers and throws for an abnormal end. */
+    private void reachedEnd() {
+        queue.offer(END);
+        throwIfAbnormal();
     }
 
     private void throwIfAbnormal() {
@@ -182,7 +215,7 @@ final class TokenStreamImpl implements TokenStream {
                 if (head == null) {
                     break;
                 }
-                if (head == END) {
+                if (head == END || cutOff()) {
                     subscriptionDone = true;
                     Outcome outcome = endOutcome;
                     if (outcome.status() == Status.COMPLETED) {
@@ -197,7 +230,7 @@ final class TokenStreamImpl implements TokenStream {
                 }
                 queue.poll();
                 demand.decrementAndGet();
-                request.tokenTaken();
+                request.tokenTaken(((Token) head).step());
                 try {
                     s.onNext((Token) head);
                 } catch (Throwable failure) {
