@@ -1,0 +1,667 @@
+package dev.tandem.llm;
+
+import static dev.tandem.Access.read;
+import static dev.tandem.Access.readWrite;
+import static dev.tandem.Access.write;
+
+import dev.tandem.Access;
+import dev.tandem.Buffer;
+import dev.tandem.Kernel;
+import dev.tandem.Orchestrator;
+import dev.tandem.Program;
+import dev.tandem.TaskContext;
+import dev.tandem.Worker;
+import dev.tandem.kernels.KernelOps;
+import dev.tandem.kernels.Ops;
+import dev.tandem.llm.LlamaWeights.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.EnumMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.function.LongFunction;
+
+/**
+ * A Llama-style decoder on a worker: its weights in frozen worker buffers, and the program that
+ * decodes a {@link LlamaRequest} (a batch of sequences) step by step.
+ *
+ * <h2>Implementation Overview</h2>
+ *
+ * <p>A step is one forward pass over a list of <em>rows</em>, each a sequence at a position:
+ * step 0 (prefill) has one row per prompt token of every sequence, each later step one row per
+ * sequence. Per request, the KV cache is paged: blocks of {@link Options#kvBlockSize} positions
+ * in request memory, one block table per sequence (blocks of different sequences interleave).
+ * The host knows every row's sequence and position, so it knows which cache slot each task
+ * writes and which blocks each reads; tokens stay on the device (a step's sample task writes the
+ * next step's input tokens), and the host never waits for them.
+ *
+ * <p>Tasks of one pass, {@code R} rows, in order (a "row chunk" is up to 16 rows):
+ *
+ * <pre>
+ *   embed                                   x[R, dim] := embedding rows of the input tokens
+ *   per layer:
+ *     rmsnorm per row chunk                 xn := norm(x)
+ *     wq, wk, wv row blocks                 block-major outputs ({@link RowBlocks})
+ *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
+ *                                           slots of the rows := rope(k rows), v rows
+ *     paged attention                       att := {@link PagedAttention} over each row's context
+ *     wo row blocks; residual per chunk     x += wo att
+ *     rmsnorm per row chunk                 xn := norm(x)
+ *     w1, w3 row blocks (same split)        gate, up
+ *     silu_mul per ffn block                hb[R, ffnDim] columns of the block := silu(gate) * up
+ *     w2 row blocks; residual per chunk     x += w2 hb
+ *   final_norm                              xf := norm(x) of the rows that need logits
+ *   classifier row blocks                   logits
+ *   sample                                  out[b] := token (or FINISHED after the stop token);
+ *                                           input[b] := the next step's input token
+ *   endStep(out)
+ * </pre>
+ *
+ * <p>Every matmul is split into row blocks of about {@link Options#rowBlockBytes} of weights, one
+ * task each, which reads its weight rows once for all {@code R} rows and writes its own
+ * contiguous part of a block-major output: tasks write disjoint regions, so the row blocks of one
+ * matmul run in parallel and each consumer waits for exactly the blocks it reads. Each task
+ * declares exactly the ranges it reads and writes; dependencies follow from them alone.
+ */
+public final class LlamaModel {
+
+    /** Rows per task of the row-wise kernels (norms, rope, residuals). */
+    static final int ROW_CHUNK = 16;
+
+    /** The value of a sequence's token before its first step. */
+    private static final int NO_TOKEN = -2;
+
+    private static final long F = Float.BYTES;
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * How the model's steps are cut into tasks.
+     *
+     * @param kvBlockSize   positions per KV cache block
+     * @param rowBlockBytes weight bytes per matmul task, about
+     * @param parallelism   tasks each phase should offer at least, where it can: a matmul has a
+     *                      multiple of this many row blocks, and attention splits its heads into
+     *                      this many q-tiles; 0 for the worker's cores
+     */
+    public record Options(int kvBlockSize, long rowBlockBytes, int parallelism) {
+        public Options {
+            Checks.positive("kvBlockSize", kvBlockSize);
+            Checks.positive("rowBlockBytes", rowBlockBytes);
+            if (parallelism < 0) {
+                throw new IllegalArgumentException("parallelism = " + parallelism + " must be >= 0");
+            }
+        }
+
+        public static Options defaults() {
+            return new Options(16, 256 << 10, 0);
+        }
+
+        public Options withKvBlockSize(int value) {
+            return new Options(value, rowBlockBytes, parallelism);
+        }
+
+        public Options withRowBlockBytes(long value) {
+            return new Options(kvBlockSize, value, parallelism);
+        }
+
+        public Options withParallelism(int value) {
+            return new Options(kvBlockSize, rowBlockBytes, value);
+        }
+    }
+
+    private final LlamaConfig config;
+    private final KernelOps ops;
+    private final Options options;
+    private final Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class);
+    private final Map<Tensor, RowBlocks> blocks = new EnumMap<>(Tensor.class);
+    private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
+    private final PagedAttention attention;
+    private final Kernel embed;
+    private final Kernel rmsnorm;
+    private final Kernel ropeStore;
+    private final Kernel residual;
+    private final Kernel siluMul;
+    private final Kernel finalNorm;
+    private final Kernel sample;
+
+    private LlamaModel(Worker worker, LlamaWeights weights, KernelOps ops, Options options) {
+        this.config = weights.config();
+        this.ops = ops;
+        int parallelism = options.parallelism() == 0 ? worker.device().cores() : options.parallelism();
+        this.options = options.withParallelism(parallelism);
+        for (Tensor tensor : Tensor.values()) {
+            int copies = tensor.perLayer() ? config.layers() : 1;
+            Buffer[] array = new Buffer[copies];
+            long bytes = tensor.bytes(config);
+            for (int l = 0; l < copies; l++) {
+                MemorySegment source = weights.tensor(tensor, l);
+                if (source.byteSize() != bytes) {
+                    throw new IllegalArgumentException("weights: " + tensor + " of layer " + l + " has "
+                            + source.byteSize() + " bytes, expected " + bytes);
+                }
+                Buffer buffer = worker.allocate(bytes);
+                buffer.hostSegment().copyFrom(source);
+                array[l] = buffer.freeze();
+            }
+            buffers.put(tensor, array);
+            if (!tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING) {
+                int cols = tensor.cols(config);
+                blocks.put(tensor, RowBlocks.of(tensor.rows(config), config.weightType().rowBytes(cols),
+                        options.rowBlockBytes(), parallelism));
+                matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
+            }
+        }
+        if (!blocks.get(Tensor.W1).equals(blocks.get(Tensor.W3))) {
+            throw new AssertionError("w1 and w3 must share their row blocks");
+        }
+        this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
+                options.kvBlockSize(),
+                Math.min(PagedAttention.MAX_TILE_HEADS, Math.ceilDiv(config.heads(), parallelism)),
+                PagedAttention.MAX_CHUNK_ROWS,
+                PagedAttention.DEFAULT_SLABS);
+        this.embed = embedKernel();
+        this.rmsnorm = rmsnormKernel();
+        this.ropeStore = ropeStoreKernel();
+        this.residual = residualKernel();
+        this.siluMul = siluMulKernel();
+        this.finalNorm = finalNormKernel();
+        this.sample = sampleKernel();
+    }
+
+    /** Loads {@code weights} into frozen buffers of {@code worker}, for the preferred kernels and default options. */
+    public static LlamaModel load(Worker worker, LlamaWeights weights) {
+        return load(worker, weights, Ops.preferred(), Options.defaults());
+    }
+
+    /** Loads {@code weights} into frozen buffers of {@code worker}. */
+    public static LlamaModel load(Worker worker, LlamaWeights weights, KernelOps ops, Options options) {
+        return new LlamaModel(worker, weights, ops, options);
+    }
+
+    public LlamaConfig config() {
+        return config;
+    }
+
+    public Options options() {
+        return options;
+    }
+
+    /** Bytes of the weights on the worker. */
+    public long weightBytes() {
+        return config.weightBytes();
+    }
+
+    /**
+     * Checks that {@code request} fits the model.
+     *
+     * @throws IllegalArgumentException naming the first limit broken
+     */
+    public void check(LlamaRequest request) {
+        request.check(config);
+    }
+
+    /** Device bytes one request allocates: set {@code SessionConfig.memoryPerRequest} to at least this. */
+    public long requestBytes(LlamaRequest request) {
+        long[] total = new long[1];
+        new RequestState(request, bytes -> {
+            total[0] += bytes;
+            return null;
+        });
+        return total[0];
+    }
+
+    /** The program that decodes one {@link LlamaRequest}; it {@link #check checks} the request first. */
+    public Program<LlamaRequest> program() {
+        return (o, request) -> {
+            check(request);
+            RequestState state = new RequestState(request, o::allocate);
+            state.prefill(o);
+            for (int k = 1; k < request.maxTokens(); k++) {
+                state.decode(o, k);
+            }
+        };
+    }
+
+    // ---- one request ----------------------------------------------------------------------------
+
+    /** The buffers, block tables and pass builder of one request. Program thread only. */
+    private final class RequestState {
+        final LlamaRequest request;
+        final int batch;
+        final int maxRows;
+        final int[][] tables;
+        final int[] promptLengths;
+        final Buffer promptTokens;
+        final Buffer input;
+        final Buffer out;
+        final Buffer probs;
+        final Buffer x;
+        final Buffer xn;
+        final Buffer q;
+        final Buffer att;
+        final Buffer hb;
+        final Buffer xf;
+        final Buffer logits;
+        final Map<Tensor, Buffer> outputs = new EnumMap<>(Tensor.class);
+        final Buffer[] keys;
+        final Buffer[] values;
+        final PagedAttention.Scratch scratch;
+
+        RequestState(LlamaRequest request, LongFunction<Buffer> allocate) {
+            this.request = request;
+            this.batch = request.batch();
+            int bs = options.kvBlockSize();
+            int prompt = 0;
+            promptLengths = new int[batch];
+            int[] blockCounts = new int[batch];
+            int cacheBlocks = 0;
+            for (int b = 0; b < batch; b++) {
+                promptLengths[b] = request.promptLength(b);
+                prompt += promptLengths[b];
+                blockCounts[b] = Math.ceilDiv(promptLengths[b] + request.maxTokens(), bs);
+                cacheBlocks += blockCounts[b];
+            }
+            this.maxRows = Math.max(prompt, batch);
+            // Blocks of different sequences interleave: block j of every sequence, then block j + 1.
+            this.tables = new int[batch][];
+            for (int b = 0; b < batch; b++) {
+                tables[b] = new int[blockCounts[b]];
+            }
+            int next = 0;
+            for (int j = 0; next < cacheBlocks; j++) {
+                for (int b = 0; b < batch; b++) {
+                    if (j < blockCounts[b]) {
+                        tables[b][j] = next++;
+                    }
+                }
+            }
+            int dim = config.dim();
+            promptTokens = allocate.apply((long) prompt * Integer.BYTES);
+            input = allocate.apply((long) batch * Integer.BYTES);
+            out = allocate.apply((long) batch * Integer.BYTES + (long) batch * config.vocab() * F);
+            probs = allocate.apply(config.vocab() * F);
+            x = allocate.apply((long) maxRows * dim * F);
+            xn = allocate.apply((long) maxRows * dim * F);
+            q = allocate.apply((long) maxRows * dim * F);
+            att = allocate.apply((long) maxRows * dim * F);
+            hb = allocate.apply((long) maxRows * config.ffnDim() * F);
+            xf = allocate.apply((long) batch * dim * F);
+            logits = allocate.apply((long) batch * config.vocab() * F);
+            for (Tensor t : List.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO, Tensor.W1, Tensor.W2, Tensor.W3)) {
+                outputs.put(t, allocate.apply((long) maxRows * t.rows(config) * F));
+            }
+            keys = new Buffer[config.layers()];
+            values = new Buffer[config.layers()];
+            long cacheBytes = (long) cacheBlocks * attention.blockBytes();
+            for (int l = 0; l < config.layers(); l++) {
+                keys[l] = allocate.apply(cacheBytes);
+                values[l] = allocate.apply(cacheBytes);
+            }
+            scratch = attention.allocateScratch(allocate, maxRows);
+        }
+
+        /** Step 0: every prompt token of every sequence, then each sequence's first token. */
+        void prefill(Orchestrator o) {
+            int rows = 0;
+            for (int length : promptLengths) {
+                rows += length;
+            }
+            int[] sequence = new int[rows];
+            int[] position = new int[rows];
+            int[] logitRows = new int[batch];
+            MemorySegment tokens = MemorySegment.ofArray(new int[rows]);
+            int r = 0;
+            for (int b = 0; b < batch; b++) {
+                int[] prompt = request.prompt(b);
+                for (int p = 0; p < prompt.length; p++) {
+                    sequence[r] = b;
+                    position[r] = p;
+                    tokens.setAtIndex(I32, r, prompt[p]);
+                    r++;
+                }
+                logitRows[b] = r - 1;
+            }
+            o.upload(promptTokens.region(0, (long) rows * Integer.BYTES), tokens);
+            int[] none = new int[batch];
+            Arrays.fill(none, NO_TOKEN);
+            o.upload(out.region(0, (long) batch * Integer.BYTES), MemorySegment.ofArray(none));
+            pass(o, 0, promptTokens, rows, sequence, position, logitRows);
+        }
+
+        /** Step {@code k >= 1}: one row per sequence, at the position after its previous token. */
+        void decode(Orchestrator o, int k) {
+            int[] sequence = new int[batch];
+            int[] position = new int[batch];
+            for (int b = 0; b < batch; b++) {
+                sequence[b] = b;
+                position[b] = promptLengths[b] + k - 1;
+            }
+            pass(o, k, input, batch, sequence, position, sequence);
+        }
+
+        private void pass(Orchestrator o, int step, Buffer tokenSource, int rows, int[] sequence, int[] position,
+                int[] logitRows) {
+            int dim = config.dim();
+            o.submit(embed, Orchestrator.scalars(rows, dim, config.vocab()),
+                    read(buffers.get(Tensor.TOKEN_EMBEDDING)[0]),
+                    read(tokenSource.region(0, (long) rows * Integer.BYTES)),
+                    write(x.region(0, (long) rows * dim * F)));
+            int[] contexts = new int[rows];
+            int[][] rowTables = new int[rows][];
+            for (int r = 0; r < rows; r++) {
+                contexts[r] = position[r] + 1;
+                rowTables[r] = tables[sequence[r]];
+            }
+            for (int l = 0; l < config.layers(); l++) {
+                norm(o, Tensor.ATTENTION_NORM, l, rows);
+                matmul(o, Tensor.WQ, l, xn, rows);
+                matmul(o, Tensor.WK, l, xn, rows);
+                matmul(o, Tensor.WV, l, xn, rows);
+                for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+                    ropeStore(o, l, rows, r0, Math.min(rows, r0 + ROW_CHUNK), sequence, position);
+                }
+                attention.submit(o, scratch, rows, q, keys[l], values[l], 0, contexts, rowTables, att);
+                matmul(o, Tensor.WO, l, att, rows);
+                residual(o, Tensor.WO, rows);
+                norm(o, Tensor.FFN_NORM, l, rows);
+                matmul(o, Tensor.W1, l, xn, rows);
+                matmul(o, Tensor.W3, l, xn, rows);
+                silu(o, rows);
+                matmul(o, Tensor.W2, l, hb, rows);
+                residual(o, Tensor.W2, rows);
+            }
+            List<Access> accesses = new ArrayList<>();
+            accesses.add(read(buffers.get(Tensor.OUTPUT_NORM)[0]));
+            accesses.add(write(xf.region(0, (long) logitRows.length * dim * F)));
+            for (int row : logitRows) {
+                accesses.add(read(x.region((long) row * dim * F, dim * F)));
+            }
+            o.submit(finalNorm, Orchestrator.scalars(dim, Float.floatToRawIntBits(config.normEps())),
+                    accesses.toArray(Access[]::new));
+            matmul(o, Tensor.OUTPUT, 0, xf, batch);
+            submitSample(o, step);
+            o.endStep(request.logits() ? out.region() : out.region(0, (long) batch * Integer.BYTES));
+        }
+
+        private void norm(Orchestrator o, Tensor weight, int layer, int rows) {
+            int dim = config.dim();
+            for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+                int n = Math.min(ROW_CHUNK, rows - r0);
+                o.submit(rmsnorm, Orchestrator.scalars(n, dim, Float.floatToRawIntBits(config.normEps())),
+                        read(buffers.get(weight)[layer]),
+                        read(x.region((long) r0 * dim * F, (long) n * dim * F)),
+                        write(xn.region((long) r0 * dim * F, (long) n * dim * F)));
+            }
+        }
+
+        /** Row-block tasks of {@code weight} times the first {@code rows} rows of {@code in}. */
+        private void matmul(Orchestrator o, Tensor weight, int layer, Buffer in, int rows) {
+            RowBlocks split = blocks.get(weight);
+            int cols = weight.cols(config);
+            long rowBytes = config.weightType().rowBytes(cols);
+            Buffer w = buffers.get(weight)[layer];
+            Buffer target = weight == Tensor.OUTPUT ? logits : outputs.get(weight);
+            Kernel kernel = matmuls.get(weight);
+            for (int k = 0; k < split.count(); k++) {
+                o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows),
+                        read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)),
+                        read(in.region(0, (long) rows * cols * F)),
+                        write(target.region(split.offset(k, rows, 0), split.length(k, rows))));
+            }
+        }
+
+        private void ropeStore(Orchestrator o, int layer, int rows, int r0, int r1, int[] sequence, int[] position) {
+            int n = r1 - r0;
+            RowBlocks qSplit = blocks.get(Tensor.WQ);
+            RowBlocks kvSplit = blocks.get(Tensor.WK);
+            List<Access> accesses = new ArrayList<>();
+            addBlockReads(accesses, outputs.get(Tensor.WQ), qSplit, rows, r0, n);
+            addBlockReads(accesses, outputs.get(Tensor.WK), kvSplit, rows, r0, n);
+            addBlockReads(accesses, outputs.get(Tensor.WV), kvSplit, rows, r0, n);
+            int dim = config.dim();
+            accesses.add(write(q.region((long) r0 * dim * F, (long) n * dim * F)));
+            long slotBytes = (long) config.kvDim() * F;
+            for (Buffer cache : new Buffer[] {keys[layer], values[layer]}) {
+                for (int r = r0; r < r1; r++) {
+                    int p = position[r];
+                    int block = tables[sequence[r]][p / options.kvBlockSize()];
+                    long slot = (long) block * options.kvBlockSize() + p % options.kvBlockSize();
+                    accesses.add(write(cache.region(slot * slotBytes, slotBytes)));
+                }
+            }
+            long[] scalars = new long[6 + n];
+            scalars[0] = n;
+            scalars[1] = qSplit.count();
+            scalars[2] = kvSplit.count();
+            scalars[3] = config.heads();
+            scalars[4] = config.kvHeads();
+            scalars[5] = Float.floatToRawIntBits(config.ropeTheta());
+            for (int i = 0; i < n; i++) {
+                scalars[6 + i] = position[r0 + i];
+            }
+            o.submit(ropeStore, scalars, accesses.toArray(Access[]::new));
+        }
+
+        private void residual(Orchestrator o, Tensor weight, int rows) {
+            int dim = config.dim();
+            RowBlocks split = blocks.get(weight);
+            for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+                int n = Math.min(ROW_CHUNK, rows - r0);
+                List<Access> accesses = new ArrayList<>();
+                accesses.add(readWrite(x.region((long) r0 * dim * F, (long) n * dim * F)));
+                addBlockReads(accesses, outputs.get(weight), split, rows, r0, n);
+                o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
+            }
+        }
+
+        private void silu(Orchestrator o, int rows) {
+            RowBlocks split = blocks.get(Tensor.W1);
+            int ffn = config.ffnDim();
+            for (int k = 0; k < split.count(); k++) {
+                Access[] accesses = new Access[2 + rows];
+                accesses[0] = read(outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
+                accesses[1] = read(outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
+                for (int r = 0; r < rows; r++) {
+                    accesses[2 + r] = write(hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
+                }
+                o.submit(siluMul, Orchestrator.scalars(rows), accesses);
+            }
+        }
+
+        private void submitSample(Orchestrator o, int step) {
+            RowBlocks split = blocks.get(Tensor.OUTPUT);
+            List<Access> accesses = new ArrayList<>();
+            addBlockReads(accesses, logits, split, batch, 0, batch);
+            accesses.add(readWrite(out.region()));
+            accesses.add(write(input.region()));
+            accesses.add(write(probs.region()));
+            Sampling s = request.sampling();
+            o.submit(sample, Orchestrator.scalars(batch, split.count(), request.stopToken(), step,
+                            Float.floatToRawIntBits(s.temperature()), Float.floatToRawIntBits(s.topP()), s.seed()),
+                    accesses.toArray(Access[]::new));
+        }
+
+        /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */
+        private static void addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0,
+                int n) {
+            for (int k = 0; k < split.count(); k++) {
+                accesses.add(read(output.region(split.offset(k, rows, r0), split.length(k, n))));
+            }
+        }
+    }
+
+    // ---- kernels --------------------------------------------------------------------------------
+    // Each reads its shapes from its scalars and its memory from its regions, as the builders above
+    // lay them out; the byte size of a block-major region gives the block's rows.
+
+    /** Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write). Scalars: rows, cols, n. */
+    private Kernel matmulKernel(String name) {
+        boolean q8 = config.weightType() == WeightType.Q8_0;
+        return Kernel.of("matmul_" + name, c -> {
+            int rows = (int) c.scalar(0);
+            int cols = (int) c.scalar(1);
+            int n = (int) c.scalar(2);
+            if (q8) {
+                ops.matmulQ8_0(c.region(0), 0, c.region(1), 0, c.region(2), 0, rows, cols, n, 0, rows);
+            } else {
+                ops.matmulF32(c.region(0), 0, c.region(1), 0, c.region(2), 0, rows, cols, n, 0, rows);
+            }
+        });
+    }
+
+    /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
+    private Kernel embedKernel() {
+        boolean q8 = config.weightType() == WeightType.Q8_0;
+        return Kernel.of("embed", c -> {
+            int n = (int) c.scalar(0);
+            int dim = (int) c.scalar(1);
+            int vocab = (int) c.scalar(2);
+            MemorySegment table = c.region(0);
+            MemorySegment tokens = c.region(1);
+            MemorySegment x = c.region(2);
+            for (int r = 0; r < n; r++) {
+                int token = tokens.getAtIndex(I32, r);
+                if (q8) {
+                    ops.embedQ8_0(table, 0, x, (long) r * dim * F, vocab, dim, token);
+                } else {
+                    ops.embedF32(table, 0, x, (long) r * dim * F, vocab, dim, token);
+                }
+            }
+        });
+    }
+
+    /** Regions: weight (read), x rows (read), out rows (write). Scalars: n, dim, eps bits. */
+    private Kernel rmsnormKernel() {
+        return Kernel.of("rmsnorm", c -> {
+            int n = (int) c.scalar(0);
+            int dim = (int) c.scalar(1);
+            float eps = Float.intBitsToFloat((int) c.scalar(2));
+            for (int r = 0; r < n; r++) {
+                ops.rmsnorm(c.region(1), r * dim * F, c.region(0), 0, c.region(2), r * dim * F, dim, eps);
+            }
+        });
+    }
+
+    /**
+     * Regions: the n rows of each q block, k block and v block (read), q rows (write), the n key
+     * slots, the n value slots (write). Scalars: n, q blocks, kv blocks, heads, kvHeads, theta
+     * bits, the n positions.
+     */
+    private Kernel ropeStoreKernel() {
+        int headDim = config.headDim();
+        int dim = config.dim();
+        return Kernel.of("rope_store", c -> {
+            int n = (int) c.scalar(0);
+            int qBlocks = (int) c.scalar(1);
+            int kvBlocks = (int) c.scalar(2);
+            int heads = (int) c.scalar(3);
+            int kvHeads = (int) c.scalar(4);
+            float theta = Float.intBitsToFloat((int) c.scalar(5));
+            int qRows = qBlocks + 2 * kvBlocks;
+            MemorySegment q = c.region(qRows);
+            for (int i = 0; i < n; i++) {
+                int position = (int) c.scalar(6 + i);
+                gatherRow(c, 0, qBlocks, n, i, q, (long) i * dim * F);
+                ops.rope(q, (long) i * dim * F, heads, headDim, position, theta);
+                MemorySegment key = c.region(qRows + 1 + i);
+                gatherRow(c, qBlocks, kvBlocks, n, i, key, 0);
+                ops.rope(key, 0, kvHeads, headDim, position, theta);
+                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, c.region(qRows + 1 + n + i), 0);
+            }
+        });
+    }
+
+    /** Copies row {@code i} of a block-major output (regions {@code [first, first + count)}, n rows each) to {@code to}. */
+    private static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to,
+            long toOffset) {
+        long at = toOffset;
+        for (int k = first; k < first + count; k++) {
+            MemorySegment block = c.region(k);
+            long rowBytes = block.byteSize() / n;
+            MemorySegment.copy(block, i * rowBytes, to, at, rowBytes);
+            at += rowBytes;
+        }
+    }
+
+    /** Regions: x rows (read-write), then the n rows of each delta block (read). Scalars: n, dim. */
+    private Kernel residualKernel() {
+        return Kernel.of("residual", c -> {
+            int n = (int) c.scalar(0);
+            int dim = (int) c.scalar(1);
+            MemorySegment x = c.region(0);
+            for (int i = 0; i < n; i++) {
+                long at = (long) i * dim * F;
+                for (int k = 1; k < c.regionCount(); k++) {
+                    MemorySegment block = c.region(k);
+                    int size = (int) (block.byteSize() / n / F);
+                    ops.residualAdd(x, at, block, (long) i * size * F, size);
+                    at += size * F;
+                }
+            }
+        });
+    }
+
+    /** Regions: gate block, up block (read, n rows each), then the block's columns of each hb row (write). Scalars: n. */
+    private Kernel siluMulKernel() {
+        return Kernel.of("silu_mul", c -> {
+            int n = (int) c.scalar(0);
+            MemorySegment gate = c.region(0);
+            MemorySegment up = c.region(1);
+            int size = (int) (gate.byteSize() / n / F);
+            for (int i = 0; i < n; i++) {
+                ops.siluMul(gate, (long) i * size * F, up, (long) i * size * F, c.region(2 + i), 0, size);
+            }
+        });
+    }
+
+    /** Regions: weight (read), xf [n, dim] (write), then the n x rows (read). Scalars: dim, eps bits. */
+    private Kernel finalNormKernel() {
+        return Kernel.of("final_norm", c -> {
+            int dim = (int) c.scalar(0);
+            float eps = Float.intBitsToFloat((int) c.scalar(1));
+            for (int i = 2; i < c.regionCount(); i++) {
+                ops.rmsnorm(c.region(i), 0, c.region(0), 0, c.region(1), (i - 2) * dim * F, dim, eps);
+            }
+        });
+    }
+
+    /**
+     * Regions: the logits blocks (read), out (read-write: n token ints, then n logit rows), input
+     * tokens (write), probabilities (write). Scalars: n, blocks, stop token, step, temperature bits,
+     * top-p bits, seed.
+     */
+    private Kernel sampleKernel() {
+        int vocab = config.vocab();
+        return Kernel.of("sample", c -> {
+            int n = (int) c.scalar(0);
+            int blockCount = (int) c.scalar(1);
+            int stop = (int) c.scalar(2);
+            long step = c.scalar(3);
+            float temperature = Float.intBitsToFloat((int) c.scalar(4));
+            float topP = Float.intBitsToFloat((int) c.scalar(5));
+            long seed = c.scalar(6);
+            MemorySegment out = c.region(blockCount);
+            MemorySegment input = c.region(blockCount + 1);
+            MemorySegment probs = c.region(blockCount + 2);
+            long logitsAt = (long) n * Integer.BYTES;
+            for (int b = 0; b < n; b++) {
+                long row = logitsAt + (long) b * vocab * F;
+                gatherRow(c, 0, blockCount, n, b, out, row);
+                int previous = out.getAtIndex(I32, b);
+                if (stop >= 0 && (previous == stop || previous == LlamaRequest.FINISHED)) {
+                    out.setAtIndex(I32, b, LlamaRequest.FINISHED);
+                    input.setAtIndex(I32, b, stop);
+                } else {
+                    int token = ops.sample(out, row, probs, 0, vocab, temperature, topP,
+                            Sampling.seedFor(seed, step, b));
+                    out.setAtIndex(I32, b, token);
+                    input.setAtIndex(I32, b, token);
+                }
+            }
+        });
+    }
+}

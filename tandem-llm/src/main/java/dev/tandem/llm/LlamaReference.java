@@ -1,0 +1,365 @@
+package dev.tandem.llm;
+
+import dev.tandem.llm.LlamaWeights.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+
+/**
+ * The same decoder as {@link LlamaModel}, as plain loops over Java arrays, one sequence and one
+ * position at a time, in double: the oracle the model's tokens and logits are checked against.
+ * It shares no code with the kernels or the runtime; it reads the same {@link LlamaWeights}
+ * (dequantizing q8_0 itself) and follows the definitions of rmsnorm, rotary embedding,
+ * attention, SiLU and sampling as the kernels document them.
+ *
+ * <p>Thread-safe after construction: each {@link Sequence} is confined to its caller.
+ */
+public final class LlamaReference {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort F16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /**
+     * Logits of the reference and the model agree within this fraction of the largest magnitude
+     * among the reference's logits; it covers f32 accumulation over a few layers of dim up to a
+     * few thousand.
+     */
+    public static final double LOGIT_TOLERANCE = 2e-3;
+
+    private final LlamaConfig c;
+    private final float[][][] weights = new float[Tensor.values().length][][];
+
+    public LlamaReference(LlamaWeights source) {
+        this.c = source.config();
+        for (Tensor tensor : Tensor.values()) {
+            int copies = tensor.perLayer() ? c.layers() : 1;
+            float[][] array = new float[copies][];
+            for (int l = 0; l < copies; l++) {
+                array[l] = decode(source.tensor(tensor, l), tensor);
+            }
+            weights[tensor.ordinal()] = array;
+        }
+    }
+
+    public LlamaConfig config() {
+        return c;
+    }
+
+    private float[] decode(MemorySegment bytes, Tensor tensor) {
+        int rows = tensor.rows(c);
+        int cols = tensor.cols(c);
+        float[] values = new float[rows * cols];
+        if (tensor.norm() || c.weightType() == WeightType.F32) {
+            for (int i = 0; i < values.length; i++) {
+                values[i] = bytes.getAtIndex(F32, i);
+            }
+            return values;
+        }
+        // q8_0: per 32 values, an f16 scale then 32 int8.
+        long at = 0;
+        for (int i = 0; i < values.length; i += 32) {
+            float scale = Float.float16ToFloat(bytes.get(F16, at));
+            for (int j = 0; j < 32; j++) {
+                values[i + j] = bytes.get(ValueLayout.JAVA_BYTE, at + 2 + j) * scale;
+            }
+            at += 34;
+        }
+        return values;
+    }
+
+    private float[] w(Tensor tensor, int layer) {
+        return weights[tensor.ordinal()][layer];
+    }
+
+    /** A sequence at position 0 with an empty cache. */
+    public Sequence sequence() {
+        return new Sequence();
+    }
+
+    /** One sequence: its KV cache and next position. Not thread-safe. */
+    public final class Sequence {
+        private final double[][] keys = new double[c.layers()][];
+        private final double[][] values = new double[c.layers()][];
+        private int position;
+
+        private Sequence() {
+            for (int l = 0; l < c.layers(); l++) {
+                keys[l] = new double[c.contextLength() * c.kvDim()];
+                values[l] = new double[c.contextLength() * c.kvDim()];
+            }
+        }
+
+        public int position() {
+            return position;
+        }
+
+        /** Runs {@code token} at the next position and returns the logits that follow it. */
+        public float[] forward(int token) {
+            if (position >= c.contextLength()) {
+                throw new IllegalStateException("the sequence is at contextLength = " + c.contextLength());
+            }
+            int dim = c.dim();
+            int hd = c.headDim();
+            int kvDim = c.kvDim();
+            int group = c.heads() / c.kvHeads();
+            double[] x = new double[dim];
+            float[] embedding = w(Tensor.TOKEN_EMBEDDING, 0);
+            for (int i = 0; i < dim; i++) {
+                x[i] = embedding[token * dim + i];
+            }
+            for (int l = 0; l < c.layers(); l++) {
+                double[] xn = rmsnorm(x, w(Tensor.ATTENTION_NORM, l));
+                double[] q = matvec(w(Tensor.WQ, l), xn, dim);
+                double[] k = matvec(w(Tensor.WK, l), xn, kvDim);
+                double[] v = matvec(w(Tensor.WV, l), xn, kvDim);
+                rope(q, c.heads());
+                rope(k, c.kvHeads());
+                System.arraycopy(k, 0, keys[l], position * kvDim, kvDim);
+                System.arraycopy(v, 0, values[l], position * kvDim, kvDim);
+                double[] att = new double[dim];
+                double scale = 1.0 / Math.sqrt(hd);
+                for (int h = 0; h < c.heads(); h++) {
+                    int kvh = h / group;
+                    double[] scores = new double[position + 1];
+                    double max = Double.NEGATIVE_INFINITY;
+                    for (int t = 0; t <= position; t++) {
+                        double dot = 0;
+                        for (int i = 0; i < hd; i++) {
+                            dot += q[h * hd + i] * keys[l][t * kvDim + kvh * hd + i];
+                        }
+                        scores[t] = dot * scale;
+                        max = Math.max(max, scores[t]);
+                    }
+                    double sum = 0;
+                    for (int t = 0; t <= position; t++) {
+                        scores[t] = Math.exp(scores[t] - max);
+                        sum += scores[t];
+                    }
+                    for (int t = 0; t <= position; t++) {
+                        double weight = scores[t] / sum;
+                        for (int i = 0; i < hd; i++) {
+                            att[h * hd + i] += weight * values[l][t * kvDim + kvh * hd + i];
+                        }
+                    }
+                }
+                add(x, matvec(w(Tensor.WO, l), att, dim));
+                xn = rmsnorm(x, w(Tensor.FFN_NORM, l));
+                double[] gate = matvec(w(Tensor.W1, l), xn, c.ffnDim());
+                double[] up = matvec(w(Tensor.W3, l), xn, c.ffnDim());
+                for (int i = 0; i < gate.length; i++) {
+                    gate[i] = gate[i] / (1 + Math.exp(-gate[i])) * up[i];
+                }
+                add(x, matvec(w(Tensor.W2, l), gate, dim));
+            }
+            double[] xf = rmsnorm(x, w(Tensor.OUTPUT_NORM, 0));
+            double[] logits = matvec(w(Tensor.OUTPUT, 0), xf, c.vocab());
+            position++;
+            float[] out = new float[logits.length];
+            for (int i = 0; i < out.length; i++) {
+                out[i] = (float) logits[i];
+            }
+            return out;
+        }
+
+        /** Interleaved pairs {@code (x[2i], x[2i+1])} of each head rotated by {@code position * theta^(-2i / headDim)}. */
+        private void rope(double[] v, int heads) {
+            int hd = c.headDim();
+            for (int h = 0; h < heads; h++) {
+                for (int i = 0; i < hd / 2; i++) {
+                    double angle = position * Math.pow(c.ropeTheta(), -2.0 * i / hd);
+                    double cos = Math.cos(angle);
+                    double sin = Math.sin(angle);
+                    int at = h * hd + 2 * i;
+                    double x0 = v[at];
+                    double x1 = v[at + 1];
+                    v[at] = x0 * cos - x1 * sin;
+                    v[at + 1] = x0 * sin + x1 * cos;
+                }
+            }
+        }
+    }
+
+    private double[] rmsnorm(double[] x, float[] weight) {
+        double squares = 0;
+        for (double v : x) {
+            squares += v * v;
+        }
+        double inverse = 1 / Math.sqrt(squares / x.length + c.normEps());
+        double[] out = new double[x.length];
+        for (int i = 0; i < x.length; i++) {
+            out[i] = weight[i] * (x[i] * inverse);
+        }
+        return out;
+    }
+
+    private static double[] matvec(float[] w, double[] x, int rows) {
+        int cols = x.length;
+        double[] out = new double[rows];
+        for (int r = 0; r < rows; r++) {
+            double sum = 0;
+            int base = r * cols;
+            for (int k = 0; k < cols; k++) {
+                sum += w[base + k] * x[k];
+            }
+            out[r] = sum;
+        }
+        return out;
+    }
+
+    private static void add(double[] x, double[] delta) {
+        for (int i = 0; i < x.length; i++) {
+            x[i] += delta[i];
+        }
+    }
+
+    // ---- generation -----------------------------------------------------------------------------
+
+    /**
+     * What one sequence of a request yields.
+     *
+     * @param tokens the tokens in step order, up to and including the stop token
+     * @param logits per token, the logits it was picked from
+     */
+    public record Generation(int[] tokens, float[][] logits) {}
+
+    /** The tokens sequence {@code b} of {@code request} yields, as {@link LlamaModel}'s program defines them. */
+    public Generation generate(LlamaRequest request, int b) {
+        Sequence sequence = sequence();
+        float[] logits = null;
+        for (int token : request.prompt(b)) {
+            logits = sequence.forward(token);
+        }
+        List<float[]> allLogits = new ArrayList<>();
+        int[] tokens = new int[request.maxTokens()];
+        int n = 0;
+        while (n < request.maxTokens()) {
+            int token = pick(logits, request.sampling(), n, b);
+            allLogits.add(logits);
+            tokens[n++] = token;
+            if (token == request.stopToken() || n == request.maxTokens()) {
+                break;
+            }
+            logits = sequence.forward(token);
+        }
+        return new Generation(Arrays.copyOf(tokens, n), allLogits.toArray(float[][]::new));
+    }
+
+    /**
+     * A verdict on a stream of greedy tokens: the reference runs the stream's own tokens (teacher
+     * forcing) and at each step the stream's token must be the reference's argmax, or tie with it
+     * within {@link #LOGIT_TOLERANCE}.
+     *
+     * @param steps      steps checked
+     * @param ties       steps where the stream took a token that ties with the reference's choice
+     * @param mismatch   the first step where the stream's token is not the reference's, or -1
+     * @param expected   the reference's token at {@code mismatch}
+     */
+    public record Verdict(int steps, int ties, int mismatch, int expected) {
+        public boolean ok() {
+            return mismatch < 0;
+        }
+    }
+
+    /**
+     * Checks the tokens one greedy sequence yielded ({@code actual}, up to its stop token) against
+     * its prompt; with sampling, the stream's tokens must equal the reference's draws.
+     */
+    public Verdict verify(int[] prompt, int[] actual, Sampling sampling, int b) {
+        Sequence sequence = sequence();
+        float[] logits = null;
+        for (int token : prompt) {
+            logits = sequence.forward(token);
+        }
+        int ties = 0;
+        for (int k = 0; k < actual.length; k++) {
+            int expected = pick(logits, sampling, k, b);
+            if (actual[k] != expected) {
+                if (sampling.greedy() && actual[k] >= 0 && actual[k] < logits.length
+                        && logits[expected] - logits[actual[k]] <= LOGIT_TOLERANCE * maxMagnitude(logits)) {
+                    ties++;
+                } else {
+                    return new Verdict(k + 1, ties, k, expected);
+                }
+            }
+            if (k + 1 < actual.length) {
+                logits = sequence.forward(actual[k]);
+            }
+        }
+        return new Verdict(actual.length, ties, -1, -1);
+    }
+
+    static double maxMagnitude(float[] values) {
+        double max = 0;
+        for (float v : values) {
+            max = Math.max(max, Math.abs(v));
+        }
+        return max;
+    }
+
+    /**
+     * The token picked from {@code logits} for token {@code step} of sequence {@code b}: greedy, or
+     * the nucleus draw of {@link dev.tandem.kernels.SamplingOps#sample} with seed
+     * {@link Sampling#seedFor}.
+     */
+    public static int pick(float[] logits, Sampling sampling, long step, int b) {
+        int n = logits.length;
+        if (sampling.greedy()) {
+            int best = 0;
+            for (int i = 1; i < n; i++) {
+                if (logits[i] > logits[best]) {
+                    best = i;
+                }
+            }
+            return best;
+        }
+        double max = Double.NEGATIVE_INFINITY;
+        for (float v : logits) {
+            max = Math.max(max, v);
+        }
+        double[] p = new double[n];
+        double sum = 0;
+        for (int i = 0; i < n; i++) {
+            p[i] = Math.exp((logits[i] - max) / sampling.temperature());
+            sum += p[i];
+        }
+        for (int i = 0; i < n; i++) {
+            p[i] /= sum;
+        }
+        // The nucleus: every token at least as likely as the one where the sorted mass reaches topP.
+        double threshold = 0;
+        if (sampling.topP() < 1f) {
+            double[] sorted = p.clone();
+            Arrays.sort(sorted);
+            double mass = 0;
+            for (int i = n - 1; i >= 0; i--) {
+                mass += sorted[i];
+                threshold = sorted[i];
+                if (mass >= sampling.topP()) {
+                    break;
+                }
+            }
+        }
+        double nucleus = 0;
+        for (double v : p) {
+            if (v >= threshold) {
+                nucleus += v;
+            }
+        }
+        double target = new SplittableRandom(sampling.seedFor(step, b)).nextDouble() * nucleus;
+        double running = 0;
+        int last = 0;
+        for (int i = 0; i < n; i++) {
+            if (p[i] >= threshold) {
+                running += p[i];
+                last = i;
+                if (running > target) {
+                    return i;
+                }
+            }
+        }
+        return last;
+    }
+}

@@ -1,0 +1,93 @@
+package dev.tandem.llm;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Where a {@link LlamaModel}'s weights come from: random ({@link RandomWeights}) today, a
+ * checkpoint file later. The model asks for each tensor once, copies it into a frozen worker
+ * buffer and keeps no reference to the segment.
+ *
+ * <p>Layouts are llama.cpp's: matrices are row-major {@code [rows, cols]} (one output per row) in
+ * {@link LlamaConfig#weightType()}, norm weights are f32 vectors, all little-endian. The query and
+ * key rows rotate interleaved pairs ({@link dev.tandem.kernels.RopeOps}).
+ */
+public interface LlamaWeights {
+
+    /** The shape the tensors have. */
+    LlamaConfig config();
+
+    /**
+     * The bytes of one tensor, {@link Tensor#bytes} long.
+     *
+     * @param layer the layer for {@link Tensor#perLayer() per-layer} tensors, else ignored
+     */
+    MemorySegment tensor(Tensor tensor, int layer);
+
+    /** The tensors of a Llama-style decoder. */
+    enum Tensor {
+        /** {@code [vocab, dim]}: the input embedding of each token. */
+        TOKEN_EMBEDDING(false, false),
+        /** {@code [dim]}: rmsnorm weight before attention. */
+        ATTENTION_NORM(true, true),
+        /** {@code [heads * headDim, dim]}. */
+        WQ(true, false),
+        /** {@code [kvHeads * headDim, dim]}. */
+        WK(true, false),
+        /** {@code [kvHeads * headDim, dim]}. */
+        WV(true, false),
+        /** {@code [dim, heads * headDim]}. */
+        WO(true, false),
+        /** {@code [dim]}: rmsnorm weight before the feed-forward network. */
+        FFN_NORM(true, true),
+        /** {@code [ffnDim, dim]}: the gate. */
+        W1(true, false),
+        /** {@code [dim, ffnDim]}: the down projection. */
+        W2(true, false),
+        /** {@code [ffnDim, dim]}: the up projection. */
+        W3(true, false),
+        /** {@code [dim]}: rmsnorm weight before the classifier. */
+        OUTPUT_NORM(false, true),
+        /** {@code [vocab, dim]}: the classifier. */
+        OUTPUT(false, false);
+
+        private final boolean perLayer;
+        private final boolean norm;
+
+        Tensor(boolean perLayer, boolean norm) {
+            this.perLayer = perLayer;
+            this.norm = norm;
+        }
+
+        /** Whether each layer has its own. */
+        public boolean perLayer() {
+            return perLayer;
+        }
+
+        /** Whether it is an f32 norm weight (else a matrix in the config's weight type). */
+        public boolean norm() {
+            return norm;
+        }
+
+        public int rows(LlamaConfig c) {
+            return switch (this) {
+                case TOKEN_EMBEDDING, OUTPUT -> c.vocab();
+                case ATTENTION_NORM, FFN_NORM, OUTPUT_NORM -> 1;
+                case WQ, WO, W2 -> c.dim();
+                case WK, WV -> c.kvDim();
+                case W1, W3 -> c.ffnDim();
+            };
+        }
+
+        public int cols(LlamaConfig c) {
+            return switch (this) {
+                case W2 -> c.ffnDim();
+                default -> c.dim();
+            };
+        }
+
+        /** Bytes of the tensor (of one layer). */
+        public long bytes(LlamaConfig c) {
+            return norm ? (long) c.dim() * Float.BYTES : c.weightType().bytes(rows(c), cols(c));
+        }
+    }
+}

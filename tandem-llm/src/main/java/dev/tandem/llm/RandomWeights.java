@@ -1,0 +1,86 @@
+package dev.tandem.llm;
+
+import dev.tandem.kernels.Q8_0;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * Weights drawn from a seed, the same on every run and every machine: each value is a hash of
+ * the seed, the tensor, the layer and its index. Matrices are uniform in
+ * {@code [-1/sqrt(cols), 1/sqrt(cols))} (so activations keep their scale), embeddings in
+ * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link WeightType#Q8_0} the f32 values
+ * are quantized with {@link Q8_0#quantize}.
+ *
+ * <p>{@link #forText} tilts the classifier towards printable ASCII (its rows for the bytes
+ * {@code 0x20..0x7E} of the {@link ByteTokenizer} are {@value #TEXT_TILT} times larger), so that a
+ * random model's output reads as characters rather than control bytes and broken UTF-8.
+ */
+public final class RandomWeights implements LlamaWeights {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** How much larger {@link #forText} makes the classifier rows of printable ASCII. */
+    public static final float TEXT_TILT = 3f;
+
+    private final LlamaConfig config;
+    private final long seed;
+    private final boolean text;
+
+    public RandomWeights(LlamaConfig config, long seed) {
+        this(config, seed, false);
+    }
+
+    private RandomWeights(LlamaConfig config, long seed, boolean text) {
+        this.config = config;
+        this.seed = seed;
+        this.text = text;
+    }
+
+    /** Random weights whose classifier favours printable ASCII bytes. */
+    public static RandomWeights forText(LlamaConfig config, long seed) {
+        return new RandomWeights(config, seed, true);
+    }
+
+    @Override
+    public LlamaConfig config() {
+        return config;
+    }
+
+    @Override
+    public MemorySegment tensor(Tensor tensor, int layer) {
+        int rows = tensor.rows(config);
+        int cols = tensor.cols(config);
+        long stream = tensor.ordinal() + (tensor.perLayer() ? (long) layer * Tensor.values().length : 0);
+        float scale;
+        float offset;
+        if (tensor.norm()) {
+            scale = 0.1f;
+            offset = 1f;
+        } else if (tensor == Tensor.TOKEN_EMBEDDING) {
+            scale = 1f;
+            offset = 0f;
+        } else {
+            scale = (float) (1 / Math.sqrt(cols));
+            offset = 0f;
+        }
+        long count = (long) rows * cols;
+        MemorySegment values = Arena.ofAuto().allocate(count * Float.BYTES, 64);
+        for (long i = 0; i < count; i++) {
+            values.setAtIndex(F32, i, offset + scale * Seeded.uniform(seed, 1000 + stream, i));
+        }
+        if (text && tensor == Tensor.OUTPUT) {
+            for (long i = (long) ' ' * cols; i < Math.min(rows, '~' + 1L) * cols; i++) {
+                values.setAtIndex(F32, i, values.getAtIndex(F32, i) * TEXT_TILT);
+            }
+        }
+        if (tensor.norm() || config.weightType() == WeightType.F32) {
+            return values;
+        }
+        MemorySegment quantized = Arena.ofAuto().allocate(tensor.bytes(config), 64);
+        for (int r = 0; r < rows; r++) {
+            Q8_0.quantize(values, (long) r * cols * Float.BYTES, quantized, r * Q8_0.rowBytes(cols), cols);
+        }
+        return quantized;
+    }
+}

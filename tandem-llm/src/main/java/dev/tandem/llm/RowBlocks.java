@@ -1,0 +1,61 @@
+package dev.tandem.llm;
+
+/**
+ * The split of a matrix's rows into row blocks, one task each, and the layout of the output
+ * those tasks write.
+ *
+ * <p>A matmul of a batch of {@code n} inputs writes its output <em>block-major</em>:
+ * {@code [block][input][row of block]}. Block {@code k} holds rows {@code [start(k), start(k) +
+ * size(k))} and occupies the {@code n * size(k)} floats from {@code start(k) * n}; so each
+ * row-block task writes one contiguous region, which a matmul kernel fills in one call (reading
+ * its weight rows once for the whole batch), and which it alone writes. With {@code n = 1}, or
+ * one block, this is the plain {@code [input][row]} layout. The tasks that consume such an
+ * output read it block by block and write plain rows. (In the plain layout a row block's
+ * outputs would be {@code n} strided ranges: a task could declare each, but a kernel gets one
+ * segment per region, so one matmul call could not fill them.)
+ *
+ * @param rows      rows of the matrix
+ * @param blockRows rows per block (the last block may have fewer)
+ */
+record RowBlocks(int rows, int blockRows) {
+
+    RowBlocks {
+        if (rows < 1 || blockRows < 1) {
+            throw new IllegalArgumentException("row blocks: rows = " + rows + " and blockRows = " + blockRows
+                    + " must be >= 1");
+        }
+    }
+
+    /**
+     * Blocks of about {@code targetBytes} of weights each, their count rounded up to a multiple of
+     * {@code parallelism} (so that each of that many cores gets as many), never more than the rows.
+     */
+    static RowBlocks of(int rows, long rowBytes, long targetBytes, int parallelism) {
+        long blocks = Math.max(1, Math.round((double) rows * rowBytes / targetBytes));
+        blocks = Math.ceilDiv(blocks, parallelism) * parallelism;
+        int blockRows = (int) Math.ceilDiv(rows, Math.min(blocks, rows));
+        return new RowBlocks(rows, blockRows);
+    }
+
+    int count() {
+        return Math.ceilDiv(rows, blockRows);
+    }
+
+    int start(int block) {
+        return block * blockRows;
+    }
+
+    int size(int block) {
+        return Math.min(blockRows, rows - start(block));
+    }
+
+    /** Byte offset of block {@code block}'s input {@code first} in an output of a batch of {@code batch}. */
+    long offset(int block, int batch, int first) {
+        return ((long) start(block) * batch + (long) first * size(block)) * Float.BYTES;
+    }
+
+    /** Bytes of {@code inputs} inputs of block {@code block}. */
+    long length(int block, int inputs) {
+        return (long) inputs * size(block) * Float.BYTES;
+    }
+}

@@ -1,0 +1,28 @@
+package dev.tandem.llm;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/** The programs use the core's public API and the kernels only, name no Vector API class, and never print. */
+class ArchitectureTest {
+    private static final JavaClasses LLM = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.tandem.llm");
+
+    @Test
+    void usesOnlyThePublicApiOfTheCore() {
+        noClasses().should().dependOnClassesThat().resideInAnyPackage(
+                        "dev.tandem.cpu..", "dev.tandem.graph..", "dev.tandem.sched..", "dev.tandem.memory..",
+                        "dev.tandem.session..", "dev.tandem.trace..", "jdk.incubator.vector..")
+                .check(LLM);
+    }
+
+    @Test
+    void neverPrints() {
+        noClasses().should().accessField(System.class, "out").orShould().accessField(System.class, "err").check(LLM);
+    }
+}

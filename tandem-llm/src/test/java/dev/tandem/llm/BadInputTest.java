@@ -1,0 +1,101 @@
+package dev.tandem.llm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tandem.CpuDevice;
+import dev.tandem.Outcome;
+import dev.tandem.RunOptions;
+import dev.tandem.Status;
+import dev.tandem.Worker;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class BadInputTest {
+
+    private static LlamaConfig config(int dim, int layers, int heads, int kvHeads, int ffn, int vocab, int context,
+            WeightType type) {
+        return new LlamaConfig(dim, layers, heads, kvHeads, ffn, vocab, context, 10000f, 1e-5f, type);
+    }
+
+    @ParameterizedTest(name = "{7}")
+    @CsvSource(delimiter = '|', textBlock = """
+            0   | 1 | 1 | 1 | 8 | 8 | 8 | dim = 0 must be >= 1
+            64  | 0 | 4 | 2 | 8 | 8 | 8 | layers = 0 must be >= 1
+            64  | 1 | 0 | 1 | 8 | 8 | 8 | heads = 0 must be >= 1
+            64  | 1 | 4 | -2 | 8 | 8 | 8 | kvHeads = -2 must be >= 1
+            64  | 1 | 4 | 2 | 0 | 8 | 8 | ffnDim = 0 must be >= 1
+            64  | 1 | 4 | 2 | 8 | -1 | 8 | vocab = -1 must be >= 1
+            64  | 1 | 4 | 2 | 8 | 8 | 0 | contextLength = 0 must be >= 1
+            64  | 1 | 3 | 1 | 8 | 8 | 8 | heads = 3 must divide dim = 64
+            64  | 1 | 4 | 3 | 8 | 8 | 8 | kvHeads = 3 must divide heads = 4
+            12  | 1 | 4 | 2 | 8 | 8 | 8 | headDim = dim / heads = 3 must be even (rotary embedding rotates pairs)
+            """)
+    void impossibleConfigsFailWithOneLineNamingTheFieldAndTheLimit(int dim, int layers, int heads, int kvHeads,
+            int ffn, int vocab, int context, String message) {
+        assertThatThrownBy(() -> config(dim, layers, heads, kvHeads, ffn, vocab, context, WeightType.F32))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage(message);
+    }
+
+    @Test
+    void q8WeightsNeedRowsOfWholeBlocks() {
+        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, WeightType.Q8_0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("dim = 48 must be a multiple of 32 for Q8_0 weights");
+        assertThatThrownBy(() -> config(64, 1, 4, 2, 80, 8, 8, WeightType.Q8_0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("ffnDim = 80 must be a multiple of 32 for Q8_0 weights");
+    }
+
+    @Test
+    void unknownShapeNamesTheKnownOnes() {
+        assertThatThrownBy(() -> LlamaConfig.named("huge"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("model = huge is not a known shape; known: tiny, small");
+    }
+
+    @Test
+    void requestsPastTheContextAreRejectedByCheckAndByTheProgram() {
+        LlamaConfig config = LlamaConfig.named("tiny").withContextLength(16);
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 1));
+            LlamaRequest longPrompt = LlamaRequest.of(new int[17], 1);
+            assertThatThrownBy(() -> model.check(longPrompt))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("prompt length = 17 must be <= contextLength = 16");
+            LlamaRequest tooMany = LlamaRequest.of(new int[10], 7);
+            assertThatThrownBy(() -> model.check(tooMany))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("maxTokens = 7 must be <= contextLength - prompt length = 6");
+            assertThatThrownBy(() -> model.check(LlamaRequest.of(new int[] {1, 258}, 1)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("prompt token 1 = 258 must be in [0, vocab = 258)");
+            assertThatThrownBy(() -> model.check(LlamaRequest.of(new int[] {1}, 1).withStopToken(300)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("stopToken = 300 must be -1 (none) or in [0, vocab = 258)");
+
+            // The program checks before its first task: the request fails with the same message and
+            // leaves no memory behind.
+            Outcome outcome = worker.run(model.program(), tooMany, RunOptions.defaults()).completion().join();
+            assertThat(outcome.status()).isEqualTo(Status.FAILED);
+            assertThat(outcome.cause()).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("maxTokens = 7 must be <= contextLength - prompt length = 6");
+            assertThat(outcome.tokens()).isZero();
+        }
+    }
+
+    @Test
+    void emptyPromptsAndZeroTokensAreRejected() {
+        assertThatThrownBy(() -> LlamaRequest.of(new int[0], 1))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("prompt 0 is empty; a prompt needs at least one token");
+        assertThatThrownBy(() -> LlamaRequest.of(new int[] {1}, 0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("maxTokens = 0 must be >= 1");
+        assertThatThrownBy(() -> Sampling.seeded(0.5f, 0f, 1))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("topP = 0.0 must be in (0, 1]");
+    }
+}

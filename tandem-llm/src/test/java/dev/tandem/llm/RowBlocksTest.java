@@ -1,0 +1,38 @@
+package dev.tandem.llm;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import org.junit.jupiter.api.Test;
+
+class RowBlocksTest {
+
+    @Test
+    void blocksCoverTheRowsAndTheLastMayBeShort() {
+        RowBlocks split = new RowBlocks(10, 4);
+        assertThat(split.count()).isEqualTo(3);
+        assertThat(split.start(2)).isEqualTo(8);
+        assertThat(split.size(2)).isEqualTo(2);
+    }
+
+    @Test
+    void blockMajorOutputGivesEachBlockOneContiguousRangeAndTilesTheBuffer() {
+        RowBlocks split = new RowBlocks(10, 4);
+        int batch = 3;
+        long next = 0;
+        for (int k = 0; k < split.count(); k++) {
+            assertThat(split.offset(k, batch, 0)).as("block %d starts where block %d ended", k, k - 1).isEqualTo(next);
+            assertThat(split.offset(k, batch, 2)).isEqualTo(next + 2L * split.size(k) * Float.BYTES);
+            next += split.length(k, batch);
+        }
+        assertThat(next).isEqualTo(10L * batch * Float.BYTES);
+    }
+
+    @Test
+    void blocksAreSizedByWeightBytes() {
+        assertThat(RowBlocks.of(1536, 544, 256 << 10, 1).count()).isEqualTo(3); // 816 KiB in about 256 KiB blocks
+        assertThat(RowBlocks.of(1536, 544, 256 << 10, 2).count()).isEqualTo(4); // a multiple of the parallelism
+        assertThat(RowBlocks.of(8, 544, 256 << 10, 1).count()).isEqualTo(1);
+        assertThat(RowBlocks.of(8, 544, 256 << 10, 2).count()).isEqualTo(2);
+        assertThat(RowBlocks.of(4, 1 << 20, 1, 1).count()).isEqualTo(4); // never more blocks than rows
+    }
+}
