@@ -10,6 +10,7 @@ import dev.tandem.Program;
 import dev.tandem.RunOptions;
 import dev.tandem.Status;
 import dev.tandem.TokenStream;
+import dev.tandem.TraceConfig;
 import dev.tandem.Worker;
 import dev.tandem.bench.peers.ForkJoinPeer;
 import dev.tandem.bench.peers.SyntheticDag;
@@ -18,6 +19,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.BiFunction;
 
 /**
  * Nanoseconds per task from submit to completion for empty kernels, tandem against
@@ -40,12 +42,22 @@ public final class OverheadBench {
     private OverheadBench() {}
 
     public static List<Row> run(int tasks, int[] coreCounts, int repetitions, long seed) {
+        return run(tasks, coreCounts, repetitions, seed, null);
+    }
+
+    /**
+     * As {@link #run(int, int[], int, long)}, tracing each tandem worker as {@code traceFor(shape, cores)}
+     * says (a null function or result: off).
+     */
+    public static List<Row> run(int tasks, int[] coreCounts, int repetitions, long seed,
+            BiFunction<String, Integer, TraceConfig> traceFor) {
         List<SyntheticDag> dags = List.of(
                 SyntheticDag.chain(tasks), SyntheticDag.fanout(tasks), SyntheticDag.random(tasks, seed));
         List<Row> rows = new ArrayList<>();
         for (SyntheticDag dag : dags) {
             for (int cores : coreCounts) {
-                double tandem = tandemNsPerTask(dag, cores, repetitions);
+                double tandem = tandemNsPerTask(dag, CpuDevice.withCores(cores), repetitions,
+                        traceFor == null ? null : traceFor.apply(dag.shape(), cores));
                 double forkJoin = ForkJoinPeer.nsPerTask(dag, cores, repetitions);
                 TbbPeer.Result tbb = TbbPeer.run(dag, cores, repetitions);
                 Double tbbNs = tbb instanceof TbbPeer.Result.Measured m ? m.nsPerTask() : null;
@@ -63,8 +75,13 @@ public final class OverheadBench {
 
     /** Best of {@code repetitions} runs after one warm-up on {@code device}, in ns per task. */
     public static double tandemNsPerTask(SyntheticDag dag, CpuDevice device, int repetitions) {
+        return tandemNsPerTask(dag, device, repetitions, null);
+    }
+
+    /** As {@link #tandemNsPerTask(SyntheticDag, CpuDevice, int)}, tracing as {@code trace} says (null: off). */
+    public static double tandemNsPerTask(SyntheticDag dag, CpuDevice device, int repetitions, TraceConfig trace) {
         long best = Long.MAX_VALUE;
-        try (Worker worker = Worker.create(device)) {
+        try (Worker worker = Worker.builder().device(device).trace(trace).build()) {
             for (int run = 0; run <= repetitions; run++) {
                 long elapsed = runOnce(worker, dag);
                 if (run > 0) {

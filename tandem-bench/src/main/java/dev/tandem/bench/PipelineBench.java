@@ -12,6 +12,7 @@ import dev.tandem.RunOptions;
 import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
+import dev.tandem.TraceConfig;
 import dev.tandem.Worker;
 import java.lang.foreign.ValueLayout;
 import java.util.LinkedHashMap;
@@ -77,8 +78,13 @@ public final class PipelineBench {
      * @param repetitions  runs of each configuration; the best is kept
      */
     public static Result run(int steps, double stepMillis, int cores, int repetitions) {
+        return run(steps, stepMillis, cores, repetitions, null);
+    }
+
+    /** As {@link #run(int, double, int, int)}, tracing the bench's worker as {@code trace} says (null: off). */
+    public static Result run(int steps, double stepMillis, int cores, int repetitions, TraceConfig trace) {
         long perTaskNanos = (long) (stepMillis * 1e6 / TASKS_PER_STEP);
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(trace).build()) {
             measure(worker, steps / 4 + 1, perTaskNanos, RunOptions.defaults()); // warm-up
             Measured serial = best(worker, steps, perTaskNanos, RunOptions.serial(), repetitions);
             Measured pipelined = best(worker, steps, perTaskNanos, RunOptions.defaults().withRunAhead(2), repetitions);

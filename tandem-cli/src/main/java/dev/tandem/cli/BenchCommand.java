@@ -1,9 +1,13 @@
 package dev.tandem.cli;
 
+import dev.tandem.TraceConfig;
+import dev.tandem.bench.DecodeBench;
 import dev.tandem.bench.Json;
 import dev.tandem.bench.OverheadBench;
 import dev.tandem.bench.PipelineBench;
 import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.Command;
@@ -14,7 +18,8 @@ import picocli.CommandLine.Option;
         name = "bench",
         mixinStandardHelpOptions = true,
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
-        subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class})
+        subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
+                BenchCommand.Decode.class})
 public final class BenchCommand implements Runnable {
 
     @picocli.CommandLine.Spec
@@ -32,6 +37,19 @@ public final class BenchCommand implements Runnable {
 
         @Option(names = "--json", description = "Print the results as one JSON object on the last line.")
         boolean json;
+
+        @Option(names = "--trace", paramLabel = "FILE", description = "Write a Perfetto trace of the bench's tandem worker"
+                + " to FILE (one file per worker where a bench runs several: FILE with the configuration in its name).")
+        Path trace;
+
+        /** {@code FILE} with {@code -suffix} before its extension. */
+        Path traceFile(String suffix) {
+            String name = trace.getFileName().toString();
+            int dot = name.lastIndexOf('.');
+            String stem = dot > 0 ? name.substring(0, dot) : name;
+            String extension = dot > 0 ? name.substring(dot) : "";
+            return trace.resolveSibling(stem + "-" + suffix + extension);
+        }
     }
 
     @Command(name = "overhead", mixinStandardHelpOptions = true,
@@ -54,7 +72,13 @@ public final class BenchCommand implements Runnable {
             int repetitions = common.quick ? 3 : 10;
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "overhead: %d tasks per DAG, best of %d runs after a warm-up%n", tasks, repetitions);
-            List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, repetitions, seed);
+            List<Path> traces = new ArrayList<>();
+            List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, repetitions, seed,
+                    common.trace == null ? null : (shape, cores) -> {
+                        Path file = common.traceFile(shape + "-" + cores + "c");
+                        traces.add(file);
+                        return TraceConfig.toFile(file);
+                    });
             out.printf(Locale.ROOT, "%-8s %5s %8s %12s %12s %12s %10s %10s%n", "shape", "cores", "edges", "tandem ns", "forkjoin ns",
                     "tbb ns", "vs fj", "vs tbb");
             for (OverheadBench.Row row : rows) {
@@ -67,6 +91,9 @@ public final class BenchCommand implements Runnable {
             rows.stream().filter(r -> r.tbbNote() != null).findFirst()
                     .ifPresent(r -> out.println("tbb: " + r.tbbNote()));
             out.println("(vs = tandem time / peer time; below 1.00x means tandem is faster)");
+            for (Path file : traces) {
+                out.println("trace: wrote " + file);
+            }
             if (common.json) {
                 out.println(Json.write(OverheadBench.toJson(rows)));
             }
@@ -95,7 +122,8 @@ public final class BenchCommand implements Runnable {
                 throw new IllegalArgumentException("--steps, --step-ms and --cores must be positive");
             }
             int repetitions = common.quick ? 2 : 5;
-            PipelineBench.Result r = PipelineBench.run(steps, stepMillis, cores, repetitions);
+            PipelineBench.Result r = PipelineBench.run(steps, stepMillis, cores, repetitions,
+                    common.trace == null ? null : TraceConfig.toFile(common.trace));
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "pipeline: %d steps, %d tasks per step, %d device core(s), best of %d%n", r.steps(),
                     PipelineBench.TASKS_PER_STEP, r.cores(), repetitions);
@@ -106,6 +134,102 @@ public final class BenchCommand implements Runnable {
             out.printf(Locale.ROOT, "  pipelined runAhead 4                        %9.1f ms%n", r.pipelined4Ms());
             out.printf(Locale.ROOT, "  speedup %.3f, ideal %.3f, %.1f%% of ideal%n", r.speedup(), r.idealSpeedup(),
                     100 * r.speedup() / r.idealSpeedup());
+            if (common.trace != null) {
+                out.println("trace: wrote " + common.trace);
+            }
+            if (common.json) {
+                out.println(Json.write(r.toJson()));
+            }
+        }
+    }
+
+    @Command(name = "requests", mixinStandardHelpOptions = true,
+            description = "1, 2, 4, 8 concurrent requests sharing the device, Poisson arrivals, FIFO vs FIRST_TOKEN_FIRST.")
+    static final class Requests implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--cores", description = "Device cores (default: ${DEFAULT-VALUE}).", defaultValue = "2")
+        int cores;
+
+        @Option(names = "--seed", description = "Arrival seed (default: ${DEFAULT-VALUE}).", defaultValue = "11")
+        long seed;
+
+        @Override
+        public void run() {
+            if (cores < 1) {
+                throw new IllegalArgumentException("--cores must be >= 1, was " + cores);
+            }
+            dev.tandem.bench.RequestsBench.Shape shape = common.quick
+                    ? new dev.tandem.bench.RequestsBench.Shape(24, 4, 200, 4)
+                    : new dev.tandem.bench.RequestsBench.Shape(64, 4, 250, 8);
+            PrintStream out = System.out;
+            out.printf(Locale.ROOT, "requests: %d tokens per request, a step = a chain of %d tasks x %d us, %d cores,"
+                    + " %d requests per concurrent slot, Poisson arrivals%n", shape.tokens(), shape.tasksPerStep(),
+                    shape.taskMicros(), cores, shape.requestsPerLevel());
+            List<dev.tandem.bench.RequestsBench.Row> rows = dev.tandem.bench.RequestsBench.run(shape, cores,
+                    new int[] {1, 2, 4, 8},
+                    List.of(dev.tandem.SchedulingPolicy.FIFO, dev.tandem.SchedulingPolicy.FIRST_TOKEN_FIRST), seed);
+            out.printf(Locale.ROOT, "%-18s %4s %9s %6s %6s %9s %9s %8s %8s%n", "policy", "reqs", "tok/s", "busy", "S||S",
+                    "ttft p50", "ttft p99", "itl p50", "itl p99");
+            for (var r : rows) {
+                out.printf(Locale.ROOT, "%-18s %4d %9.1f %6.2f %6.2f %9.2f %9.2f %8.3f %8.3f%n", r.policy(), r.requests(),
+                        r.tokensPerSecond(), r.deviceBusy(), r.sParallelFraction(), r.ttftP50(), r.ttftP99(), r.itlP50(),
+                        r.itlP99());
+            }
+            if (common.json) {
+                List<Object> results = new ArrayList<>();
+                rows.forEach(r -> results.add(r.toJson()));
+                out.println(Json.write(java.util.Map.of("results", results)));
+            }
+        }
+    }
+
+    @Command(name = "decode", mixinStandardHelpOptions = true,
+            description = "The Llama decoder (batch 1, batch 8, 4 concurrent requests; runAhead 1 and 2), the"
+                    + " paged-attention bench shape, the scalar reference floor and the memory-copy bound.")
+    static final class Decode implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--model", description = "Model shape: tiny or small (default: ${DEFAULT-VALUE}).",
+                defaultValue = "small")
+        String model;
+
+        @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
+        int cores;
+
+        @Override
+        public void run() {
+            if (cores < 0) {
+                throw new IllegalArgumentException("--cores must be >= 0, was " + cores);
+            }
+            if (common.trace != null) {
+                throw new IllegalArgumentException("bench decode does not write traces; use tandem demo --trace FILE");
+            }
+            dev.tandem.llm.LlamaConfig.named(model); // a bad name fails here, before anything runs
+            int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
+            int tokens = common.quick ? 32 : 128;
+            int repetitions = common.quick ? 2 : 5;
+            PrintStream out = System.out;
+            out.printf(Locale.ROOT, "decode: model %s, %d tokens per request, %d device core(s), best of %d%n", model,
+                    tokens, coreCount, repetitions);
+            DecodeBench.Result r = DecodeBench.run(model, coreCount, tokens, repetitions);
+            out.printf(Locale.ROOT, "%-12s %8s %5s %9s %10s %10s%n", "workload", "requests", "batch", "runAhead", "tokens/s",
+                    "ms/step");
+            for (DecodeBench.Row row : r.rows()) {
+                out.printf(Locale.ROOT, "%-12s %8d %5d %9d %10.1f %10.3f%n", row.workload(), row.requests(), row.batch(),
+                        row.runAhead(), row.tokensPerSecond(), row.msPerStep());
+            }
+            out.printf(Locale.ROOT, "paged attention (16 x 16 heads x 128, blocks of 128, context 8192): %.2f ms per layer,"
+                    + " %.1f GFLOP/s%n", r.attentionMsPerLayer(), r.attentionGflops());
+            out.printf(Locale.ROOT, "scalar reference (the floor): %.1f tokens/s%n", r.referenceTokensPerSecond());
+            out.printf(Locale.ROOT, "weights %.1f MB: batch-1 matvecs read them at %.2f GB/s; a plain copy of as many bytes"
+                    + " reads at %.2f GB/s (%.0f%%)%n", r.weightBytes() / 1e6, r.matvecGbPerSecond(),
+                    r.copyGbPerSecond(), 100 * r.matvecGbPerSecond() / r.copyGbPerSecond());
+            out.printf(Locale.ROOT, "same shape in f32, %.1f MB: %.3f ms/step, matvecs at %.2f GB/s; a copy reads at %.2f GB/s"
+                    + " (%.0f%%)%n", r.f32WeightBytes() / 1e6, r.f32().msPerStep(), r.f32MatvecGbPerSecond(),
+                    r.f32CopyGbPerSecond(), 100 * r.f32MatvecGbPerSecond() / r.f32CopyGbPerSecond());
             if (common.json) {
                 out.println(Json.write(r.toJson()));
             }

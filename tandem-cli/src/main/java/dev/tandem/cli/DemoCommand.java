@@ -2,15 +2,15 @@ package dev.tandem.cli;
 
 import dev.tandem.CpuDevice;
 import dev.tandem.Outcome;
-import dev.tandem.RunOptions;
 import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
+import dev.tandem.TraceConfig;
 import dev.tandem.TraceEvent;
 import dev.tandem.Worker;
-import dev.tandem.bench.SyntheticDecoder;
-import dev.tandem.bench.TraceOverlap;
+import dev.tandem.bench.trace.TraceAnalysis;
 import java.io.PrintStream;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -21,8 +21,9 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 /**
- * {@code tandem demo}: several concurrent requests of a decoder-shaped workload on one
- * worker, each stream shown as it grows, then a summary of latency, throughput and overlap.
+ * {@code tandem demo}: several concurrent requests of the Llama decoder (or of batched paged
+ * attention) through one session, each stream shown as it grows, then a summary of latency,
+ * throughput and overlap; {@code --check} compares every stream with the scalar reference.
  */
 @Command(
         name = "demo",
@@ -40,44 +41,50 @@ public final class DemoCommand implements Runnable {
     @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
     int cores;
 
-    @Option(names = "--dim", description = "Model width (default: ${DEFAULT-VALUE}).", defaultValue = "512")
-    int dim;
+    @Option(names = "--workload", description = "llama or paged-attention (default: ${DEFAULT-VALUE}).",
+            defaultValue = "llama")
+    String workload;
 
-    @Option(names = "--layers", description = "Layers per step (default: ${DEFAULT-VALUE}).", defaultValue = "8")
-    int layers;
+    @Option(names = "--model", description = "Model shape: tiny or small (default: ${DEFAULT-VALUE}).",
+            defaultValue = "small")
+    String model;
 
-    @Option(names = "--check", description = "Compare every stream with a one-operation-at-a-time reference; exit 1 on any mismatch.")
+    @Option(names = "--check", description = "Compare every stream with the scalar reference; exit 1 on any mismatch.")
     boolean check;
+
+    @Option(names = "--trace", paramLabel = "FILE",
+            description = "Write a Perfetto trace of the run to FILE: open it in ui.perfetto.dev, or run `tandem trace report FILE`.")
+    Path trace;
 
     @Option(names = "--seed", description = "Weights seed (default: ${DEFAULT-VALUE}).", defaultValue = "7")
     long seed;
 
     @Override
     public void run() {
-        if (requests < 1 || tokens < 1 || cores < 0 || dim < 4 || dim % 4 != 0 || layers < 1) {
-            throw new IllegalArgumentException("--requests, --tokens and --layers must be >= 1, --cores >= 0, and --dim a"
-                    + " multiple of 4 (was requests=" + requests + ", tokens=" + tokens + ", cores=" + cores + ", dim=" + dim
-                    + ", layers=" + layers + ")");
+        if (requests < 1 || tokens < 1 || cores < 0) {
+            throw new IllegalArgumentException("--requests and --tokens must be >= 1 and --cores >= 0 (was requests="
+                    + requests + ", tokens=" + tokens + ", cores=" + cores + ")");
         }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
         boolean live = System.console() != null && System.console().isTerminal();
-        SyntheticDecoder model = new SyntheticDecoder(dim, layers, 4, seed);
-        out.printf(Locale.ROOT, "tandem demo: %d requests x %d tokens, decoder dim %d x %d layers (4 row-block tasks per layer),"
-                + " %d device cores%n", requests, tokens, dim, layers, coreCount);
+        DemoWorkload demo = DemoWorkload.of(workload, model, requests, tokens, seed); // bad input fails here
+        out.printf(Locale.ROOT, "tandem demo: %d requests x %d tokens on %d device cores; %s%n", requests, tokens,
+                coreCount, demo.describe());
 
         Lane[] lanes = new Lane[requests];
         long start;
         List<TraceEvent> events;
         Outcome[] outcomes = new Outcome[requests];
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(coreCount)).tracing(true).build()) {
-            model.load(worker);
+        TraceConfig traceConfig = trace == null ? TraceConfig.inMemory() : TraceConfig.toFile(trace).withRetainEvents(true);
+        try (Worker worker = Worker.builder().device(CpuDevice.withCores(coreCount)).trace(traceConfig).build();
+                demo) {
+            demo.start(worker, requests);
             CountDownLatch done = new CountDownLatch(requests);
             start = System.nanoTime();
             for (int i = 0; i < requests; i++) {
-                var prompt = new SyntheticDecoder.Prompt(i * 7 % model.vocab(), tokens);
-                TokenStream stream = worker.run(model.program(), prompt, RunOptions.defaults());
-                Lane lane = new Lane(i, prompt, stream, start);
+                TokenStream stream = demo.submit(i);
+                Lane lane = new Lane(i, demo.text(i), stream, start, tokens);
                 lanes[i] = lane;
                 Thread.ofVirtual().name("demo-consumer-" + i).start(() -> {
                     try {
@@ -110,16 +117,22 @@ public final class DemoCommand implements Runnable {
             events = worker.traceEvents();
         }
         long wall = System.nanoTime() - start;
-        summary(out, lanes, outcomes, events, wall);
+        summary(out, lanes, outcomes, events, coreCount, wall);
+        if (trace != null) {
+            out.println("trace: wrote " + trace + " (open it in ui.perfetto.dev, or run: tandem trace report " + trace + ")");
+        }
         if (check) {
             int mismatches = 0;
+            List<List<Token>> streams = new ArrayList<>();
             for (Lane lane : lanes) {
-                int[] expected = model.reference(lane.prompt);
-                int[] actual = lane.tokens();
-                if (!Arrays.equals(expected, actual)) {
+                streams.add(lane.tokens());
+            }
+            List<String> problems = demo.checkAll(streams);
+            for (int i = 0; i < lanes.length; i++) {
+                if (outcomes[i].status() != Status.COMPLETED || problems.get(i) != null) {
                     mismatches++;
-                    out.printf(Locale.ROOT, "check: request %d MISMATCH: expected %s, got %s%n", lane.stream.requestId(),
-                            text(expected), text(actual));
+                    out.printf(Locale.ROOT, "check: request %d MISMATCH: %s%n", lanes[i].stream.requestId(),
+                            problems.get(i) != null ? problems.get(i) : "it ended " + outcomes[i].status());
                 }
             }
             out.printf(Locale.ROOT, "check: %d of %d streams equal the reference%n", requests - mismatches, requests);
@@ -146,7 +159,8 @@ public final class DemoCommand implements Runnable {
         out.flush();
     }
 
-    private static void summary(PrintStream out, Lane[] lanes, Outcome[] outcomes, List<TraceEvent> events, long wallNanos) {
+    private static void summary(PrintStream out, Lane[] lanes, Outcome[] outcomes, List<TraceEvent> events, int cores,
+            long wallNanos) {
         out.println();
         out.printf(Locale.ROOT, "%-8s %-10s %7s %9s %9s %9s %10s%n", "request", "status", "tokens", "ttft ms", "itl p50",
                 "itl p99", "tok/s");
@@ -161,14 +175,17 @@ public final class DemoCommand implements Runnable {
                     percentile(itl, 50), percentile(itl, 99), span > 0 ? lane.count / span : 0);
             totalTokens += o.tokens();
         }
-        TraceOverlap overlap = TraceOverlap.of(events);
+        TraceAnalysis.Report r = TraceAnalysis.analyze(events, cores);
         double wallMs = wallNanos / 1e6;
         out.printf(Locale.ROOT, "overall: %d tokens in %.1f ms = %.1f tokens/s%n", totalTokens, wallMs,
                 totalTokens / (wallNanos / 1e9));
-        out.printf(Locale.ROOT, "device busy %.1f%% of %d core-ms; host build overlapped device run (O||S) %.1f ms;"
-                        + " tasks of 2+ requests ran at once (S||S) %.1f ms%n",
-                100 * overlap.deviceBusyFraction(), Math.round(overlap.coreMillis()), overlap.buildWhileRunningMillis(),
-                overlap.multiRequestMillis());
+        out.printf(Locale.ROOT, "overlap in a %.1f ms run: token-parallel %.1f ms (%.0f%%), request-parallel %.1f ms (%.0f%%),"
+                        + " S||S %.1f ms (%.0f%%)%n", r.runMs(), r.tokenParallelMs(), 100 * r.fraction(r.tokenParallelMs()),
+                r.requestParallelMs(), 100 * r.fraction(r.requestParallelMs()), r.sParallelMs(),
+                100 * r.fraction(r.sParallelMs()));
+        out.printf(Locale.ROOT, "device busy %.1f%% of %d cores; bubbles (all cores idle while a step is built): %d,"
+                        + " %.2f ms in all, longest %.3f ms%n", 100 * r.deviceBusy(), r.cores(), r.bubbleCount(),
+                r.bubbleMs(), r.bubbleLongestMs());
     }
 
     static double percentile(double[] values, double p) {
@@ -181,32 +198,28 @@ public final class DemoCommand implements Runnable {
         return sorted[Math.max(0, Math.min(sorted.length - 1, index))];
     }
 
-    private static String text(int[] tokens) {
-        StringBuilder sb = new StringBuilder();
-        for (int t : tokens) {
-            sb.append(SyntheticDecoder.render(t));
-        }
-        return '"' + sb.toString() + '"';
-    }
-
     /** One request's stream as the demo shows it. */
     private static final class Lane {
+        /** Characters of text a live line shows: the end of the stream's text. */
+        static final int SHOWN = 72;
+
         final int index;
-        final SyntheticDecoder.Prompt prompt;
+        final DemoWorkload.Text text;
         final TokenStream stream;
         final long start;
         final long[] arrivals;
-        final int[] values;
+        final Token[] values;
         volatile int count;
+        volatile String shown = "";
         volatile String state = "running";
 
-        Lane(int index, SyntheticDecoder.Prompt prompt, TokenStream stream, long start) {
+        Lane(int index, DemoWorkload.Text text, TokenStream stream, long start, int tokens) {
             this.index = index;
-            this.prompt = prompt;
+            this.text = text;
             this.stream = stream;
             this.start = start;
-            this.arrivals = new long[prompt.tokens()];
-            this.values = new int[prompt.tokens()];
+            this.arrivals = new long[tokens];
+            this.values = new Token[tokens];
         }
 
         void consume() {
@@ -214,7 +227,9 @@ public final class DemoCommand implements Runnable {
                 for (Token token : stream) {
                     int n = count;
                     arrivals[n] = System.nanoTime();
-                    values[n] = token.asInt();
+                    values[n] = token;
+                    text.append(token);
+                    shown = text.shown();
                     count = n + 1;
                 }
                 state = "done";
@@ -223,8 +238,8 @@ public final class DemoCommand implements Runnable {
             }
         }
 
-        int[] tokens() {
-            return Arrays.copyOf(values, count);
+        List<Token> tokens() {
+            return List.of(Arrays.copyOf(values, count));
         }
 
         double[] interTokenMillis() {
@@ -238,10 +253,12 @@ public final class DemoCommand implements Runnable {
 
         String line() {
             int n = count;
-            StringBuilder text = new StringBuilder();
-            for (int i = 0; i < n; i++) {
-                text.append(SyntheticDecoder.render(values[i]));
+            String all = shown.replace('\n', '\u23CE');
+            int from = Math.max(0, all.length() - SHOWN + 1);
+            if (from < all.length() && Character.isLowSurrogate(all.charAt(from))) {
+                from++; // never show half a character
             }
+            String text = from == 0 ? all : "\u2026" + all.substring(from);
             double seconds = n > 0 ? (arrivals[n - 1] - start) / 1e9 : 0;
             return String.format(Locale.ROOT, "r%-2d %-8s %4d tok %8.1f tok/s | %s", index + 1, state, n,
                     seconds > 0 ? n / seconds : 0, text);

@@ -1,0 +1,292 @@
+package dev.tandem.cli;
+
+import dev.tandem.CpuDevice;
+import dev.tandem.RequestOptions;
+import dev.tandem.Session;
+import dev.tandem.SessionConfig;
+import dev.tandem.Token;
+import dev.tandem.TokenStream;
+import dev.tandem.Worker;
+import dev.tandem.llm.ByteTokenizer;
+import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.LlamaModel;
+import dev.tandem.llm.LlamaReference;
+import dev.tandem.llm.LlamaRequest;
+import dev.tandem.llm.PagedAttentionWorkload;
+import dev.tandem.llm.RandomWeights;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.stream.IntStream;
+
+/**
+ * What {@code tandem demo} runs: the requests of one workload through one session, how their
+ * tokens read as text, and how to check them against the workload's scalar reference. Built and
+ * validated before anything is printed, so bad input fails with one line and no partial output.
+ */
+abstract sealed class DemoWorkload implements AutoCloseable {
+
+    /** Names {@link #of} knows. */
+    static final String NAMES = "llama, paged-attention";
+
+    /** A request's tokens as people read them. */
+    interface Text {
+        void append(Token token);
+
+        String shown();
+    }
+
+    /**
+     * @param name     {@code llama} or {@code paged-attention}
+     * @param model    a named shape ({@code tiny} or {@code small})
+     * @throws IllegalArgumentException for an unknown name or shape, or requests that do not fit
+     */
+    static DemoWorkload of(String name, String model, int requests, int tokens, long seed) {
+        return switch (name == null ? "" : name.toLowerCase(Locale.ROOT)) {
+            case "llama" -> new Llama(LlamaConfig.named(model), requests, tokens, seed);
+            case "paged-attention" -> new PagedAttention(model, tokens, seed);
+            default -> throw new IllegalArgumentException("workload = " + name + " is not known; known: " + NAMES);
+        };
+    }
+
+    Session<?> session;
+
+    /** One line saying what runs. */
+    abstract String describe();
+
+    /**
+     * Loads the workload's data into {@code worker}, runs one short request so that the JIT has
+     * compiled the kernels before anything is measured, and opens the session for
+     * {@code requests} at once.
+     */
+    abstract void start(Worker worker, int requests);
+
+    /**
+     * Runs the tiny model, which takes the same kernels and code paths, on a worker of its own
+     * (so the demo's trace holds the demo alone), until the JIT has compiled them.
+     */
+    static void warmUp(int cores) {
+        LlamaConfig tiny = LlamaConfig.named("tiny");
+        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(tiny, 1));
+            String prompt = "a warm-up prompt as long as the demo's prompts";
+            for (int i = 0; i < 8; i++) {
+                drain(worker.run(model.program(), LlamaRequest.batch(new int[][] {
+                    ByteTokenizer.encode(prompt.substring(i)), ByteTokenizer.encode(prompt.substring(2 * i))}, 64)));
+            }
+        }
+    }
+
+    static void drain(TokenStream stream) {
+        for (Token ignored : stream) {
+            // warm-up tokens are not shown
+        }
+        stream.completion().join();
+    }
+
+    /** Submits request {@code index}. */
+    abstract TokenStream submit(int index);
+
+    abstract Text text(int index);
+
+    /** Null when request {@code index}'s tokens match the reference, else what differs, in one line. */
+    abstract String check(int index, List<Token> tokens);
+
+    /** Checks every request, in parallel; one entry per request. */
+    List<String> checkAll(List<List<Token>> tokens) {
+        return IntStream.range(0, tokens.size()).parallel().mapToObj(i -> check(i, tokens.get(i))).toList();
+    }
+
+    @Override
+    public void close() {
+        if (session != null) {
+            session.close();
+        }
+    }
+
+    /**
+     * The Llama decoder on random weights tilted towards printable text, one sequence per
+     * request, greedy, stopping at EOS.
+     */
+    static final class Llama extends DemoWorkload {
+        private static final String[] PROMPTS = {
+            "Once upon a time", "The quick brown fox", "In a hole in the ground", "It was a bright cold day",
+            "Call me Ishmael.", "All happy families", "Far out in the uncharted", "The sky above the port"
+        };
+
+        private final LlamaConfig config;
+        private final long seed;
+        private final List<LlamaRequest> requests = new ArrayList<>();
+        private LlamaModel model;
+        private Session<LlamaRequest> llamaSession;
+        private LlamaReference reference;
+
+        Llama(LlamaConfig config, int count, int tokens, long seed) {
+            this.config = config;
+            this.seed = seed;
+            for (int i = 0; i < count; i++) {
+                String prompt = PROMPTS[i % PROMPTS.length] + (i < PROMPTS.length ? "" : " (" + i + ")");
+                LlamaRequest request = LlamaRequest.of(ByteTokenizer.encode(prompt), tokens)
+                        .withStopToken(ByteTokenizer.EOS);
+                request.check(config);
+                requests.add(request);
+            }
+        }
+
+        @Override
+        String describe() {
+            return String.format(Locale.ROOT, "Llama decoder, random %s weights (seed %d): dim %d, %d layers, %d heads"
+                    + " over %d KV heads, FFN %d, %.1f MB", config.weightType(), seed, config.dim(), config.layers(),
+                    config.heads(), config.kvHeads(), config.ffnDim(), config.weightBytes() / 1e6);
+        }
+
+        @Override
+        void start(Worker worker, int count) {
+            warmUp(worker.device().cores());
+            model = LlamaModel.load(worker, RandomWeights.forText(config, seed));
+            long memory = 0;
+            for (LlamaRequest request : requests) {
+                memory = Math.max(memory, model.requestBytes(request));
+            }
+            llamaSession = worker.openSession(model.program(),
+                    SessionConfig.defaults().maxActive(count).maxQueued(count).memoryPerRequest(memory));
+            session = llamaSession;
+        }
+
+        @Override
+        TokenStream submit(int index) {
+            LlamaRequest request = requests.get(index);
+            return llamaSession.submit(request,
+                    RequestOptions.defaults().maxTokens(request.maxTokens()).stopWhen(request.stopWhen()));
+        }
+
+        @Override
+        Text text(int index) {
+            ByteTokenizer.Decoder decoder = new ByteTokenizer.Decoder();
+            StringBuilder shown = new StringBuilder();
+            return new Text() {
+                @Override
+                public void append(Token token) {
+                    shown.append(decoder.append(token.asInt()));
+                }
+
+                @Override
+                public String shown() {
+                    return shown.toString();
+                }
+            };
+        }
+
+        @Override
+        List<String> checkAll(List<List<Token>> tokens) {
+            reference = new LlamaReference(RandomWeights.forText(config, seed));
+            return super.checkAll(tokens);
+        }
+
+        @Override
+        String check(int index, List<Token> tokens) {
+            LlamaRequest request = requests.get(index);
+            int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
+            LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
+            if (!verdict.ok()) {
+                return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
+                        actual[verdict.mismatch()], verdict.expected());
+            }
+            boolean stopped = actual.length > 0 && actual[actual.length - 1] == request.stopToken();
+            if (actual.length != request.maxTokens() && !stopped) {
+                return "the stream ended after " + actual.length + " of " + request.maxTokens()
+                        + " tokens without the stop token";
+            }
+            return null;
+        }
+    }
+
+    /** Multi-layer batched paged attention; each request runs the same data, one layer per token. */
+    static final class PagedAttention extends DemoWorkload {
+        private final PagedAttentionWorkload workload;
+        private Session<PagedAttentionWorkload.Readback> paSession;
+        private PagedAttentionWorkload.Expected expected;
+
+        PagedAttention(String model, int tokens, long seed) {
+            PagedAttentionWorkload.Shape shape = switch (model == null ? "" : model.toLowerCase(Locale.ROOT)) {
+                case "tiny" -> new PagedAttentionWorkload.Shape(8, 32, 16, new int[] {33, 64}, tokens, 1, seed);
+                case "small" -> new PagedAttentionWorkload.Shape(16, 64, 32, new int[] {256, 512, 384, 128}, tokens, 1,
+                        seed);
+                default -> throw new IllegalArgumentException("model = " + model + " is not a known shape; known: "
+                        + LlamaConfig.NAMES);
+            };
+            this.workload = new PagedAttentionWorkload(shape);
+        }
+
+        @Override
+        String describe() {
+            PagedAttentionWorkload.Shape s = workload.shape();
+            return String.format(Locale.ROOT, "batched paged attention: %d sequences (contexts %s), %d heads x %d,"
+                    + " KV blocks of %d, %d layers, a token per layer", s.batch(),
+                    Arrays.toString(s.contexts()), s.heads(), s.headDim(), s.blockSize(), s.layers());
+        }
+
+        @Override
+        void start(Worker worker, int count) {
+            try (Worker warm = Worker.create(CpuDevice.withCores(worker.device().cores()))) {
+                PagedAttentionWorkload small = new PagedAttentionWorkload(
+                        new PagedAttentionWorkload.Shape(8, 32, 16, new int[] {40, 70}, 64, 1, 1)).load(warm);
+                drain(warm.run(small.program(), PagedAttentionWorkload.Readback.DIGEST));
+            }
+            workload.load(worker);
+            paSession = worker.openSession(workload.program(), SessionConfig.defaults().maxActive(count)
+                    .maxQueued(count).memoryPerRequest(workload.requestBytes()));
+            session = paSession;
+        }
+
+        @Override
+        TokenStream submit(int index) {
+            return paSession.submit(PagedAttentionWorkload.Readback.DIGEST,
+                    RequestOptions.defaults().maxTokens(workload.shape().steps()));
+        }
+
+        @Override
+        Text text(int index) {
+            StringBuilder shown = new StringBuilder();
+            return new Text() {
+                @Override
+                public void append(Token token) {
+                    shown.setLength(0);
+                    shown.append("digest");
+                    for (float value : PagedAttentionWorkload.floats(token.bytes())) {
+                        shown.append(String.format(Locale.ROOT, " %+.4f", value));
+                    }
+                }
+
+                @Override
+                public String shown() {
+                    return shown.toString();
+                }
+            };
+        }
+
+        @Override
+        List<String> checkAll(List<List<Token>> tokens) {
+            expected = workload.reference();
+            return super.checkAll(tokens);
+        }
+
+        @Override
+        String check(int index, List<Token> tokens) {
+            float[][] digests = expected.digests();
+            if (tokens.size() != digests.length) {
+                return "the stream has " + tokens.size() + " tokens, the reference " + digests.length;
+            }
+            for (int s = 0; s < digests.length; s++) {
+                float[] actual = PagedAttentionWorkload.floats(tokens.get(s).bytes());
+                int at = PagedAttentionWorkload.firstMismatch(actual, digests[s]);
+                if (at >= 0) {
+                    return String.format(Locale.ROOT, "token %d, sequence %d: %f, the reference's %f (rtol = atol = %g)",
+                            s, at, actual[at], digests[s][at], PagedAttentionWorkload.RTOL);
+                }
+            }
+            return null;
+        }
+    }
+}

@@ -1,0 +1,80 @@
+package dev.tandem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class DemoCommandTest {
+
+    /** What one command line printed and returned. */
+    record Run(int exitCode, String out, String err) {}
+
+    private static synchronized Run execute(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
+        ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(outBytes, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(errBytes, true, StandardCharsets.UTF_8));
+            int code = Main.execute(args);
+            return new Run(code, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    private static void assertBadInput(Run run, String message) {
+        assertThat(run.exitCode()).as("exit code; stderr: %s", run.err()).isEqualTo(2);
+        assertThat(run.err().strip()).isEqualTo("tandem: " + message);
+        assertThat(run.out()).as("nothing presented as a result").isEmpty();
+    }
+
+    @Test
+    void unknownWorkloadIsOneLineAndExitTwo() {
+        assertBadInput(execute("demo", "--workload", "bert"),
+                "workload = bert is not known; known: llama, paged-attention");
+    }
+
+    @Test
+    void unknownModelIsOneLineAndExitTwo() {
+        assertBadInput(execute("demo", "--model", "huge"), "model = huge is not a known shape; known: tiny, small");
+        assertBadInput(execute("demo", "--workload", "paged-attention", "--model", "huge"),
+                "model = huge is not a known shape; known: tiny, small");
+        assertBadInput(execute("bench", "decode", "--model", "huge"),
+                "model = huge is not a known shape; known: tiny, small");
+    }
+
+    @Test
+    void tokensPastTheContextAreOneLineAndExitTwo() {
+        // tiny has a context of 256 positions; the first prompt, "Once upon a time" after BOS, takes 17.
+        assertBadInput(execute("demo", "--model", "tiny", "--tokens", "250"),
+                "maxTokens = 250 must be <= contextLength - prompt length = 239");
+    }
+
+    @Test
+    void nonPositiveCountsAreOneLineAndExitTwo() {
+        assertBadInput(execute("demo", "--requests", "0"),
+                "--requests and --tokens must be >= 1 and --cores >= 0 (was requests=0, tokens=64, cores=0)");
+    }
+
+    @Test
+    void checkedLlamaDemoOnTheTinyModelExitsZeroInAPlainPipe() {
+        Run run = execute("demo", "--model", "tiny", "--requests", "2", "--tokens", "12", "--cores", "2", "--check");
+        assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
+        assertThat(run.out()).contains("check: 2 of 2 streams equal the reference").doesNotContain("\033[");
+        assertThat(run.out().lines().filter(line -> line.startsWith("r1 ") || line.startsWith("r2 "))).hasSize(2);
+    }
+
+    @Test
+    void checkedPagedAttentionDemoExitsZero() {
+        Run run = execute("demo", "--workload", "paged-attention", "--model", "tiny", "--requests", "2", "--tokens", "3",
+                "--check");
+        assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
+        assertThat(run.out()).contains("check: 2 of 2 streams equal the reference");
+    }
+}
