@@ -40,7 +40,7 @@ import java.lang.invoke.VarHandle;
  * <p>Memory ordering: every counter and stack update is a volatile read-modify-write, so the
  * finishing thread's writes to device memory happen-before a successor's run (the successor
  * observes its pending count reaching zero through a chain of RMWs on the same variable).
- * The host-only fields ({@code lastWiredTo}, {@code wired}) are plain.
+ * The host-only field {@code wired} is plain.
  *
  * <p>Finishing is a loop, never a recursion: {@link #finish} returns at most one ready
  * successor for the caller to run next and hands the others to a {@link ReadySink}, so a
@@ -84,9 +84,6 @@ public final class TaskNode {
 
     /** Ready-queue link; written by the queue only. */
     volatile TaskNode queueNext;
-
-    /** Host only: index of the last task an edge from this one was wired to (dedup). */
-    long lastWiredTo = -1;
 
     /** Scheduling lane, chosen when the task becomes ready. */
     public int lane;

@@ -19,8 +19,8 @@ import java.util.Arrays;
  * </ul>
  * Finished tasks are not dependencies: they are skipped, and dropped from the segment when
  * seen (lazy pruning), so segments do not pin the garbage of finished steps. A task never
- * depends on itself, and an edge p→t is wired at most once per t, however many segments p
- * and t share ({@link TaskNode#lastWiredTo} holds the last t wired from p).
+ * depends on itself, and an edge p→t that would repeat one of the last few wired to t (p and
+ * t sharing several segments) is skipped; a rarer repeat is wired twice, which is correct.
  *
  * <p>Host thread only: a request's tracks are touched by its program thread and nothing else.
  * The only concurrent state read here is {@link TaskNode#isFinished()}, a volatile read; a
@@ -47,11 +47,33 @@ public final class TensorMap {
         track.access(offset, offset + length, mode, task, this);
     }
 
+    // The last few predecessors wired to the current task, to skip wiring one twice when it
+    // shares several segments with the task. Kept here rather than on the predecessors:
+    // writing a field of a predecessor would pull its cache line away from the core about to
+    // finish it. A duplicate that escapes this window is still correct (the edge is counted
+    // and released twice), only slower, and the window keeps the check O(1) for a task with a
+    // million predecessors.
+    private static final int RECENT = 8;
+    private TaskNode current;
+    private final TaskNode[] recent = new TaskNode[RECENT];
+    private int recentCount;
+
     void dependOn(TaskNode predecessor, TaskNode task) {
-        if (predecessor == task || predecessor.lastWiredTo == task.index()) {
+        if (predecessor == task) {
             return;
         }
-        predecessor.lastWiredTo = task.index();
+        if (task != current) {
+            current = task;
+            java.util.Arrays.fill(recent, null);
+            recentCount = 0;
+        }
+        int seen = Math.min(recentCount, RECENT);
+        for (int i = 0; i < seen; i++) {
+            if (recent[i] == predecessor) {
+                return;
+            }
+        }
+        recent[recentCount++ % RECENT] = predecessor;
         if (predecessor.wireTo(task)) {
             edges++;
         }
@@ -69,6 +91,7 @@ public final class TensorMap {
         private int[] readerCount = new int[4];
         private int count;
         private int compactAt = COMPACT_MIN;
+        private int hint; // a recent find result; any value below count is safe
 
         Track(long size) {
             this.size = size;
@@ -89,8 +112,8 @@ public final class TensorMap {
             if (count > compactAt) {
                 compact();
             }
-            int first = splitAt(s);
-            int last = e == size ? count : splitAt(e); // exclusive
+            int first = splitAt(s, find(s));
+            int last = e == size ? count : splitAt(e, findFrom(first, e)); // exclusive
             boolean writes = mode.writes();
             for (int k = first; k < last; k++) {
                 TaskNode w = writer[k];
@@ -170,12 +193,15 @@ public final class TensorMap {
             return true;
         }
 
-        /** Makes pos a segment boundary; returns the index of the segment starting at pos. */
-        private int splitAt(long pos) {
+        /**
+         * Makes pos a segment boundary; returns the index of the segment starting at pos.
+         *
+         * @param k the index of the segment containing pos
+         */
+        private int splitAt(long pos, int k) {
             if (pos == 0) {
                 return 0;
             }
-            int k = find(pos);
             if (start[k] == pos) {
                 return k;
             }
@@ -194,12 +220,34 @@ public final class TensorMap {
             return k + 1;
         }
 
+        /**
+         * Index of the segment containing pos, searching forward from segment {@code from}
+         * (which starts at or before pos): an access's end is usually in or just after the
+         * segment holding its start.
+         */
+        private int findFrom(int from, long pos) {
+            for (int k = from; k < from + 4 && k < count; k++) {
+                if (k + 1 == count || start[k + 1] > pos) {
+                    return k;
+                }
+            }
+            return find(pos);
+        }
+
         /** Index of the segment containing pos (largest k with start[k] <= pos). */
         private int find(long pos) {
             int lo = 0;
             int hi = count - 1;
             if (start[hi] <= pos) {
                 return hi; // appending past the last boundary is the common case
+            }
+            int h = hint;
+            if (h < hi && start[h] <= pos && start[h + 1] > pos) {
+                return h; // the segment found last time, or the one after it, is the common next one
+            }
+            if (h + 1 < hi && start[h + 1] <= pos && start[h + 2] > pos) {
+                hint = h + 1;
+                return h + 1;
             }
             while (lo < hi) {
                 int mid = (lo + hi + 1) >>> 1;
@@ -209,6 +257,7 @@ public final class TensorMap {
                     hi = mid - 1;
                 }
             }
+            hint = lo;
             return lo;
         }
 
