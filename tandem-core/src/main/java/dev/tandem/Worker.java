@@ -158,6 +158,11 @@ public final class Worker implements AutoCloseable {
         return deviceConfig;
     }
 
+    /** The worker's name, the prefix of its threads' names (e.g. {@code tandem-3}). */
+    public String name() {
+        return name;
+    }
+
     /**
      * Allocates worker-scoped device memory for the host to fill through
      * {@link Buffer#hostSegment()}; {@link Buffer#freeze() freeze} it before requests read it.

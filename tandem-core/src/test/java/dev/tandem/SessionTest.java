@@ -396,6 +396,85 @@ class SessionTest {
         }
     }
 
+    /** LESSONS #8: ids are reserved atomically at admission; of concurrent submits of one id exactly one wins. */
+    @Test
+    void concurrentSubmitsOfOneIdAdmitExactlyOne() throws Exception {
+        // Each request counts to a million, so it is live until the test cancels it.
+        try (Session<Integer> session = worker.openSession(COUNTER,
+                SessionConfig.defaults().maxActive(64).maxQueued(64).memoryPerRequest(1024).streamBuffer(1))) {
+            for (int round = 0; round < 20; round++) {
+                int threads = 8;
+                java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+                List<CompletableFuture<TokenStream>> attempts = new ArrayList<>();
+                String id = "same-" + round;
+                for (int t = 0; t < threads; t++) {
+                    CompletableFuture<TokenStream> attempt = new CompletableFuture<>();
+                    attempts.add(attempt);
+                    Thread.ofPlatform().start(() -> {
+                        try {
+                            start.await();
+                            attempt.complete(session.submit(1_000_000, RequestOptions.defaults().id(id)));
+                        } catch (Throwable e) {
+                            attempt.completeExceptionally(e);
+                        }
+                    });
+                }
+                int accepted = 0;
+                TokenStream winner = null;
+                for (CompletableFuture<TokenStream> attempt : attempts) {
+                    try {
+                        winner = attempt.get(30, TimeUnit.SECONDS);
+                        accepted++;
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        assertThat(e.getCause()).isInstanceOfSatisfying(AdmissionRejectedException.class,
+                                r -> assertThat(r.reason()).isEqualTo(AdmissionRejectedException.Reason.DUPLICATE_ID));
+                    }
+                }
+                assertThat(accepted).as("round %d: submits of id %s accepted", round, id).isEqualTo(1);
+                winner.cancel();
+                winner.completion().get(30, TimeUnit.SECONDS);
+                // The id is free again at once after its request ended.
+                TokenStream again = session.submit(1_000_000, RequestOptions.defaults().id(id));
+                again.cancel();
+                again.completion().get(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    /** LESSONS #6: per-worker state created on first use (the deadline timer) exists once under concurrent first use. */
+    @Test
+    void concurrentFirstUseOfDeadlinesCreatesOneTimer() throws Exception {
+        try (Worker fresh = Worker.create(CpuDevice.withCores(1));
+                Session<Integer> session = fresh.openSession(COUNTER, SessionConfig.defaults().maxActive(64)
+                        .memoryPerRequest(1024))) {
+            int threads = 16;
+            java.util.concurrent.CyclicBarrier start = new java.util.concurrent.CyclicBarrier(threads);
+            List<CompletableFuture<Outcome>> outcomes = new CopyOnWriteArrayList<>();
+            List<Thread> submitters = new ArrayList<>();
+            for (int t = 0; t < threads; t++) {
+                submitters.add(Thread.ofPlatform().start(() -> {
+                    try {
+                        start.await();
+                        outcomes.add(session.submit(3, RequestOptions.defaults().deadline(Duration.ofSeconds(30)))
+                                .completion());
+                    } catch (Exception e) {
+                        throw new IllegalStateException(e);
+                    }
+                }));
+            }
+            for (Thread t : submitters) {
+                t.join();
+            }
+            for (CompletableFuture<Outcome> o : outcomes) {
+                assertThat(o.get(30, TimeUnit.SECONDS).status()).isEqualTo(Status.COMPLETED);
+            }
+            long timers = Thread.getAllStackTraces().keySet().stream()
+                    .filter(t -> t.getName().equals(fresh.name() + "-deadlines"))
+                    .count();
+            assertThat(timers).as("deadline timer threads of one worker").isEqualTo(1);
+        }
+    }
+
     static class CollectingSubscriber implements Flow.Subscriber<Token> {
         final CompletableFuture<Throwable> error = new CompletableFuture<>();
 

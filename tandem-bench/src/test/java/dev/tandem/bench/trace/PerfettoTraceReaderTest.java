@@ -105,9 +105,17 @@ class PerfettoTraceReaderTest {
     void aTraceCutShortReportsWhatItHolds() throws IOException {
         byte[] whole = Files.readAllBytes(traceFile);
         Path cut = dir.resolve("cut.pftrace");
-        Files.write(cut, Arrays.copyOf(whole, whole.length * 2 / 3 + 3));
+        int cutAt = whole.length * 2 / 3 + 3;
+        Files.write(cut, Arrays.copyOf(whole, cutAt));
         TraceFile trace = PerfettoTraceReader.read(cut);
-        assertThat(trace.damage()).startsWith("cut short at byte " + (whole.length * 2 / 3 + 3));
+        if (trace.damage() == null) {
+            // The cut fell exactly between two packets (the file differs run to run); one byte
+            // more is inside a packet, since every packet has at least a tag and a length byte.
+            cutAt++;
+            Files.write(cut, Arrays.copyOf(whole, cutAt));
+            trace = PerfettoTraceReader.read(cut);
+        }
+        assertThat(trace.damage()).startsWith("cut short at byte " + cutAt);
         assertThat(trace.events()).isNotEmpty();
         assertThat(trace.events().size()).isLessThan(recorded.size());
         List<String> all = recorded.stream().map(PerfettoTraceReaderTest::key).toList();
