@@ -86,12 +86,6 @@ public final class CpuCores implements AutoCloseable {
         return false;
     }
 
-    /** Queues a task that became ready and wakes an idle core. Any thread. */
-    public void submitReady(TaskNode task) {
-        enqueue(task);
-        wakeOne();
-    }
-
     /**
      * Queues tasks that became ready and wakes one idle core. Any thread. A woken core that
      * finds more queued work wakes the next idle core itself, so a batch costs its publisher

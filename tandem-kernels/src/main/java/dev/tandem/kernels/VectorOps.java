@@ -690,10 +690,8 @@ final class VectorOps implements KernelOps {
             MemorySegment runningOut,
             long runningOutOffset,
             int headDim) {
-        ArgumentChecks.onlineInit(runningStats, runningStatsOffset, runningOut, runningOutOffset, headDim);
-        runningStats.set(F32, runningStatsOffset, Float.NEGATIVE_INFINITY);
-        runningStats.set(F32, runningStatsOffset + F, 0f);
-        runningOut.asSlice(runningOutOffset, headDim * F).fill((byte) 0);
+        // Two stores and a fill: nothing to vectorise.
+        ScalarOps.INSTANCE.onlineInit(runningStats, runningStatsOffset, runningOut, runningOutOffset, headDim);
     }
 
     @Override
