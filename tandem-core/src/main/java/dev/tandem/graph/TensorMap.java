@@ -100,9 +100,6 @@ public final class TensorMap {
             count = 1;
         }
 
-        int segmentCount() {
-            return count;
-        }
 
         private long end(int k) {
             return k + 1 < count ? start[k + 1] : size;

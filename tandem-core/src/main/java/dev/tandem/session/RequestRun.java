@@ -164,9 +164,6 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return spec.name();
     }
 
-    RequestSpec spec() {
-        return spec;
-    }
 
     /** Whether the calling thread is this request's program thread. */
     public boolean isProgramThread() {
@@ -178,10 +175,6 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return termination == null;
     }
 
-    /** Whether the program was started (false for a request that ended while queued). */
-    public boolean wasStarted() {
-        return startedAt != 0;
-    }
 
     @Override
     public boolean awaitingFirstToken() {
@@ -218,10 +211,6 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return completion.copy();
     }
 
-    /** The outcome, once finished (null before). */
-    public Outcome outcomeIfFinished() {
-        return completion.getNow(null);
-    }
 
     // ---- program thread ------------------------------------------------------------------
 

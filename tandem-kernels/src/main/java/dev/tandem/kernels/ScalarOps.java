@@ -426,25 +426,11 @@ final class ScalarOps implements KernelOps {
                 partial,
                 partialOffset,
                 headDim);
-        float blockMax = blockStats.get(F32, blockStatsOffset);
-        if (blockMax == Float.NEGATIVE_INFINITY) {
+        long scales = OnlineSoftmax.foldStats(runningStats, runningStatsOffset, blockStats, blockStatsOffset);
+        if (scales == OnlineSoftmax.NO_BLOCK) {
             return;
         }
-        float runningMax = runningStats.get(F32, runningStatsOffset);
-        float newMax = Math.max(runningMax, blockMax);
-        float runningScale = (float) Math.exp(runningMax - newMax);
-        float blockScale = (float) Math.exp(blockMax - newMax);
-        float newSum = runningStats.get(F32, runningStatsOffset + F) * runningScale
-                + blockStats.get(F32, blockStatsOffset + F) * blockScale;
-        for (int c = 0; c < headDim; c++) {
-            long at = runningOutOffset + c * F;
-            runningOut.set(
-                    F32,
-                    at,
-                    runningOut.get(F32, at) * runningScale + partial.get(F32, partialOffset + c * F) * blockScale);
-        }
-        runningStats.set(F32, runningStatsOffset, newMax);
-        runningStats.set(F32, runningStatsOffset + F, newSum);
+        OnlineSoftmax.rescale(runningOut, runningOutOffset, partial, partialOffset, 0, headDim, scales);
     }
 
     @Override

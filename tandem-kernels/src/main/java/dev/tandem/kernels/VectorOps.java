@@ -715,16 +715,12 @@ final class VectorOps implements KernelOps {
                 partial,
                 partialOffset,
                 headDim);
-        float blockMax = blockStats.get(F32, blockStatsOffset);
-        if (blockMax == Float.NEGATIVE_INFINITY) {
+        long scales = OnlineSoftmax.foldStats(runningStats, runningStatsOffset, blockStats, blockStatsOffset);
+        if (scales == OnlineSoftmax.NO_BLOCK) {
             return;
         }
-        float runningMax = runningStats.get(F32, runningStatsOffset);
-        float newMax = Math.max(runningMax, blockMax);
-        float runningScale = (float) Math.exp(runningMax - newMax);
-        float blockScale = (float) Math.exp(blockMax - newMax);
-        float newSum = runningStats.get(F32, runningStatsOffset + F) * runningScale
-                + blockStats.get(F32, blockStatsOffset + F) * blockScale;
+        float runningScale = OnlineSoftmax.runningScale(scales);
+        float blockScale = OnlineSoftmax.blockScale(scales);
         int upper = S.loopBound(headDim);
         int c = 0;
         for (; c < upper; c += L) {
@@ -732,15 +728,7 @@ final class VectorOps implements KernelOps {
             FloatVector rescaled = load(runningOut, at).mul(runningScale);
             rescaled.add(load(partial, partialOffset + c * F).mul(blockScale)).intoMemorySegment(runningOut, at, LE);
         }
-        for (; c < headDim; c++) {
-            long at = runningOutOffset + c * F;
-            runningOut.set(
-                    F32,
-                    at,
-                    runningOut.get(F32, at) * runningScale + partial.get(F32, partialOffset + c * F) * blockScale);
-        }
-        runningStats.set(F32, runningStatsOffset, newMax);
-        runningStats.set(F32, runningStatsOffset + F, newSum);
+        OnlineSoftmax.rescale(runningOut, runningOutOffset, partial, partialOffset, c, headDim, scales);
     }
 
     @Override
