@@ -84,6 +84,21 @@ public record Vocabulary(
         }
     }
 
+    /**
+     * The vocabulary of a Hugging Face byte-level BPE {@code tokenizer.json} (merges as {@code "a b"}
+     * strings or {@code ["a", "b"]} pairs; a {@code ByteLevel} pre-tokenizer or a {@code Split} regex of
+     * GPT-2, Llama 3 or Qwen 2 before one), with BOS, EOS, unknown and padding tokens and the
+     * add-BOS/EOS flags of {@code tokenizer_config.json} when it is given. Without it, BOS is the
+     * special token the post-processor puts first, if any.
+     *
+     * @param tokenizerConfigJson null for none
+     * @throws IllegalArgumentException for another model type, an unsupported pre-tokenizer (naming it), no tokens or merges
+     * @throws java.io.UncheckedIOException when a file cannot be read or parsed
+     */
+    public static Vocabulary fromHuggingFace(Path tokenizerJson, Path tokenizerConfigJson) {
+        return HuggingFaceVocabulary.read(tokenizerJson, tokenizerConfigJson);
+    }
+
     /** The vocabulary of a GGUF file. */
     public static Vocabulary fromGguf(Path gguf) {
         try (GgufFile file = GgufFile.open(gguf)) {
