@@ -61,7 +61,9 @@ public final class Tokenizer {
                 special.add(id);
             }
         }
-        special.sort(Comparator.comparingInt((Integer id) -> -tokens.get(id).length()).thenComparingInt(id -> id));
+        // longest piece in UTF-8 bytes first, as llama.cpp sorts them; the id breaks ties
+        special.sort(Comparator.comparingInt((Integer id) -> -tokens.get(id).getBytes(StandardCharsets.UTF_8).length)
+                .thenComparingInt(id -> id));
         this.specials = special.stream().mapToInt(Integer::intValue).toArray();
         if (vocabulary.kind() == ModelKind.SPM) {
             this.spm = new SpmEncoder(vocabulary, ids);

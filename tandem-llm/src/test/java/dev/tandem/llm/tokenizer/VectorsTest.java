@@ -40,6 +40,21 @@ class VectorsTest {
         assertThat(tokenizer.decode(ids)).isEqualTo(c.text());
     }
 
+    @org.junit.jupiter.api.Test
+    void specialTokensInTextWhenParsed() {
+        Tokenizer spm = tokenizer("ggml-vocab-llama-spm");
+        assertThat(spm.encode("<s>Hello</s>", true, true)).containsExactly(1, 1, 15043, 2);
+        assertThat(spm.encode("Hello", true, false)).containsExactly(1, 15043);
+        assertThat(spm.decode(new int[] {15043, 2})).isEqualTo("Hello</s>");
+        Tokenizer llama3 = tokenizer("ggml-vocab-llama-bpe");
+        assertThat(llama3.encode("<|begin_of_text|>Hello<|eot_id|>", false, true)).containsExactly(128000, 9906, 128009);
+        assertThat(llama3.encode("<|eot_id|>", false, false)).doesNotContain(128009);
+        assertThat(llama3.encode("Hello", true, false)).containsExactly(128000, 9906);
+        Tokenizer gpt2 = tokenizer("ggml-vocab-gpt-2");
+        assertThat(gpt2.encode("Hello", true, false)).containsExactly(15496); // GPT-2 adds no BOS
+        assertThat(gpt2.encode("<|endoftext|>", false, true)).containsExactly(50256);
+    }
+
     static String pieces(Tokenizer tokenizer, int[] ids) {
         return Arrays.toString(Arrays.stream(ids).mapToObj(id -> id + "'" + tokenizer.piece(id) + "'").toArray());
     }
