@@ -46,8 +46,9 @@ public interface QuantOps {
      *       {@code q = min(15, (int) (x * (1 / d) + 8.5))}, {@code d} stored as f16.
      * </ul>
      *
-     * <p>An all-zero block gets {@code d = 0} and values {@code 0} (q8_0) or {@code 8} (q4_0). The
-     * block types need finite values.
+     * <p>An all-zero block gets {@code d = 0} and values {@code 0} (q8_0), or {@code d = -0}
+     * ({@code 0 / -8}, f16 {@code 0x8000}) and nibbles {@code 8} (q4_0). The block types need finite
+     * values.
      *
      * @throws IllegalArgumentException for {@link TensorType#Q4_K} and {@link TensorType#Q6_K},
      *     which have no quantizer here, and for bad arguments
