@@ -802,9 +802,9 @@ final class VectorOps implements KernelOps {
         }
     }
 
+    /** {@link #L} f16 or bf16 at {@code offset}, sign-extended to int lanes (one widening load). */
     private static IntVector loadHalves(MemorySegment src, long offset) {
-        return (IntVector) ShortVector.fromMemorySegment(HALVES, src, offset, LE)
-                .convertShape(VectorOperators.S2I, INTS, 0);
+        return (IntVector) ShortVector.fromMemorySegment(HALVES, src, offset, LE).castShape(INTS, 0);
     }
 
     private static void dequantizeF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long n) {
