@@ -269,6 +269,39 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, f32Bytes(kernel, "count", count, 1));
     }
 
+    static void dequantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
+        String kernel = "dequantize";
+        long srcBytes = typeBytes(kernel, type, elements);
+        fits(kernel, "src", src, srcOffset, srcBytes);
+        fits(kernel, "dst", dst, dstOffset, product(kernel, "elements * 4", elements, Float.BYTES));
+    }
+
+    static void quantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
+        String kernel = "quantize";
+        long dstBytes = typeBytes(kernel, type, elements);
+        if (type == TensorType.Q4_K || type == TensorType.Q6_K) {
+            throw new IllegalArgumentException(kernel + ": type = " + type
+                    + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0");
+        }
+        fits(kernel, "src", src, srcOffset, product(kernel, "elements * 4", elements, Float.BYTES));
+        fits(kernel, "dst", dst, dstOffset, dstBytes);
+    }
+
+    /** Bytes of {@code elements} values of {@code type}, after checking both. */
+    private static long typeBytes(String kernel, TensorType type, long elements) {
+        if (type == null) {
+            throw new IllegalArgumentException(kernel + ": type is null");
+        }
+        nonNegative(kernel, "elements", elements);
+        if (elements % type.blockSize() != 0) {
+            throw new IllegalArgumentException(kernel + ": elements = " + elements + " must be a multiple of the "
+                    + type + " block size " + type.blockSize());
+        }
+        return product(kernel, "blocks * block bytes", elements / type.blockSize(), type.blockBytes());
+    }
+
     // ---- building blocks ----
 
     private static void matmulShape(String kernel, int rows, int cols, int batch, int rowStart, int rowEnd) {

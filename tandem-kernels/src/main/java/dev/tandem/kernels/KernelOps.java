@@ -5,7 +5,8 @@ package dev.tandem.kernels;
  * run them, {@link Ops#scalar()} the scalar ones.
  */
 public interface KernelOps
-        extends MatmulOps, NormOps, RopeOps, ElementwiseOps, EmbeddingOps, AttentionOps, SamplingOps {
+        extends MatmulOps, NormOps, RopeOps, ElementwiseOps, EmbeddingOps, AttentionOps, SamplingOps,
+                QuantOps {
 
     /** {@code "vector"} or {@code "scalar"}, followed by a detail such as the vector width. */
     String name();

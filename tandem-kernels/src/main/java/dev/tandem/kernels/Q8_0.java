@@ -50,19 +50,8 @@ public final class Q8_0 {
     public static void quantize(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
         ArgumentChecks.quantizeQ8_0(src, srcOffset, dst, dstOffset, count);
         for (int block = 0; block < count / BLOCK_SIZE; block++) {
-            long from = srcOffset + (long) block * BLOCK_SIZE * Float.BYTES;
-            long to = dstOffset + (long) block * BLOCK_BYTES;
-            float amax = 0f;
-            for (int j = 0; j < BLOCK_SIZE; j++) {
-                amax = Math.max(amax, Math.abs(src.get(F32, from + (long) j * Float.BYTES)));
-            }
-            float d = amax / 127f;
-            float inverse = d != 0f ? 1f / d : 0f;
-            dst.set(F16, to, Float.floatToFloat16(d));
-            for (int j = 0; j < BLOCK_SIZE; j++) {
-                float scaled = src.get(F32, from + (long) j * Float.BYTES) * inverse;
-                dst.set(I8, to + 2 + j, (byte) roundHalfAwayFromZero(scaled));
-            }
+            ScalarOps.quantizeQ8_0Block(
+                    src, srcOffset + (long) block * BLOCK_SIZE * Float.BYTES, dst, dstOffset + (long) block * BLOCK_BYTES);
         }
     }
 
@@ -82,11 +71,5 @@ public final class Q8_0 {
     /** The f32 value of the f16 scale of the block at {@code blockOffset}. */
     static float scale(MemorySegment blocks, long blockOffset) {
         return Float.float16ToFloat(blocks.get(F16, blockOffset));
-    }
-
-    /** C's {@code roundf}: to the nearest integer, halves away from zero. */
-    private static int roundHalfAwayFromZero(float value) {
-        int magnitude = Math.round(Math.abs(value));
-        return value < 0f ? -magnitude : magnitude;
     }
 }

@@ -1,5 +1,6 @@
 package dev.tandem.kernels;
 
+import static dev.tandem.kernels.LittleEndian.F16;
 import static dev.tandem.kernels.LittleEndian.F32;
 import static dev.tandem.kernels.LittleEndian.I8;
 
@@ -449,6 +450,214 @@ final class ScalarOps implements KernelOps {
         float inverseSum = 1f / sum;
         for (int c = 0; c < headDim; c++) {
             out.set(F32, outOffset + c * F, runningOut.get(F32, runningOutOffset + c * F) * inverseSum);
+        }
+    }
+
+    // ---- dequantize and quantize (the block layouts are in TensorType) ----
+
+    @Override
+    public void dequantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
+        ArgumentChecks.dequantize(type, src, srcOffset, dst, dstOffset, elements);
+        long blocks = elements / type.blockSize();
+        long blockBytes = type.blockBytes();
+        long blockFloats = type.blockSize() * F;
+        switch (type) {
+            case F32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, elements * F);
+            case F16 -> dequantizeF16(src, srcOffset, dst, dstOffset, 0, elements);
+            case BF16 -> dequantizeBf16(src, srcOffset, dst, dstOffset, 0, elements);
+            case Q8_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ8_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q4_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ4_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q4_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ4_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q6_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ6_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+        }
+    }
+
+    /** f16 values {@code [from, to)} of the tensor at {@code src} to f32; the vector kernel's tail too. */
+    static void dequantizeF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long from, long to) {
+        for (long i = from; i < to; i++) {
+            dst.set(F32, dstOffset + i * F, HalfFloats.f16ToF32(src.get(F16, srcOffset + i * 2)));
+        }
+    }
+
+    /** bf16 values {@code [from, to)} of the tensor at {@code src} to f32; the vector kernel's tail too. */
+    static void dequantizeBf16(
+            MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long from, long to) {
+        for (long i = from; i < to; i++) {
+            dst.set(F32, dstOffset + i * F, HalfFloats.bf16ToF32(src.get(F16, srcOffset + i * 2)));
+        }
+    }
+
+    /** The f32 value of the f16 at {@code offset}. */
+    static float half(MemorySegment segment, long offset) {
+        return HalfFloats.f16ToF32(segment.get(F16, offset));
+    }
+
+    private static void dequantizeQ8_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        for (int j = 0; j < 32; j++) {
+            dst.set(F32, to + j * F, src.get(I8, block + 2 + j) * d);
+        }
+    }
+
+    private static void dequantizeQ4_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        for (int j = 0; j < 16; j++) {
+            int packed = src.get(I8, block + 2 + j) & 0xff;
+            dst.set(F32, to + j * F, ((packed & 0x0f) - 8) * d);
+            dst.set(F32, to + (j + 16) * F, ((packed >>> 4) - 8) * d);
+        }
+    }
+
+    /** The 6-bit scale of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
+    static int q4_KScale(MemorySegment src, long scales, int i) {
+        if (i < 4) {
+            return unsigned(src, scales + i) & 63;
+        }
+        return (unsigned(src, scales + i + 4) & 0x0f) | (unsigned(src, scales + i - 4) >>> 6) << 4;
+    }
+
+    /** The 6-bit min of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
+    static int q4_KMin(MemorySegment src, long scales, int i) {
+        if (i < 4) {
+            return unsigned(src, scales + i + 4) & 63;
+        }
+        return (unsigned(src, scales + i + 4) >>> 4) | (unsigned(src, scales + i) >>> 6) << 4;
+    }
+
+    private static int unsigned(MemorySegment segment, long offset) {
+        return segment.get(I8, offset) & 0xff;
+    }
+
+    private static void dequantizeQ4_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        float dmin = half(src, block + 2);
+        long scales = block + 4;
+        long quants = block + 16;
+        for (int group = 0; group < 4; group++) {
+            float d1 = d * q4_KScale(src, scales, 2 * group);
+            float m1 = dmin * q4_KMin(src, scales, 2 * group);
+            float d2 = d * q4_KScale(src, scales, 2 * group + 1);
+            float m2 = dmin * q4_KMin(src, scales, 2 * group + 1);
+            long out = to + group * 64 * F;
+            for (int l = 0; l < 32; l++) {
+                int packed = unsigned(src, quants + group * 32 + l);
+                dst.set(F32, out + l * F, d1 * (packed & 0x0f) - m1);
+                dst.set(F32, out + (32 + l) * F, d2 * (packed >>> 4) - m2);
+            }
+        }
+    }
+
+    private static void dequantizeQ6_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block + 208);
+        for (int half = 0; half < 2; half++) {
+            long ql = block + half * 64;
+            long qh = block + 128 + half * 32;
+            long sc = block + 192 + half * 8;
+            long out = to + half * 128 * F;
+            for (int l = 0; l < 32; l++) {
+                int is = l / 16;
+                int low = unsigned(src, ql + l);
+                int high = unsigned(src, ql + 32 + l);
+                int top = unsigned(src, qh + l);
+                int q1 = ((low & 0x0f) | (top & 3) << 4) - 32;
+                int q2 = ((high & 0x0f) | (top >>> 2 & 3) << 4) - 32;
+                int q3 = ((low >>> 4) | (top >>> 4 & 3) << 4) - 32;
+                int q4 = ((high >>> 4) | (top >>> 6) << 4) - 32;
+                dst.set(F32, out + l * F, d * src.get(I8, sc + is) * q1);
+                dst.set(F32, out + (32 + l) * F, d * src.get(I8, sc + is + 2) * q2);
+                dst.set(F32, out + (64 + l) * F, d * src.get(I8, sc + is + 4) * q3);
+                dst.set(F32, out + (96 + l) * F, d * src.get(I8, sc + is + 6) * q4);
+            }
+        }
+    }
+
+    @Override
+    public void quantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
+        ArgumentChecks.quantize(type, src, srcOffset, dst, dstOffset, elements);
+        long blocks = elements / type.blockSize();
+        long blockBytes = type.blockBytes();
+        long blockFloats = type.blockSize() * F;
+        switch (type) {
+            case F32 -> MemorySegment.copy(src, srcOffset, dst, dstOffset, elements * F);
+            case F16 -> {
+                for (long i = 0; i < elements; i++) {
+                    dst.set(F16, dstOffset + i * 2, HalfFloats.f32ToF16(src.get(F32, srcOffset + i * F)));
+                }
+            }
+            case BF16 -> {
+                for (long i = 0; i < elements; i++) {
+                    dst.set(F16, dstOffset + i * 2, HalfFloats.f32ToBf16(src.get(F32, srcOffset + i * F)));
+                }
+            }
+            case Q8_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeQ8_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
+                }
+            }
+            case Q4_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeQ4_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
+                }
+            }
+            case Q4_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
+        }
+    }
+
+    /** Quantizes the 32 f32 at {@code from} to the q8_0 block at {@code block}, as {@link Q8_0#quantize} does. */
+    static void quantizeQ8_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
+        float amax = 0f;
+        for (int j = 0; j < 32; j++) {
+            amax = Math.max(amax, Math.abs(src.get(F32, from + j * F)));
+        }
+        float d = amax / 127f;
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        for (int j = 0; j < 32; j++) {
+            dst.set(I8, block + 2 + j, (byte) roundHalfAwayFromZero(src.get(F32, from + j * F) * inverse));
+        }
+    }
+
+    /** C's {@code roundf}: to the nearest integer, halves away from zero. */
+    private static int roundHalfAwayFromZero(float value) {
+        int magnitude = Math.round(Math.abs(value));
+        return value < 0f ? -magnitude : magnitude;
+    }
+
+    private static void quantizeQ4_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
+        float amax = 0f;
+        float max = 0f;
+        for (int j = 0; j < 32; j++) {
+            float v = src.get(F32, from + j * F);
+            if (amax < Math.abs(v)) {
+                amax = Math.abs(v);
+                max = v;
+            }
+        }
+        float d = max / -8f;
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        for (int j = 0; j < 16; j++) {
+            int low = Math.min(15, (int) (src.get(F32, from + j * F) * inverse + 8.5f));
+            int high = Math.min(15, (int) (src.get(F32, from + (j + 16) * F) * inverse + 8.5f));
+            dst.set(I8, block + 2 + j, (byte) (low | high << 4));
         }
     }
 }

@@ -5,7 +5,9 @@
  *
  * <p>Every kernel is a method of one small interface per concept ({@link MatmulOps}, {@link NormOps},
  * {@link RopeOps}, {@link ElementwiseOps}, {@link EmbeddingOps}, {@link AttentionOps},
- * {@link SamplingOps}); {@link KernelOps} is all of them. It has two implementations with identical
+ * {@link SamplingOps}, {@link QuantOps}); {@link KernelOps} is all of them. {@link TensorType} names
+ * the GGUF tensor types and their block layouts, which {@link QuantOps} converts to and from f32.
+ * {@link KernelOps} has two implementations with identical
  * signatures and identical argument checks:
  *
  * <ul>

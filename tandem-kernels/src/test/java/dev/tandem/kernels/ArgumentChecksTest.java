@@ -140,6 +140,50 @@ class ArgumentChecksTest {
         cases.add(new Case(
                 "normalize: out segment of 20 bytes is too small: 32 bytes needed at outOffset = 12",
                 ops -> ops.normalize(A, PAD, B, PAD, SMALL, PAD, 8)));
+        // dequantize and quantize
+        cases.add(new Case(
+                "dequantize: type is null", ops -> ops.dequantize(null, A, PAD, B, PAD, 32)));
+        cases.add(new Case(
+                "dequantize: elements = -1 must be >= 0",
+                ops -> ops.dequantize(TensorType.F16, A, PAD, B, PAD, -1)));
+        cases.add(new Case(
+                "dequantize: elements = 100 must be a multiple of the Q4_K block size 256",
+                ops -> ops.dequantize(TensorType.Q4_K, A, PAD, B, PAD, 100)));
+        cases.add(new Case(
+                "dequantize: elements = 33 must be a multiple of the Q8_0 block size 32",
+                ops -> ops.dequantize(TensorType.Q8_0, A, PAD, B, PAD, 33)));
+        cases.add(new Case(
+                "dequantize: src segment of 268 bytes is too small: 288 bytes needed at srcOffset = 12",
+                ops -> ops.dequantize(TensorType.Q4_0, A, PAD, B, PAD, 512)));
+        cases.add(new Case(
+                "dequantize: dst segment of 20 bytes is too small: 128 bytes needed at dstOffset = 12",
+                ops -> ops.dequantize(TensorType.Q8_0, A, PAD, SMALL, PAD, 32)));
+        cases.add(new Case(
+                "dequantize: srcOffset = -1 must be >= 0",
+                ops -> ops.dequantize(TensorType.F32, A, -1, B, PAD, 4)));
+        cases.add(new Case(
+                "dequantize: src segment of 268 bytes is too small: 4 bytes needed at srcOffset = 300",
+                ops -> ops.dequantize(TensorType.BF16, A, 300, B, PAD, 2)));
+        cases.add(new Case(
+                "dequantize: dst segment is null", ops -> ops.dequantize(TensorType.Q6_K, A, PAD, null, PAD, 0)));
+        cases.add(new Case(
+                "dequantize: blocks * block bytes = 9223372036854775807 * 4 overflows a long",
+                ops -> ops.dequantize(TensorType.F32, A, PAD, B, PAD, Long.MAX_VALUE)));
+        cases.add(new Case(
+                "quantize: type = Q4_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0",
+                ops -> ops.quantize(TensorType.Q4_K, A, PAD, B, PAD, 256)));
+        cases.add(new Case(
+                "quantize: type = Q6_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0",
+                ops -> ops.quantize(TensorType.Q6_K, A, PAD, B, PAD, 0)));
+        cases.add(new Case(
+                "quantize: elements = 48 must be a multiple of the Q4_0 block size 32",
+                ops -> ops.quantize(TensorType.Q4_0, A, PAD, B, PAD, 48)));
+        cases.add(new Case(
+                "quantize: dst segment of 20 bytes is too small: 18 bytes needed at dstOffset = 12",
+                ops -> ops.quantize(TensorType.Q4_0, A, PAD, SMALL, PAD, 32)));
+        cases.add(new Case(
+                "quantize: src segment of 20 bytes is too small: 64 bytes needed at srcOffset = 12",
+                ops -> ops.quantize(TensorType.F16, SMALL, PAD, B, PAD, 16)));
         return cases;
     }
 

@@ -61,7 +61,8 @@ class OpsTest {
                 .contains("vector module present: false")
                 .contains("preferred: scalar")
                 .contains("matmulF32: [-2.0, -2.0, 12.0, 30.0]")
-                .contains("argmax: 2");
+                .contains("argmax: 2")
+                .contains("dequantize: q4_0 2.0 -5.0 0.0, f16 1.5, bf16 -2.0");
         assertThat(output).as("class loads of the probe JVM").doesNotContain("dev.tandem.kernels.VectorOps");
     }
 }

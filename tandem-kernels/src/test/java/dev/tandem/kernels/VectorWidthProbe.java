@@ -42,6 +42,15 @@ final class VectorWidthProbe {
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }
+        QuantOpsTest quant = new QuantOpsTest();
+        for (TensorType type : TensorType.values()) {
+            for (int count : new int[] {1, 3, 17}) {
+                checks.put(
+                        "dequantize " + type + " x" + count,
+                        () -> quant.vectorDequantizationIsIdenticalToScalar(type, count * type.blockSize()));
+            }
+        }
+        checks.put("dequantize every f16", quant::everyF16BitPatternWidensExactly);
         checks.put("matmul row blocks", matmul::rowBlocksTouchOnlyTheirRows);
         checks.put("argmax NaN", () -> sampling.argmaxRejectsNaNNamingItsFirstIndex(130));
         checks.put(

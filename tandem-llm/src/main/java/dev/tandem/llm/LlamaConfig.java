@@ -7,40 +7,53 @@ import dev.tandem.kernels.Q8_0;
 import java.util.Locale;
 
 /**
- * The shape of a Llama-style decoder. Validated on construction: a config that cannot work fails
+ * The shape of a Llama-style decoder and the variations of the architectures it covers (Llama 2
+ * and 3, Mistral, Qwen2, Qwen3). Validated on construction: a config that cannot work fails
  * with one line naming the field and the limit.
  *
- * @param dim           width of the residual stream
- * @param layers        transformer blocks
- * @param heads         query heads; {@code headDim = dim / heads}, which must be even (rotary pairs)
- * @param kvHeads       key/value heads (grouped-query attention); divides {@code heads}
- * @param ffnDim        hidden width of the feed-forward network
- * @param vocab         tokens
- * @param contextLength positions a sequence may use: its prompt plus its generated tokens
- * @param ropeTheta     base of the rotary frequencies
- * @param normEps       epsilon of rmsnorm
- * @param weightType    how the matrices (and the token embedding) are stored
+ * @param dim            width of the residual stream
+ * @param layers         transformer blocks
+ * @param heads          query heads
+ * @param kvHeads        key/value heads (grouped-query attention); divides {@code heads}
+ * @param headDim        width of one head, even (rotary pairs); {@code dim / heads} in most
+ *                       models, larger in Qwen3 (so the query width {@code heads * headDim} may
+ *                       differ from {@code dim})
+ * @param ffnDim         hidden width of the feed-forward network
+ * @param vocab          tokens
+ * @param contextLength  positions a sequence may use: its prompt plus its generated tokens
+ * @param ropeTheta      base of the rotary frequencies
+ * @param ropeStyle      which pairs rotate together
+ * @param ropeFactors    whether the weights carry {@link LlamaWeights.Tensor#ROPE_FREQS}, a divisor
+ *                       of each pair's frequency (Llama 3.1's rope scaling, as llama.cpp stores it)
+ * @param normEps        epsilon of rmsnorm
+ * @param weightType     how the matrices (and the token embedding) are stored on the worker
+ * @param attentionBias  whether q, k and v have biases (Qwen2)
+ * @param qkNorm         whether each head's query and key are rmsnormed before rope (Qwen3)
+ * @param tiedEmbeddings whether the classifier is the token embedding (no output matrix)
  */
 public record LlamaConfig(
-        int dim, int layers, int heads, int kvHeads, int ffnDim, int vocab, int contextLength, float ropeTheta,
-        float normEps, WeightType weightType) {
+        int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim, int vocab, int contextLength,
+        float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps, WeightType weightType,
+        boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings) {
 
     public LlamaConfig {
         positive("dim", dim);
         positive("layers", layers);
         positive("heads", heads);
         positive("kvHeads", kvHeads);
+        positive("headDim", headDim);
         positive("ffnDim", ffnDim);
         positive("vocab", vocab);
         positive("contextLength", contextLength);
-        divides("heads", heads, "dim", dim);
         divides("kvHeads", kvHeads, "heads", heads);
-        if ((dim / heads) % 2 != 0) {
-            throw new IllegalArgumentException("headDim = dim / heads = " + dim / heads
-                    + " must be even (rotary embedding rotates pairs)");
+        if (headDim % 2 != 0) {
+            throw new IllegalArgumentException("headDim = " + headDim + " must be even (rotary embedding rotates pairs)");
         }
         if (!(ropeTheta > 0) || Float.isInfinite(ropeTheta)) {
             throw new IllegalArgumentException("ropeTheta = " + ropeTheta + " must be finite and > 0");
+        }
+        if (ropeStyle == null) {
+            throw new IllegalArgumentException("ropeStyle must be INTERLEAVED or NEOX, was null");
         }
         if (!(normEps >= 0) || Float.isInfinite(normEps)) {
             throw new IllegalArgumentException("normEps = " + normEps + " must be finite and >= 0");
@@ -51,7 +64,24 @@ public record LlamaConfig(
         if (weightType == WeightType.Q8_0) {
             multipleOfQ8Block("dim", dim);
             multipleOfQ8Block("ffnDim", ffnDim);
+            multipleOfQ8Block("heads * headDim", heads * headDim);
         }
+    }
+
+    /**
+     * A plain Llama shape: {@code headDim = dim / heads}, interleaved rope without factors, no
+     * biases, no q/k norm, a separate classifier.
+     */
+    public LlamaConfig(int dim, int layers, int heads, int kvHeads, int ffnDim, int vocab, int contextLength,
+            float ropeTheta, float normEps, WeightType weightType) {
+        this(dim, layers, heads, kvHeads, headDimOf(dim, heads), ffnDim, vocab, contextLength, ropeTheta,
+                RopeStyle.INTERLEAVED, false, normEps, weightType, false, false, false);
+    }
+
+    private static int headDimOf(int dim, int heads) {
+        positive("heads", heads);
+        divides("heads", heads, "dim", dim);
+        return dim / heads;
     }
 
     private static void multipleOfQ8Block(String field, int value) {
@@ -81,8 +111,9 @@ public record LlamaConfig(
         };
     }
 
-    public int headDim() {
-        return dim / heads;
+    /** Width of the queries of one position: {@code heads * headDim}. */
+    public int qDim() {
+        return heads * headDim;
     }
 
     /** Width of the keys (and values) of one position: {@code kvHeads * headDim}. */
@@ -91,18 +122,38 @@ public record LlamaConfig(
     }
 
     public LlamaConfig withWeightType(WeightType value) {
-        return new LlamaConfig(dim, layers, heads, kvHeads, ffnDim, vocab, contextLength, ropeTheta, normEps, value);
+        return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
+                ropeStyle, ropeFactors, normEps, value, attentionBias, qkNorm, tiedEmbeddings);
     }
 
     public LlamaConfig withContextLength(int value) {
-        return new LlamaConfig(dim, layers, heads, kvHeads, ffnDim, vocab, value, ropeTheta, normEps, weightType);
+        return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, value, ropeTheta, ropeStyle,
+                ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
+    }
+
+    public LlamaConfig withRope(RopeStyle style, boolean factors) {
+        return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta, style,
+                factors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
+    }
+
+    /** With q/k/v biases, per-head q/k norms and a tied classifier as given. */
+    public LlamaConfig withVariants(boolean bias, boolean norm, boolean tied) {
+        return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
+                ropeStyle, ropeFactors, normEps, weightType, bias, norm, tied);
+    }
+
+    public LlamaConfig withHeadDim(int value) {
+        return new LlamaConfig(dim, layers, heads, kvHeads, value, ffnDim, vocab, contextLength, ropeTheta,
+                ropeStyle, ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
     }
 
     /** Bytes of every weight: the matrices in {@link #weightType}, the norms in f32. */
     public long weightBytes() {
         long total = 0;
         for (LlamaWeights.Tensor tensor : LlamaWeights.Tensor.values()) {
-            total += tensor.bytes(this) * (tensor.perLayer() ? layers : 1);
+            if (tensor.present(this) && !(tensor == LlamaWeights.Tensor.OUTPUT && tiedEmbeddings)) {
+                total += tensor.bytes(this) * (tensor.perLayer() ? layers : 1);
+            }
         }
         return total;
     }

@@ -120,6 +120,7 @@ public final class LlamaModel {
     private final Map<Tensor, RowBlocks> blocks = new EnumMap<>(Tensor.class);
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
     private final PagedAttention attention;
+    private final Rope rope;
     private final Kernel embed;
     private final Kernel rmsnorm;
     private final Kernel ropeStore;
@@ -133,11 +134,24 @@ public final class LlamaModel {
         this.ops = ops;
         int parallelism = options.parallelism() == 0 ? worker.device().cores() : options.parallelism();
         this.options = options.withParallelism(parallelism);
+        float[] ropeFactors = null;
         for (Tensor tensor : Tensor.values()) {
+            if (!tensor.present(config)) {
+                continue;
+            }
+            if (tensor == Tensor.ROPE_FREQS) {
+                ropeFactors = weights.tensor(tensor, 0).toArray(ValueLayout.JAVA_FLOAT_UNALIGNED
+                        .withOrder(ByteOrder.LITTLE_ENDIAN));
+                continue;
+            }
             int copies = tensor.perLayer() ? config.layers() : 1;
             Buffer[] array = new Buffer[copies];
             long bytes = tensor.bytes(config);
             for (int l = 0; l < copies; l++) {
+                if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
+                    array[l] = buffers.get(Tensor.TOKEN_EMBEDDING)[0];
+                    continue;
+                }
                 MemorySegment source = weights.tensor(tensor, l);
                 if (source.byteSize() != bytes) {
                     throw new IllegalArgumentException("weights: " + tensor + " of layer " + l + " has "
@@ -158,6 +172,7 @@ public final class LlamaModel {
         if (!blocks.get(Tensor.W1).equals(blocks.get(Tensor.W3))) {
             throw new AssertionError("w1 and w3 must share their row blocks");
         }
+        this.rope = new Rope(config, ropeFactors);
         this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
                 options.kvBlockSize(),
                 Math.min(PagedAttention.MAX_TILE_HEADS, Math.ceilDiv(config.heads(), parallelism)),
@@ -286,8 +301,8 @@ public final class LlamaModel {
             probs = allocate.apply(config.vocab() * F);
             x = allocate.apply((long) maxRows * dim * F);
             xn = allocate.apply((long) maxRows * dim * F);
-            q = allocate.apply((long) maxRows * dim * F);
-            att = allocate.apply((long) maxRows * dim * F);
+            q = allocate.apply((long) maxRows * config.qDim() * F);
+            att = allocate.apply((long) maxRows * config.qDim() * F);
             hb = allocate.apply((long) maxRows * config.ffnDim() * F);
             xf = allocate.apply((long) batch * dim * F);
             logits = allocate.apply((long) batch * config.vocab() * F);
@@ -422,8 +437,8 @@ public final class LlamaModel {
             addBlockReads(accesses, outputs.get(Tensor.WQ), qSplit, rows, r0, n);
             addBlockReads(accesses, outputs.get(Tensor.WK), kvSplit, rows, r0, n);
             addBlockReads(accesses, outputs.get(Tensor.WV), kvSplit, rows, r0, n);
-            int dim = config.dim();
-            accesses.add(write(q.region((long) r0 * dim * F, (long) n * dim * F)));
+            int qDim = config.qDim();
+            accesses.add(write(q.region((long) r0 * qDim * F, (long) n * qDim * F)));
             long slotBytes = (long) config.kvDim() * F;
             for (Buffer cache : new Buffer[] {keys[layer], values[layer]}) {
                 for (int r = r0; r < r1; r++) {
@@ -432,6 +447,15 @@ public final class LlamaModel {
                     long slot = (long) block * options.kvBlockSize() + p % options.kvBlockSize();
                     accesses.add(write(cache.region(slot * slotBytes, slotBytes)));
                 }
+            }
+            if (config.attentionBias()) {
+                accesses.add(read(buffers.get(Tensor.BQ)[layer]));
+                accesses.add(read(buffers.get(Tensor.BK)[layer]));
+                accesses.add(read(buffers.get(Tensor.BV)[layer]));
+            }
+            if (config.qkNorm()) {
+                accesses.add(read(buffers.get(Tensor.Q_NORM)[layer]));
+                accesses.add(read(buffers.get(Tensor.K_NORM)[layer]));
             }
             long[] scalars = new long[6 + n];
             scalars[0] = n;
@@ -548,29 +572,58 @@ public final class LlamaModel {
 
     /**
      * Regions: the n rows of each q block, k block and v block (read), q rows (write), the n key
-     * slots, the n value slots (write). Scalars: n, q blocks, kv blocks, heads, kvHeads, theta
-     * bits, the n positions.
+     * slots, the n value slots (write); then, with biases, bq, bk, bv (read); then, with q/k norms,
+     * the q and k norm weights (read). Scalars: n, q blocks, kv blocks, heads, kvHeads, theta bits
+     * (unused: the model's {@link Rope} holds the frequencies), the n positions.
+     *
+     * <p>Per row: gather q, k, v from the block-major matmul outputs; add the biases; rmsnorm each
+     * head of q and k; rotate q and k; store k and v in their cache slots.
      */
     private Kernel ropeStoreKernel() {
         int headDim = config.headDim();
-        int dim = config.dim();
+        int qDim = config.qDim();
+        int kvDim = config.kvDim();
+        boolean bias = config.attentionBias();
+        boolean qkNorm = config.qkNorm();
+        float eps = config.normEps();
         return Kernel.of("rope_store", c -> {
             int n = (int) c.scalar(0);
             int qBlocks = (int) c.scalar(1);
             int kvBlocks = (int) c.scalar(2);
             int heads = (int) c.scalar(3);
             int kvHeads = (int) c.scalar(4);
-            float theta = Float.intBitsToFloat((int) c.scalar(5));
             int qRows = qBlocks + 2 * kvBlocks;
+            int extra = qRows + 1 + 2 * n;
             MemorySegment q = c.region(qRows);
+            float[] cos = new float[headDim / 2];
+            float[] sin = new float[headDim / 2];
             for (int i = 0; i < n; i++) {
                 int position = (int) c.scalar(6 + i);
-                gatherRow(c, 0, qBlocks, n, i, q, (long) i * dim * F);
-                ops.rope(q, (long) i * dim * F, heads, headDim, position, theta);
+                long qAt = (long) i * qDim * F;
                 MemorySegment key = c.region(qRows + 1 + i);
+                MemorySegment value = c.region(qRows + 1 + n + i);
+                gatherRow(c, 0, qBlocks, n, i, q, qAt);
                 gatherRow(c, qBlocks, kvBlocks, n, i, key, 0);
-                ops.rope(key, 0, kvHeads, headDim, position, theta);
-                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, c.region(qRows + 1 + n + i), 0);
+                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, value, 0);
+                if (bias) {
+                    ops.residualAdd(q, qAt, c.region(extra), 0, qDim);
+                    ops.residualAdd(key, 0, c.region(extra + 1), 0, kvDim);
+                    ops.residualAdd(value, 0, c.region(extra + 2), 0, kvDim);
+                }
+                if (qkNorm) {
+                    int normAt = extra + (bias ? 3 : 0);
+                    for (int h = 0; h < heads; h++) {
+                        long at = qAt + (long) h * headDim * F;
+                        ops.rmsnorm(q, at, c.region(normAt), 0, q, at, headDim, eps);
+                    }
+                    for (int h = 0; h < kvHeads; h++) {
+                        long at = (long) h * headDim * F;
+                        ops.rmsnorm(key, at, c.region(normAt + 1), 0, key, at, headDim, eps);
+                    }
+                }
+                rope.angles(position, cos, sin);
+                rope.apply(q, qAt, heads, cos, sin);
+                rope.apply(key, 0, kvHeads, cos, sin);
             }
         });
     }

@@ -35,6 +35,9 @@ public final class LlamaReference {
     public LlamaReference(LlamaWeights source) {
         this.c = source.config();
         for (Tensor tensor : Tensor.values()) {
+            if (!tensor.present(c)) {
+                continue;
+            }
             int copies = tensor.perLayer() ? c.layers() : 1;
             float[][] array = new float[copies][];
             for (int l = 0; l < copies; l++) {
@@ -103,6 +106,7 @@ public final class LlamaReference {
             }
             int dim = c.dim();
             int hd = c.headDim();
+            int qDim = c.qDim();
             int kvDim = c.kvDim();
             int group = c.heads() / c.kvHeads();
             double[] x = new double[dim];
@@ -112,14 +116,23 @@ public final class LlamaReference {
             }
             for (int l = 0; l < c.layers(); l++) {
                 double[] xn = rmsnorm(x, w(Tensor.ATTENTION_NORM, l));
-                double[] q = matvec(w(Tensor.WQ, l), xn, dim);
+                double[] q = matvec(w(Tensor.WQ, l), xn, qDim);
                 double[] k = matvec(w(Tensor.WK, l), xn, kvDim);
                 double[] v = matvec(w(Tensor.WV, l), xn, kvDim);
+                if (c.attentionBias()) {
+                    add(q, w(Tensor.BQ, l));
+                    add(k, w(Tensor.BK, l));
+                    add(v, w(Tensor.BV, l));
+                }
+                if (c.qkNorm()) {
+                    headNorm(q, c.heads(), w(Tensor.Q_NORM, l));
+                    headNorm(k, c.kvHeads(), w(Tensor.K_NORM, l));
+                }
                 rope(q, c.heads());
                 rope(k, c.kvHeads());
                 System.arraycopy(k, 0, keys[l], position * kvDim, kvDim);
                 System.arraycopy(v, 0, values[l], position * kvDim, kvDim);
-                double[] att = new double[dim];
+                double[] att = new double[qDim];
                 double scale = 1.0 / Math.sqrt(hd);
                 for (int h = 0; h < c.heads(); h++) {
                     int kvh = h / group;
@@ -164,20 +177,37 @@ public final class LlamaReference {
             return out;
         }
 
-        /** Interleaved pairs {@code (x[2i], x[2i+1])} of each head rotated by {@code position * theta^(-2i / headDim)}. */
+        /**
+         * Each head's pairs rotated by {@code position * theta^(-2i / headDim) / factor[i]}: pairs
+         * {@code (x[2i], x[2i+1])} when interleaved, {@code (x[i], x[i + headDim/2])} for NeoX.
+         */
         private void rope(double[] v, int heads) {
             int hd = c.headDim();
+            boolean neox = c.ropeStyle() == RopeStyle.NEOX;
             for (int h = 0; h < heads; h++) {
                 for (int i = 0; i < hd / 2; i++) {
                     double angle = position * Math.pow(c.ropeTheta(), -2.0 * i / hd);
+                    if (c.ropeFactors()) {
+                        angle /= w(Tensor.ROPE_FREQS, 0)[i];
+                    }
                     double cos = Math.cos(angle);
                     double sin = Math.sin(angle);
-                    int at = h * hd + 2 * i;
-                    double x0 = v[at];
-                    double x1 = v[at + 1];
-                    v[at] = x0 * cos - x1 * sin;
-                    v[at + 1] = x0 * sin + x1 * cos;
+                    int a = h * hd + (neox ? i : 2 * i);
+                    int b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
+                    double x0 = v[a];
+                    double x1 = v[b];
+                    v[a] = x0 * cos - x1 * sin;
+                    v[b] = x0 * sin + x1 * cos;
                 }
+            }
+        }
+
+        /** Each head of {@code v} rmsnormed on its own, by the one weight of {@code headDim} values. */
+        private void headNorm(double[] v, int heads, float[] weight) {
+            int hd = c.headDim();
+            for (int h = 0; h < heads; h++) {
+                double[] head = Arrays.copyOfRange(v, h * hd, (h + 1) * hd);
+                System.arraycopy(rmsnorm(head, weight), 0, v, h * hd, hd);
             }
         }
     }
@@ -207,6 +237,12 @@ public final class LlamaReference {
             out[r] = sum;
         }
         return out;
+    }
+
+    private static void add(double[] x, float[] delta) {
+        for (int i = 0; i < x.length; i++) {
+            x[i] += delta[i];
+        }
     }
 
     private static void add(double[] x, double[] delta) {

@@ -3,8 +3,8 @@ package dev.tandem.llm;
 import java.lang.foreign.MemorySegment;
 
 /**
- * Where a {@link LlamaModel}'s weights come from: random ({@link RandomWeights}) today, a
- * checkpoint file later. The model asks for each tensor once, copies it into a frozen worker
+ * Where a {@link LlamaModel}'s weights come from: random ({@link RandomWeights}) or a checkpoint
+ * ({@link dev.tandem.llm.gguf.GgufModel}). The model asks for each tensor once, copies it into a frozen worker
  * buffer and keeps no reference to the segment.
  *
  * <p>Layouts are llama.cpp's: matrices are row-major {@code [rows, cols]} (one output per row) in
@@ -17,13 +17,14 @@ public interface LlamaWeights {
     LlamaConfig config();
 
     /**
-     * The bytes of one tensor, {@link Tensor#bytes} long.
+     * The bytes of one tensor, {@link Tensor#bytes} long; asked only for tensors {@link
+     * Tensor#present present} in the config.
      *
      * @param layer the layer for {@link Tensor#perLayer() per-layer} tensors, else ignored
      */
     MemorySegment tensor(Tensor tensor, int layer);
 
-    /** The tensors of a Llama-style decoder. */
+    /** The tensors of a Llama-style decoder; which are {@link #present} depends on the config. */
     enum Tensor {
         /** {@code [vocab, dim]}: the input embedding of each token. */
         TOKEN_EMBEDDING(false, false),
@@ -35,6 +36,16 @@ public interface LlamaWeights {
         WK(true, false),
         /** {@code [kvHeads * headDim, dim]}. */
         WV(true, false),
+        /** {@code [heads * headDim]}: the query bias, with {@link LlamaConfig#attentionBias()}. */
+        BQ(true, true),
+        /** {@code [kvHeads * headDim]}: the key bias, with {@link LlamaConfig#attentionBias()}. */
+        BK(true, true),
+        /** {@code [kvHeads * headDim]}: the value bias, with {@link LlamaConfig#attentionBias()}. */
+        BV(true, true),
+        /** {@code [headDim]}: rmsnorm weight of each query head, with {@link LlamaConfig#qkNorm()}. */
+        Q_NORM(true, true),
+        /** {@code [headDim]}: rmsnorm weight of each key head, with {@link LlamaConfig#qkNorm()}. */
+        K_NORM(true, true),
         /** {@code [dim, heads * headDim]}. */
         WO(true, false),
         /** {@code [dim]}: rmsnorm weight before the feed-forward network. */
@@ -47,8 +58,10 @@ public interface LlamaWeights {
         W3(true, false),
         /** {@code [dim]}: rmsnorm weight before the classifier. */
         OUTPUT_NORM(false, true),
-        /** {@code [vocab, dim]}: the classifier. */
-        OUTPUT(false, false);
+        /** {@code [vocab, dim]}: the classifier; with {@link LlamaConfig#tiedEmbeddings()}, the token embedding's bytes. */
+        OUTPUT(false, false),
+        /** {@code [headDim / 2]}: divisors of the rotary frequencies, with {@link LlamaConfig#ropeFactors()}. */
+        ROPE_FREQS(false, true);
 
         private final boolean perLayer;
         private final boolean norm;
@@ -63,16 +76,27 @@ public interface LlamaWeights {
             return perLayer;
         }
 
-        /** Whether it is an f32 norm weight (else a matrix in the config's weight type). */
+        /** Whether it is an f32 vector (a norm weight, a bias, the rope factors), else a matrix in the config's weight type. */
         public boolean norm() {
             return norm;
+        }
+
+        /** Whether a model of config {@code c} has this tensor. */
+        public boolean present(LlamaConfig c) {
+            return switch (this) {
+                case BQ, BK, BV -> c.attentionBias();
+                case Q_NORM, K_NORM -> c.qkNorm();
+                case ROPE_FREQS -> c.ropeFactors();
+                default -> true;
+            };
         }
 
         public int rows(LlamaConfig c) {
             return switch (this) {
                 case TOKEN_EMBEDDING, OUTPUT -> c.vocab();
-                case ATTENTION_NORM, FFN_NORM, OUTPUT_NORM -> 1;
-                case WQ, WO, W2 -> c.dim();
+                case ATTENTION_NORM, FFN_NORM, OUTPUT_NORM, BQ, BK, BV, Q_NORM, K_NORM, ROPE_FREQS -> 1;
+                case WO, W2 -> c.dim();
+                case WQ -> c.qDim();
                 case WK, WV -> c.kvDim();
                 case W1, W3 -> c.ffnDim();
             };
@@ -81,13 +105,17 @@ public interface LlamaWeights {
         public int cols(LlamaConfig c) {
             return switch (this) {
                 case W2 -> c.ffnDim();
+                case WO, BQ -> c.qDim();
+                case BK, BV -> c.kvDim();
+                case Q_NORM, K_NORM -> c.headDim();
+                case ROPE_FREQS -> c.headDim() / 2;
                 default -> c.dim();
             };
         }
 
         /** Bytes of the tensor (of one layer). */
         public long bytes(LlamaConfig c) {
-            return norm ? (long) c.dim() * Float.BYTES : c.weightType().bytes(rows(c), cols(c));
+            return norm ? (long) cols(c) * Float.BYTES : c.weightType().bytes(rows(c), cols(c));
         }
     }
 }

@@ -49,12 +49,22 @@ public final class RandomWeights implements LlamaWeights {
 
     @Override
     public MemorySegment tensor(Tensor tensor, int layer) {
+        if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
+            return tensor(Tensor.TOKEN_EMBEDDING, 0);
+        }
         int rows = tensor.rows(config);
         int cols = tensor.cols(config);
-        long stream = tensor.ordinal() + (tensor.perLayer() ? (long) layer * Tensor.values().length : 0);
+        long stream = stream(tensor, layer);
         float scale;
         float offset;
-        if (tensor.norm()) {
+        if (tensor == Tensor.BQ || tensor == Tensor.BK || tensor == Tensor.BV) {
+            scale = 0.2f;
+            offset = 0f;
+        } else if (tensor == Tensor.ROPE_FREQS) {
+            // Divisors of the frequencies, as Llama 3.1's scaling has them: 1 for high frequencies, up to 8.
+            scale = 3.5f;
+            offset = 4.5f;
+        } else if (tensor.norm()) {
             scale = 0.1f;
             offset = 1f;
         } else if (tensor == Tensor.TOKEN_EMBEDDING) {
@@ -82,5 +92,31 @@ public final class RandomWeights implements LlamaWeights {
             Q8_0.quantize(values, (long) r * cols * Float.BYTES, quantized, r * Q8_0.rowBytes(cols), cols);
         }
         return quantized;
+    }
+
+    /**
+     * The random stream of a tensor: the first twelve keep the numbers they had before the
+     * architecture variants were added, so a seed gives the same plain Llama weights as before.
+     */
+    private static long stream(Tensor tensor, int layer) {
+        int legacy = switch (tensor) {
+            case TOKEN_EMBEDDING -> 0;
+            case ATTENTION_NORM -> 1;
+            case WQ -> 2;
+            case WK -> 3;
+            case WV -> 4;
+            case WO -> 5;
+            case FFN_NORM -> 6;
+            case W1 -> 7;
+            case W2 -> 8;
+            case W3 -> 9;
+            case OUTPUT_NORM -> 10;
+            case OUTPUT -> 11;
+            default -> -1;
+        };
+        if (legacy >= 0) {
+            return legacy + (tensor.perLayer() ? (long) layer * 12 : 0);
+        }
+        return 1_000_000L + tensor.ordinal() * 100_000L + layer;
     }
 }

@@ -30,7 +30,7 @@ class BadInputTest {
             64  | 1 | 4 | 2 | 8 | 8 | 0 | contextLength = 0 must be >= 1
             64  | 1 | 3 | 1 | 8 | 8 | 8 | heads = 3 must divide dim = 64
             64  | 1 | 4 | 3 | 8 | 8 | 8 | kvHeads = 3 must divide heads = 4
-            12  | 1 | 4 | 2 | 8 | 8 | 8 | headDim = dim / heads = 3 must be even (rotary embedding rotates pairs)
+            12  | 1 | 4 | 2 | 8 | 8 | 8 | headDim = 3 must be even (rotary embedding rotates pairs)
             """)
     void impossibleConfigsFailWithOneLineNamingTheFieldAndTheLimit(int dim, int layers, int heads, int kvHeads,
             int ffn, int vocab, int context, String message) {

@@ -1,0 +1,58 @@
+package dev.tandem.kernels;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * Conversion between f32 and the GGUF tensor types of {@link TensorType}: dequantizing any of them
+ * to f32 and quantizing f32 to the types a checkpoint writer needs.
+ *
+ * <p>{@code elements} counts values, and must be a multiple of the type's block size; {@code src}
+ * and {@code dst} are a segment and a byte offset each, read and written unaligned, and must not
+ * overlap.
+ */
+public interface QuantOps {
+
+    /**
+     * Vector and scalar dequantization agree bit for bit, for every type and every input byte
+     * pattern (NaNs included): both compute the same integer unpacking and the same f32 products and
+     * differences, in the same order, without fused multiply-add.
+     */
+    float DEQUANTIZE_TOLERANCE = 0f;
+
+    /**
+     * Dequantizes {@code elements} values of {@code type} at {@code src} to f32 at {@code dst}.
+     *
+     * <p>f16 widens exactly (subnormals included; a NaN keeps its payload and becomes quiet, as an
+     * x86 {@code vcvtph2ps} does); bf16 widens by a 16-bit shift; the block types compute the value
+     * their layout in {@link TensorType} defines, in f32, with the f16 scales widened exactly.
+     */
+    void dequantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements);
+
+    /**
+     * Quantizes {@code elements} f32 values at {@code src} to {@code type} at {@code dst}, rounding as
+     * llama.cpp's reference quantizers do, so that the bytes equal those of a ggml-written file:
+     *
+     * <ul>
+     *   <li>{@link TensorType#F32}: a copy.
+     *   <li>{@link TensorType#F16}: round to nearest even; overflow to infinity; a NaN becomes the
+     *       quiet NaN {@code 0x7e00} with its sign.
+     *   <li>{@link TensorType#BF16}: round to nearest even on the upper 16 bits (subnormals kept,
+     *       not flushed); a NaN keeps its upper bits with the quiet bit set.
+     *   <li>{@link TensorType#Q8_0}: per block {@code d = amax / 127},
+     *       {@code q = round(x * (1 / d))} rounding half away from zero, {@code d} stored as f16.
+     *   <li>{@link TensorType#Q4_0}: per block {@code max} is the value of largest magnitude (the
+     *       first, with its sign), {@code d = max / -8},
+     *       {@code q = min(15, (int) (x * (1 / d) + 8.5))}, {@code d} stored as f16.
+     * </ul>
+     *
+     * <p>An all-zero block gets {@code d = 0} and values {@code 0} (q8_0), or {@code d = -0}
+     * ({@code 0 / -8}, f16 {@code 0x8000}) and nibbles {@code 8} (q4_0). The block types need finite
+     * values.
+     *
+     * @throws IllegalArgumentException for {@link TensorType#Q4_K} and {@link TensorType#Q6_K},
+     *     which have no quantizer here, and for bad arguments
+     */
+    void quantize(
+            TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements);
+}

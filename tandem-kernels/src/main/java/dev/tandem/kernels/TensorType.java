@@ -1,0 +1,205 @@
+package dev.tandem.kernels;
+
+import java.util.Locale;
+
+/**
+ * The ggml tensor types tandem reads from GGUF checkpoints, with their ggml type ids and block
+ * geometry. Every layout is little-endian; {@link QuantOps} dequantizes each of them to f32.
+ *
+ * <p>A tensor of a block type is a sequence of blocks, each {@link #blockBytes()} bytes holding
+ * {@link #blockSize()} consecutive values; a row of {@code cols} values is {@code cols / blockSize}
+ * blocks, so {@code cols} must be a multiple of the block size. The layouts:
+ *
+ * <ul>
+ *   <li>{@link #F32}, {@link #F16}, {@link #BF16}: one value per "block" of 4, 2 and 2 bytes. bf16 is
+ *       the upper half of an f32.
+ *   <li>{@link #Q8_0}: 32 values in 34 bytes: the scale {@code d} as an f16, then 32 int8
+ *       {@code q[j]}; value {@code j} is {@code q[j] * d}.
+ *   <li>{@link #Q4_0}: 32 values in 18 bytes: the f16 scale {@code d}, then 16 bytes; value
+ *       {@code j < 16} is the low nibble of byte {@code j}, value {@code j + 16} its high nibble, and
+ *       a nibble {@code q} means {@code (q - 8) * d}.
+ *   <li>{@link #Q4_K}: 256 values in 144 bytes: f16 {@code d}, f16 {@code dmin}, 12 bytes packing
+ *       eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles. Values come in four groups
+ *       of 64, each from 32 nibble bytes: the 32 low nibbles with sub-block {@code 2g}'s scale and
+ *       min, then the 32 high nibbles with sub-block {@code 2g + 1}'s; a nibble {@code q} means
+ *       {@code d * scale * q - dmin * min}. Sub-block {@code i < 4} has scale {@code s[i] & 63} and
+ *       min {@code s[i + 4] & 63}; sub-block {@code i >= 4} has scale
+ *       {@code (s[i + 4] & 15) | (s[i - 4] >> 6) << 4} and min {@code (s[i + 4] >> 4) | (s[i] >> 6) << 4}.
+ *   <li>{@link #Q6_K}: 256 values in 210 bytes: 128 bytes {@code ql} (low 4 bits), 64 bytes
+ *       {@code qh} (high 2 bits), 16 int8 scales, then the f16 {@code d}. Each half of 128 values
+ *       uses 64 {@code ql}, 32 {@code qh} and 8 scales; in a half, for {@code l < 32}, values
+ *       {@code l, l + 32, l + 64, l + 96} take the low nibble of {@code ql[l]}, the low nibble of
+ *       {@code ql[l + 32]}, the high nibble of {@code ql[l]} and the high nibble of
+ *       {@code ql[l + 32]}, joined with bits 0-1, 2-3, 4-5 and 6-7 of {@code qh[l]} above them; a
+ *       6-bit {@code q} means {@code d * scale * (q - 32)}, with scale {@code sc[l / 16 + 2k]} for
+ *       the {@code k}-th of the four.
+ * </ul>
+ */
+public enum TensorType {
+    F32(0, "f32", 1, 4),
+    F16(1, "f16", 1, 2),
+    Q4_0(2, "q4_0", 32, 18),
+    Q8_0(8, "q8_0", 32, 34),
+    Q4_K(12, "q4_K", 256, 144),
+    Q6_K(14, "q6_K", 256, 210),
+    BF16(30, "bf16", 1, 2);
+
+    /**
+     * ggml's names of its type ids (ggml.h {@code enum ggml_type}), so that a checkpoint with a type
+     * tandem does not read is reported by name. {@code null} marks an id ggml never assigned.
+     */
+    private static final String[] GGML_NAMES = {
+        "F32", "F16", "Q4_0", "Q4_1", "Q4_2 (removed from ggml)", "Q4_3 (removed from ggml)", "Q5_0", "Q5_1",
+        "Q8_0", "Q8_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "Q8_K", "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S",
+        "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS", "I8", "I16", "I32", "I64", "F64", "IQ1_M", "BF16",
+        "Q4_0_4_4 (removed from GGUF)", "Q4_0_4_8 (removed from GGUF)", "Q4_0_8_8 (removed from GGUF)", "TQ1_0",
+        "TQ2_0", "IQ4_NL_4_4 (removed from GGUF)", "IQ4_NL_4_8 (removed from GGUF)",
+        "IQ4_NL_8_8 (removed from GGUF)", "MXFP4", "NVFP4", "Q1_0"
+    };
+
+    private static final TensorType[] BY_ID = new TensorType[GGML_NAMES.length];
+
+    static {
+        for (TensorType type : values()) {
+            BY_ID[type.ggmlId] = type;
+        }
+    }
+
+    private final int ggmlId;
+    private final String ggmlName;
+    private final int blockSize;
+    private final int blockBytes;
+
+    TensorType(int ggmlId, String ggmlName, int blockSize, int blockBytes) {
+        this.ggmlId = ggmlId;
+        this.ggmlName = ggmlName;
+        this.blockSize = blockSize;
+        this.blockBytes = blockBytes;
+    }
+
+    /** The id of this type in ggml's {@code enum ggml_type}, as GGUF tensor infos store it. */
+    public int ggmlId() {
+        return ggmlId;
+    }
+
+    /** ggml's name of this type ({@code ggml_type_name}): {@code "f32"}, {@code "q4_K"}, ... */
+    public String ggmlName() {
+        return ggmlName;
+    }
+
+    /** Values per block: 1 for the float types, 32 for q8_0 and q4_0, 256 for the k-quants. */
+    public int blockSize() {
+        return blockSize;
+    }
+
+    /** Bytes per block. */
+    public int blockBytes() {
+        return blockBytes;
+    }
+
+    /** Whether values are stored in scaled blocks rather than one float each. */
+    public boolean isQuantized() {
+        return blockSize > 1;
+    }
+
+    /**
+     * Bytes of {@code elements} values of this type.
+     *
+     * @throws IllegalArgumentException if {@code elements} is negative, not a multiple of
+     *     {@link #blockSize()}, or its byte count overflows a long
+     */
+    public long bytes(long elements) {
+        return bytesOf("bytes", "elements", elements);
+    }
+
+    /**
+     * Bytes of one row of {@code cols} values.
+     *
+     * @throws IllegalArgumentException if {@code cols} is negative or not a multiple of
+     *     {@link #blockSize()}
+     */
+    public long rowBytes(int cols) {
+        return bytesOf("rowBytes", "cols", cols);
+    }
+
+    private long bytesOf(String method, String name, long elements) {
+        if (elements < 0) {
+            throw new IllegalArgumentException(this + "." + method + ": " + name + " = " + elements + " must be >= 0");
+        }
+        if (elements % blockSize != 0) {
+            throw new IllegalArgumentException(this + "." + method + ": " + name + " = " + elements
+                    + " is not a multiple of the " + this + " block size " + blockSize);
+        }
+        long blocks = elements / blockSize;
+        if (blocks > Long.MAX_VALUE / blockBytes) {
+            throw new IllegalArgumentException(this + "." + method + ": " + name + " = " + elements
+                    + " is more than a long can count in bytes");
+        }
+        return blocks * blockBytes;
+    }
+
+    /**
+     * The type of ggml type id {@code id}.
+     *
+     * @throws IllegalArgumentException naming the id and, when ggml defines it, ggml's name of it,
+     *     if tandem does not read that type
+     */
+    public static TensorType fromGgmlId(int id) {
+        if (id >= 0 && id < BY_ID.length && BY_ID[id] != null) {
+            return BY_ID[id];
+        }
+        throw new IllegalArgumentException(
+                "unsupported ggml tensor type " + describeGgmlId(id) + "; tandem reads " + supported());
+    }
+
+    /**
+     * The type named {@code name}, ignoring case: the constant's name ({@code "Q4_K"}) or ggml's
+     * ({@code "q4_K"}).
+     *
+     * @throws IllegalArgumentException naming the type if tandem does not read it, or saying the name
+     *     is not a ggml type
+     */
+    public static TensorType fromName(String name) {
+        if (name == null) {
+            throw new IllegalArgumentException("ggml tensor type name is null");
+        }
+        String upper = name.toUpperCase(Locale.ROOT);
+        for (TensorType type : values()) {
+            if (type.name().equals(upper)) {
+                return type;
+            }
+        }
+        for (int id = 0; id < GGML_NAMES.length; id++) {
+            if (baseName(GGML_NAMES[id]).equals(upper)) {
+                throw new IllegalArgumentException(
+                        "unsupported ggml tensor type " + describeGgmlId(id) + "; tandem reads " + supported());
+            }
+        }
+        throw new IllegalArgumentException("'" + name + "' is not a ggml tensor type name");
+    }
+
+    /** {@code "Q5_K (13)"} for an id ggml defines, {@code "id 99"} for one it does not. */
+    static String describeGgmlId(int id) {
+        if (id >= 0 && id < GGML_NAMES.length) {
+            String name = GGML_NAMES[id];
+            int note = name.indexOf(" (");
+            return note < 0
+                    ? name + " (" + id + ")"
+                    : name.substring(0, note) + " (" + id + ", " + name.substring(note + 2);
+        }
+        return "id " + id + " (not a ggml type id)";
+    }
+
+    private static String baseName(String ggmlName) {
+        int note = ggmlName.indexOf(" (");
+        return note < 0 ? ggmlName : ggmlName.substring(0, note);
+    }
+
+    private static String supported() {
+        StringBuilder names = new StringBuilder();
+        for (TensorType type : values()) {
+            names.append(names.isEmpty() ? "" : ", ").append(type);
+        }
+        return names.toString();
+    }
+}

@@ -1,0 +1,260 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.LittleEndian.F16;
+import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.Tensors.PAD;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.foreign.MemorySegment;
+import java.util.stream.Stream;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * Dequantization of one hand-built block of every type, in both implementations, against values worked out by
+ * hand from the layout (the arithmetic is in the comments). Every expected value is exact in f32, so the
+ * comparison is exact; zeros compare by value, since a zero quant times a negative scale is {@code -0.0}.
+ */
+class DequantizeTest {
+
+    static Stream<Arguments> implementations() {
+        return Stream.of(Arguments.of("scalar", Tensors.SCALAR), Arguments.of("vector", Tensors.VECTOR));
+    }
+
+    private static void assertValues(String what, float[] actual, int[] at, float[] expected, float elsewhere) {
+        float[] all = new float[actual.length];
+        java.util.Arrays.fill(all, elsewhere);
+        for (int k = 0; k < at.length; k++) {
+            all[at[k]] = expected[k];
+        }
+        for (int i = 0; i < actual.length; i++) {
+            assertThat(actual[i] == all[i] || Float.floatToIntBits(actual[i]) == Float.floatToIntBits(all[i]))
+                    .as("%s value %d = %s, expected %s", what, i, actual[i], all[i])
+                    .isTrue();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void f32IsCopied(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(1)) {
+            float[] values = {1.5f, -0f, Float.NaN, Float.MIN_VALUE, -3e38f};
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.F32, t.f32(values), values.length);
+            Tensors.assertIdentical(name + " f32", out, values);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void f16WidensNormalsSubnormalsInfinitiesAndNaNs(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(2)) {
+            // 17 values, so that the vector kernel's tail runs too when it has 16 lanes.
+            int[] halves = {
+                0x3c00, // sign 0, exponent 15, mantissa 0: 2^0 = 1
+                0xc000, // sign 1, exponent 16: -2
+                0x3555, // exponent 13, mantissa 0x155 = 341: 2^-2 * (1 + 341/1024) = 0.333251953125
+                0x0001, // subnormal: 1 * 2^-24
+                0x03ff, // largest subnormal: 1023 * 2^-24
+                0x0400, // smallest normal: 2^-14
+                0x7bff, // largest finite: 2^15 * (1 + 1023/1024) = 65504
+                0x7c00, // +infinity
+                0xfc00, // -infinity
+                0x8000, // -0
+                0x0000, // +0
+                0x7e00, // quiet NaN, mantissa 0x200: f32 bits 0x7f800000 | 0x200 << 13 = 0x7fc00000
+                0x7d00, // signalling NaN, mantissa 0x100: 0x7f800000 | 0x100 << 13 = 0x7fa00000, quieted 0x7fe00000
+                0xfc01, // negative signalling NaN, mantissa 1: 0xff800000 | 1 << 13 | quiet = 0xffc02000
+                0x8001, // -2^-24
+                0x5640, // exponent 21, mantissa 0x240 = 576: 2^6 * (1 + 576/1024) = 100
+                0xbc01, // -(1 + 1/1024) = -1.0009765625
+            };
+            MemorySegment src = t.allocate(halves.length * 2L);
+            for (int i = 0; i < halves.length; i++) {
+                src.set(F16, PAD + i * 2L, (short) halves[i]);
+            }
+            float[] expected = {
+                1f, -2f, 0.333251953125f, 0x1p-24f, 1023 * 0x1p-24f, 0x1p-14f, 65504f, Float.POSITIVE_INFINITY,
+                Float.NEGATIVE_INFINITY, -0f, 0f, Float.intBitsToFloat(0x7fc00000), Float.intBitsToFloat(0x7fe00000),
+                Float.intBitsToFloat(0xffc02000), -0x1p-24f, 100f, -1.0009765625f
+            };
+            Tensors.assertIdentical(
+                    name + " f16", GgufBlocks.dequantized(t, ops, TensorType.F16, src, halves.length), expected);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void bf16IsTheUpperHalfOfAnF32(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(3)) {
+            int[] halves = {
+                0x3f80, // f32 0x3f800000 = 1
+                0xc0a0, // f32 0xc0a00000 = -5
+                0x0001, // f32 0x00010000 = 2^16 * 2^-149 = 2^-133, a subnormal
+                0x7f80, // +infinity
+                0x7fc1, // NaN 0x7fc10000, payload kept
+                0x8000, // -0
+                0x4049, // f32 0x40490000 = 2 * (1 + 0x490000 / 2^23) = 3.140625
+            };
+            MemorySegment src = t.allocate(halves.length * 2L);
+            for (int i = 0; i < halves.length; i++) {
+                src.set(F16, PAD + i * 2L, (short) halves[i]);
+            }
+            float[] expected = {
+                1f, -5f, 0x1p-133f, Float.POSITIVE_INFINITY, Float.intBitsToFloat(0x7fc10000), -0f, 3.140625f
+            };
+            Tensors.assertIdentical(
+                    name + " bf16", GgufBlocks.dequantized(t, ops, TensorType.BF16, src, halves.length), expected);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q8_0IsSignedBytesTimesTheHalfScale(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(4)) {
+            MemorySegment src = t.allocate(34);
+            src.set(F16, PAD, (short) 0x3800); // d = 2^-1 = 0.5
+            src.set(I8, PAD + 2, (byte) -128); // value 0 = -128 * 0.5 = -64
+            src.set(I8, PAD + 3, (byte) 127); // value 1 = 63.5
+            src.set(I8, PAD + 4, (byte) 3); // value 2 = 1.5
+            src.set(I8, PAD + 2 + 31, (byte) -1); // value 31 = -0.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q8_0, src, 32);
+            assertValues(name + " q8_0", out, new int[] {0, 1, 2, 31}, new float[] {-64f, 63.5f, 1.5f, -0.5f}, 0f);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q4_0LowNibblesAreTheFirstHalfAndHighNibblesTheSecond(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(5)) {
+            int[] block = new int[18];
+            block[0] = 0x00; // d = f16 0xbe00 = -(1 + 512/1024) = -1.5, little-endian
+            block[1] = 0xbe;
+            java.util.Arrays.fill(block, 2, 18, 0x88); // nibbles 8 and 8: (8 - 8) * d = 0
+            block[2] = 0x00; // value 0: (0 - 8) * -1.5 = 12; value 16: 12
+            block[3] = 0xf8; // value 1: low 8 -> 0; value 17: high 15 -> 7 * -1.5 = -10.5
+            block[4] = 0x3a; // value 2: low 10 -> 2 * -1.5 = -3; value 18: high 3 -> -5 * -1.5 = 7.5
+            block[17] = 0x1f; // value 15: low 15 -> -10.5; value 31: high 1 -> -7 * -1.5 = 10.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q4_0, GgufBlocks.bytes(t, block), 32);
+            assertValues(
+                    name + " q4_0",
+                    out,
+                    new int[] {0, 16, 1, 17, 2, 18, 15, 31},
+                    new float[] {12f, 12f, 0f, -10.5f, -3f, 7.5f, -10.5f, 10.5f},
+                    0f);
+        }
+    }
+
+    /**
+     * d = 0.5, dmin = 0.25; sub-block scales {1, 2, 3, 4, 63, 17, 33, 48} and mins {0, 5, 10, 63, 1, 34, 20, 47},
+     * packed into the 12 bytes by hand.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q4_KUnpacksSixBitScalesAndMinsAndNibbleGroups(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(6)) {
+            int[] block = new int[144];
+            block[0] = 0x00; // d = f16 0x3800 = 0.5
+            block[1] = 0x38;
+            block[2] = 0x00; // dmin = f16 0x3400 = 0.25
+            block[3] = 0x34;
+            // Bytes 0-3 of the scales: scale i in the low 6 bits, the top 2 bits of scale i + 4 above them.
+            // scale 4 = 63 = 0b11_1111, scale 5 = 17 = 0b01_0001, scale 6 = 33 = 0b10_0001, scale 7 = 48 = 0b11_0000.
+            block[4] = 1 | 3 << 6; // 0xc1
+            block[5] = 2 | 1 << 6; // 0x42
+            block[6] = 3 | 2 << 6; // 0x83
+            block[7] = 4 | 3 << 6; // 0xc4
+            // Bytes 4-7: min i in the low 6 bits, the top 2 bits of min i + 4 above them.
+            // min 4 = 1 = 0b00_0001, min 5 = 34 = 0b10_0010, min 6 = 20 = 0b01_0100, min 7 = 47 = 0b10_1111.
+            block[8] = 0; // 0x00
+            block[9] = 5 | 2 << 6; // 0x85
+            block[10] = 10 | 1 << 6; // 0x4a
+            block[11] = 63 | 2 << 6; // 0xbf
+            // Bytes 8-11: the low 4 bits of scale i + 4, then the low 4 bits of min i + 4.
+            block[12] = 15 | 1 << 4; // 0x1f
+            block[13] = 1 | 2 << 4; // 0x21
+            block[14] = 1 | 4 << 4; // 0x41
+            block[15] = 0 | 15 << 4; // 0xf0
+            // Nibbles: byte 32g + l holds value 64g + l (low) and value 64g + 32 + l (high). All zero but:
+            block[16] = 0x2f; // value 0: 0.5*1*15 - 0.25*0 = 7.5; value 32: 0.5*2*2 - 0.25*5 = 0.75
+            block[16 + 31] = 0x91; // value 31: 0.5*1*1 - 0 = 0.5; value 63: 0.5*2*9 - 1.25 = 7.75
+            block[16 + 32] = 0xa7; // value 64: 0.5*3*7 - 0.25*10 = 8; value 96: 0.5*4*10 - 0.25*63 = 4.25
+            block[16 + 64] = 0x5c; // value 128: 0.5*63*12 - 0.25*1 = 377.75; value 160: 0.5*17*5 - 0.25*34 = 34
+            block[16 + 127] = 0xff; // value 223: 0.5*33*15 - 0.25*20 = 242.5; value 255: 0.5*48*15 - 0.25*47 = 348.25
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q4_K, GgufBlocks.bytes(t, block), 256);
+            int[] at = {0, 32, 31, 63, 64, 96, 128, 160, 223, 255};
+            float[] expected = {7.5f, 0.75f, 0.5f, 7.75f, 8f, 4.25f, 377.75f, 34f, 242.5f, 348.25f};
+            // A zero nibble is -dmin * min of its sub-block of 32: -0.25 * {0, 5, 10, 63, 1, 34, 20, 47}.
+            float[] zeroNibble = {-0f, -1.25f, -2.5f, -15.75f, -0.25f, -8.5f, -5f, -11.75f};
+            for (int i = 0; i < 256; i++) {
+                float want = zeroNibble[i / 32];
+                for (int k = 0; k < at.length; k++) {
+                    if (at[k] == i) {
+                        want = expected[k];
+                    }
+                }
+                assertThat(out[i] == want).as("%s q4_K value %d = %s, expected %s", name, i, out[i], want).isTrue();
+            }
+        }
+    }
+
+    /** d = 0.5; scales {1, -2, 3, -4, ..., 15, -16}; every 6-bit quant is 32 (value 0) but the ones set below. */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q6_KJoinsLowNibblesAndHighBitPairs(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(7)) {
+            int[] block = new int[210];
+            // ql (bytes 0-127) all 0 and qh (128-191) all 0b10_10_10_10: every quant is 0 | 2 << 4 = 32.
+            java.util.Arrays.fill(block, 128, 192, 0xaa);
+            for (int k = 0; k < 16; k++) {
+                block[192 + k] = (k % 2 == 0 ? k + 1 : -(k + 1)) & 0xff; // scale k
+            }
+            block[208] = 0x00; // d = f16 0x3800 = 0.5
+            block[209] = 0x38;
+            // Half 0, l = 0 (scale index l/16 = 0): values 0, 32, 64, 96 use scales 0, 2, 4, 6 = 1, 3, 5, 7.
+            block[0] = 0x3f; // ql[0]: low 15 for value 0, high 3 for value 64
+            block[128] = 3 | 2 << 2 | 0 << 4 | 1 << 6; // qh[0]: top bits 3, 2, 0, 1 for values 0, 32, 64, 96
+            // value 0: 15 | 3 << 4 = 63 -> 31: 0.5*1*31 = 15.5; value 32: 0 | 2 << 4 = 32 -> 0
+            // value 64: 3 | 0 << 4 = 3 -> -29: 0.5*5*-29 = -72.5; value 96: 0 | 1 << 4 = 16 -> -16: 0.5*7*-16 = -56
+            // Half 0, l = 17 (scale index 1): values 17, 49, 81, 113 use scales 1, 3, 5, 7 = -2, -4, -6, -8.
+            block[32 + 17] = 0xa5; // ql[49]: low 5 for value 49, high 10 for value 113
+            block[128 + 17] = 2 | 1 << 2 | 2 << 4 | 3 << 6; // qh[17]
+            // value 49: 5 | 1 << 4 = 21 -> -11: 0.5*-4*-11 = 22; value 113: 10 | 3 << 4 = 58 -> 26: 0.5*-8*26 = -104
+            // Half 1 (ql from 64, qh from 160, scales from 8), l = 31 (scale index 1): values 159, 191, 223, 255
+            // use scales 9, 11, 13, 15 = -10, -12, -14, -16.
+            block[64 + 31] = 0xf0; // ql: low 0 for value 159, high 15 for value 223
+            block[64 + 63] = 0x0f; // ql: low 15 for value 191, high 0 for value 255
+            block[160 + 31] = 0 | 3 << 2 | 3 << 4 | 0 << 6; // qh
+            // value 159: 0 -> -32: 0.5*-10*-32 = 160; value 191: 15 | 3 << 4 = 63 -> 31: 0.5*-12*31 = -186
+            // value 223: 63 -> 31: 0.5*-14*31 = -217; value 255: 0 -> -32: 0.5*-16*-32 = 256
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q6_K, GgufBlocks.bytes(t, block), 256);
+            assertValues(
+                    name + " q6_K",
+                    out,
+                    new int[] {0, 32, 64, 96, 49, 113, 159, 191, 223, 255},
+                    new float[] {15.5f, 0f, -72.5f, -56f, 22f, -104f, 160f, -186f, -217f, 256f},
+                    0f);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void blocksFollowEachOtherAndOffsetsAreHonoured(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(8)) {
+            // Two q4_0 blocks: d = 1 (0x3c00) with all nibbles 9 (value 1), d = 2 (0x4000) with all nibbles 7 (-2).
+            int[] blocks = new int[36];
+            blocks[1] = 0x3c;
+            java.util.Arrays.fill(blocks, 2, 18, 0x99);
+            blocks[19] = 0x40;
+            java.util.Arrays.fill(blocks, 20, 36, 0x77);
+            MemorySegment src = GgufBlocks.bytes(t, blocks);
+            MemorySegment dst = t.allocate(64 * 4 + 4);
+            ops.dequantize(TensorType.Q4_0, src, PAD, dst, PAD + 4, 64);
+            float[] out = Tensors.read(dst, PAD + 4, 64);
+            for (int i = 0; i < 64; i++) {
+                assertThat(out[i]).as("%s value %d", name, i).isEqualTo(i < 32 ? 1f : -2f);
+            }
+            assertThat(dst.get(LittleEndian.F32, PAD)).as("the float before dstOffset is untouched").isZero();
+        }
+    }
+}

@@ -1,0 +1,79 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.LittleEndian.F16;
+import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.Tensors.PAD;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Random;
+
+/**
+ * Test data in the GGUF tensor types: random but valid bytes for every type, behind the {@link Tensors#PAD}.
+ * "Valid" means every f16 scale is finite (half of them subnormal-or-small, to reach those paths); everything
+ * else in a block (quants, packed 6-bit scales and mins, int8 scales) is any byte, since every bit pattern is a
+ * legal value. f16 and bf16 tensors are any 16 bits, NaNs and infinities included.
+ */
+final class GgufBlocks {
+
+    private GgufBlocks() {}
+
+    /** {@code elements} random values of {@code type}, {@code type.bytes(elements)} bytes after the pad. */
+    static MemorySegment random(Tensors t, TensorType type, long elements) {
+        long bytes = type.bytes(elements);
+        MemorySegment segment = t.allocate(bytes);
+        Random random = t.random;
+        switch (type) {
+            case F32 -> {
+                for (long i = 0; i < elements; i++) {
+                    segment.set(F32, PAD + i * 4, random.nextFloat() * 4f - 2f);
+                }
+            }
+            case F16, BF16 -> randomBytes(random, segment, PAD, bytes);
+            default -> {
+                randomBytes(random, segment, PAD, bytes);
+                for (long block = 0; block < elements / type.blockSize(); block++) {
+                    long at = PAD + block * type.blockBytes();
+                    switch (type) {
+                        case Q8_0, Q4_0 -> segment.set(F16, at, finiteHalf(random));
+                        case Q4_K -> {
+                            segment.set(F16, at, finiteHalf(random));
+                            segment.set(F16, at + 2, finiteHalf(random));
+                        }
+                        case Q6_K -> segment.set(F16, at + 208, finiteHalf(random));
+                        default -> throw new AssertionError(type);
+                    }
+                }
+            }
+        }
+        return segment;
+    }
+
+    private static void randomBytes(Random random, MemorySegment segment, long offset, long bytes) {
+        for (long i = 0; i < bytes; i++) {
+            segment.set(I8, offset + i, (byte) random.nextInt(256));
+        }
+    }
+
+    /** A finite f16: any sign and mantissa, an exponent field from 0 (subnormal) to 30. */
+    static short finiteHalf(Random random) {
+        int exponent = random.nextBoolean() ? random.nextInt(31) : 13 + random.nextInt(4);
+        return (short) ((random.nextInt(2) << 15) | exponent << 10 | random.nextInt(1024));
+    }
+
+    /** The f32 result of dequantizing {@code elements} values of {@code type} at {@code src} with {@code ops}. */
+    static float[] dequantized(Tensors t, KernelOps ops, TensorType type, MemorySegment src, int elements) {
+        MemorySegment dst = t.allocate((long) elements * Float.BYTES);
+        ops.dequantize(type, src, PAD, dst, PAD, elements);
+        return Tensors.read(dst, elements);
+    }
+
+    /** A block built byte by byte: {@code bytes} placed after the pad. */
+    static MemorySegment bytes(Tensors t, int... bytes) {
+        MemorySegment segment = t.allocate(bytes.length);
+        for (int i = 0; i < bytes.length; i++) {
+            segment.set(I8, PAD + i, (byte) bytes[i]);
+        }
+        return segment;
+    }
+}

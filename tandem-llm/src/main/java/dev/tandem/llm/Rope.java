@@ -1,0 +1,64 @@
+package dev.tandem.llm;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * The rotary embedding of a model: each head's pairs rotated by {@code position * freq[i]}, with
+ * {@code freq[i] = theta^(-2i / headDim) / factor[i]} (factors 1 unless the model carries
+ * {@link LlamaWeights.Tensor#ROPE_FREQS}), pairs chosen by the {@link RopeStyle}. Immutable;
+ * {@link #apply} may run on many cores at once.
+ */
+final class Rope {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private final RopeStyle style;
+    private final int headDim;
+    private final double[] frequencies;
+
+    Rope(LlamaConfig c, float[] factors) {
+        this.style = c.ropeStyle();
+        this.headDim = c.headDim();
+        int pairs = headDim / 2;
+        if (factors != null && factors.length != pairs) {
+            throw new IllegalArgumentException("rope factors: " + factors.length + " given, headDim / 2 = " + pairs);
+        }
+        this.frequencies = new double[pairs];
+        for (int i = 0; i < pairs; i++) {
+            double f = Math.pow(c.ropeTheta(), -2.0 * i / headDim);
+            if (factors != null) {
+                if (!(factors[i] > 0) || Float.isInfinite(factors[i])) {
+                    throw new IllegalArgumentException("rope factor " + i + " = " + factors[i] + " must be finite and > 0");
+                }
+                f /= factors[i];
+            }
+            frequencies[i] = f;
+        }
+    }
+
+    /** The cosines and sines of {@code position}'s angles, {@code headDim / 2} of each. */
+    void angles(int position, float[] cos, float[] sin) {
+        for (int i = 0; i < frequencies.length; i++) {
+            double angle = position * frequencies[i];
+            cos[i] = (float) Math.cos(angle);
+            sin[i] = (float) Math.sin(angle);
+        }
+    }
+
+    /** Rotates {@code heads} heads of f32 values at {@code offset} by the angles {@link #angles} gave. */
+    void apply(MemorySegment x, long offset, int heads, float[] cos, float[] sin) {
+        int pairs = frequencies.length;
+        for (int h = 0; h < heads; h++) {
+            long base = offset + (long) h * headDim * Float.BYTES;
+            for (int i = 0; i < pairs; i++) {
+                long a = base + (long) (style == RopeStyle.INTERLEAVED ? 2 * i : i) * Float.BYTES;
+                long b = base + (long) (style == RopeStyle.INTERLEAVED ? 2 * i + 1 : i + pairs) * Float.BYTES;
+                float x0 = x.get(F32, a);
+                float x1 = x.get(F32, b);
+                x.set(F32, a, x0 * cos[i] - x1 * sin[i]);
+                x.set(F32, b, x0 * sin[i] + x1 * cos[i]);
+            }
+        }
+    }
+}

@@ -1,0 +1,267 @@
+package dev.tandem.llm.gguf;
+
+import dev.tandem.kernels.Q8_0;
+import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.LlamaWeights;
+import dev.tandem.llm.RopeStyle;
+import dev.tandem.llm.WeightType;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+
+/**
+ * The weights of a Llama-family GGUF checkpoint ({@code general.architecture} llama, mistral,
+ * qwen2 or qwen3), with every hyper-parameter read from the file.
+ *
+ * <p>What reaches the worker: norm weights, biases and rope factors as f32; matrices in one
+ * {@link WeightType} for the whole model, chosen from the file's types — {@code Q8_0} when every
+ * matrix is Q8_0, Q4_0, Q4_K or Q6_K (the 4- and 6-bit types are dequantised and requantised to
+ * Q8_0 at load: about 1.06 bytes a weight on the worker, a little rounding on top of the file's),
+ * else {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Same-type tensors are handed
+ * out as read-only slices of the mapping, which {@link dev.tandem.llm.LlamaModel} copies once into
+ * frozen worker buffers; converted ones are built in a per-call confined arena and dropped once
+ * copied.
+ *
+ * <p>An unsupported architecture, tensor type or shape is a {@link GgufException} naming it.
+ * Close it after the model is loaded (the worker holds its own copies).
+ */
+public final class GgufModel implements LlamaWeights, AutoCloseable {
+    /** The architectures this loader reads. */
+    public static final List<String> ARCHITECTURES = List.of("llama", "mistral", "qwen2", "qwen3");
+
+    /** The tensor types it converts from. */
+    public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K");
+
+    private final GgufFile file;
+    private final String architecture;
+    private final LlamaConfig config;
+
+    private GgufModel(GgufFile file, int maxContext) {
+        this.file = file;
+        GgufMetadata m = file.metadata();
+        String arch = m.string("general.architecture")
+                .orElseThrow(() -> fail("metadata has no general.architecture; is this a model file?"));
+        if (!ARCHITECTURES.contains(arch)) {
+            throw fail("unsupported architecture '" + arch + "' (supported: " + String.join(", ", ARCHITECTURES) + ")");
+        }
+        this.architecture = arch;
+        if (file.tensors().isEmpty()) {
+            throw fail("has no tensors (a vocabulary-only file?)");
+        }
+        int dim = required(arch + ".embedding_length");
+        int layers = required(arch + ".block_count");
+        int heads = required(arch + ".attention.head_count");
+        int kvHeads = optional(arch + ".attention.head_count_kv", heads);
+        int ffn = required(arch + ".feed_forward_length");
+        int headDim = optional(arch + ".attention.key_length", heads > 0 && dim % heads == 0 ? dim / heads : 0);
+        int valueDim = optional(arch + ".attention.value_length", headDim);
+        if (valueDim != headDim) {
+            throw fail(arch + ".attention.value_length = " + valueDim + " differs from key_length = " + headDim
+                    + "; unsupported");
+        }
+        int rotary = optional(arch + ".rope.dimension_count", headDim);
+        if (rotary != headDim) {
+            throw fail(arch + ".rope.dimension_count = " + rotary + " rotates part of a head of " + headDim
+                    + "; partial rotary embedding is unsupported");
+        }
+        String scaling = m.string(arch + ".rope.scaling.type").orElse("none");
+        if (!scaling.equals("none") && !(scaling.equals("linear")
+                && m.number(arch + ".rope.scaling.factor").orElse(1.0) == 1.0)) {
+            throw fail(arch + ".rope.scaling.type = " + scaling + " is unsupported (Llama 3's scaling comes as"
+                    + " rope_freqs.weight, which is supported)");
+        }
+        int context = optional(arch + ".context_length", 2048);
+        if (maxContext > 0) {
+            context = Math.min(context, maxContext);
+        }
+        float theta = m.number(arch + ".rope.freq_base").orElse(10000.0).floatValue();
+        float eps = m.number(arch + ".attention.layer_norm_rms_epsilon").orElse(1e-5).floatValue();
+        GgufTensor embedding = tensorNamed("token_embd.weight");
+        int vocab = (int) embedding.rows();
+        boolean tied = file.tensor("output.weight").isEmpty();
+        boolean bias = file.tensor("blk.0.attn_q.bias").isPresent();
+        boolean qkNorm = file.tensor("blk.0.attn_q_norm.weight").isPresent();
+        boolean factors = file.tensor("rope_freqs.weight").isPresent();
+        RopeStyle style = arch.startsWith("qwen") ? RopeStyle.NEOX : RopeStyle.INTERLEAVED;
+        WeightType type = chooseWeightType();
+        LlamaConfig c;
+        try {
+            c = new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffn, vocab, context, theta, style, factors, eps,
+                    type, bias, qkNorm, tied);
+        } catch (IllegalArgumentException e) {
+            throw fail("hyper-parameters do not form a model: " + e.getMessage(), e);
+        }
+        this.config = c;
+        for (Tensor t : Tensor.values()) {
+            if (!t.present(c) || (t == Tensor.OUTPUT && tied)) {
+                continue;
+            }
+            for (int l = 0; l < (t.perLayer() ? layers : 1); l++) {
+                GgufTensor g = tensorNamed(name(t, l));
+                long[] expected = t.norm() ? new long[] {t.cols(c)} : new long[] {t.cols(c), t.rows(c)};
+                long[] dims = g.dims();
+                if (!Arrays.equals(trimOnes(dims), trimOnes(expected))) {
+                    throw fail("tensor " + g.name() + " has shape " + Arrays.toString(dims) + ", expected "
+                            + Arrays.toString(expected) + " for " + arch);
+                }
+                if (!TENSOR_TYPES.contains(g.type().name())) {
+                    throw fail("tensor " + g.name() + " has type " + g.type() + ", unsupported (supported: "
+                            + String.join(", ", TENSOR_TYPES.stream().sorted().toList()) + ")");
+                }
+            }
+        }
+    }
+
+    /** Opens {@code path} as a model, its context length as the file says. */
+    public static GgufModel open(Path path) {
+        return open(path, 0);
+    }
+
+    /**
+     * Opens {@code path} as a model.
+     *
+     * @param maxContext caps the context length (0: the file's {@code context_length})
+     * @throws GgufException naming the file and what is wrong
+     */
+    public static GgufModel open(Path path, int maxContext) {
+        GgufFile file = GgufFile.open(path);
+        try {
+            return new GgufModel(file, maxContext);
+        } catch (RuntimeException e) {
+            file.close();
+            throw e;
+        }
+    }
+
+    public GgufFile file() {
+        return file;
+    }
+
+    public String architecture() {
+        return architecture;
+    }
+
+    @Override
+    public LlamaConfig config() {
+        return config;
+    }
+
+    @Override
+    public MemorySegment tensor(Tensor tensor, int layer) {
+        if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
+            tensor = Tensor.TOKEN_EMBEDDING;
+        }
+        GgufTensor g = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
+        MemorySegment bytes = file.data(g);
+        GgmlType target = tensor.norm() || config.weightType() == WeightType.F32 ? GgmlType.F32 : GgmlType.Q8_0;
+        if (g.type().equals(target)) {
+            return bytes;
+        }
+        long elements = g.elements();
+        MemorySegment f32 = Arena.ofAuto().allocate(elements * Float.BYTES, 64);
+        TensorConversion.toF32(g.type(), bytes, f32, elements);
+        if (target.equals(GgmlType.F32)) {
+            return f32;
+        }
+        int cols = (int) g.rowLength();
+        long rows = g.rows();
+        MemorySegment q8 = Arena.ofAuto().allocate(rows * Q8_0.rowBytes(cols), 64);
+        for (long r = 0; r < rows; r++) {
+            Q8_0.quantize(f32, r * cols * Float.BYTES, q8, r * Q8_0.rowBytes(cols), cols);
+        }
+        return q8;
+    }
+
+    /** The GGUF name of a tensor, as llama.cpp names them. */
+    public static String name(Tensor tensor, int layer) {
+        String blk = "blk." + layer + ".";
+        return switch (tensor) {
+            case TOKEN_EMBEDDING -> "token_embd.weight";
+            case ATTENTION_NORM -> blk + "attn_norm.weight";
+            case WQ -> blk + "attn_q.weight";
+            case WK -> blk + "attn_k.weight";
+            case WV -> blk + "attn_v.weight";
+            case BQ -> blk + "attn_q.bias";
+            case BK -> blk + "attn_k.bias";
+            case BV -> blk + "attn_v.bias";
+            case Q_NORM -> blk + "attn_q_norm.weight";
+            case K_NORM -> blk + "attn_k_norm.weight";
+            case WO -> blk + "attn_output.weight";
+            case FFN_NORM -> blk + "ffn_norm.weight";
+            case W1 -> blk + "ffn_gate.weight";
+            case W2 -> blk + "ffn_down.weight";
+            case W3 -> blk + "ffn_up.weight";
+            case OUTPUT_NORM -> "output_norm.weight";
+            case OUTPUT -> "output.weight";
+            case ROPE_FREQS -> "rope_freqs.weight";
+        };
+    }
+
+    /** Unmaps the file. */
+    @Override
+    public void close() {
+        file.close();
+    }
+
+    private WeightType chooseWeightType() {
+        Set<String> quantized = Set.of("Q8_0", "Q4_0", "Q4_K", "Q6_K");
+        boolean allQuantized = true;
+        for (GgufTensor t : file.tensors()) {
+            if (t.dims().length >= 2 && !quantized.contains(t.type().name())) {
+                allQuantized = false;
+            }
+        }
+        return allQuantized ? WeightType.Q8_0 : WeightType.F32;
+    }
+
+    private static long[] trimOnes(long[] dims) {
+        int n = dims.length;
+        while (n > 1 && dims[n - 1] == 1) {
+            n--;
+        }
+        return Arrays.copyOf(dims, n);
+    }
+
+    private GgufTensor tensorNamed(String name) {
+        return file.tensor(name).orElseThrow(() -> fail("has no tensor " + name + " (architecture "
+                + file.metadata().string("general.architecture").orElse("?") + ")"));
+    }
+
+    private int required(String key) {
+        long v = file.metadata().integer(key).orElseThrow(() -> fail("metadata has no " + key));
+        return toInt(key, v);
+    }
+
+    private int optional(String key, int fallback) {
+        var v = file.metadata().integer(key);
+        return v.isPresent() ? toInt(key, v.getAsLong()) : fallback;
+    }
+
+    private int toInt(String key, long v) {
+        if (v < 0 || v > Integer.MAX_VALUE) {
+            throw fail("metadata " + key + " = " + v + " is out of range");
+        }
+        return (int) v;
+    }
+
+    private GgufException fail(String message) {
+        return new GgufException(file.path() + ": " + message);
+    }
+
+    private GgufException fail(String message, Throwable cause) {
+        return new GgufException(file.path() + ": " + message, cause);
+    }
+
+    @Override
+    public String toString() {
+        return String.format(Locale.ROOT, "%s (%s, %s)", file.path().getFileName(), architecture, config);
+    }
+
+    static final Set<Tensor> MATRICES = EnumSet.of(Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
+            Tensor.W1, Tensor.W2, Tensor.W3, Tensor.OUTPUT);
+}
