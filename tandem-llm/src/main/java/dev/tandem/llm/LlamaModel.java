@@ -14,6 +14,8 @@ import dev.tandem.Worker;
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
 import dev.tandem.llm.LlamaWeights.Tensor;
+import dev.tandem.llm.sampling.Sampler;
+import dev.tandem.llm.sampling.SamplerConfig;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -265,6 +267,8 @@ public final class LlamaModel {
         final Buffer[] keys;
         final Buffer[] values;
         final PagedAttention.Scratch scratch;
+        /** With a {@link LlamaRequest#sampler()}: the sample kernel of this request, holding one sampler per sequence. */
+        final Kernel samplerKernel;
 
         RequestState(LlamaRequest request, LongFunction<Buffer> allocate) {
             this.request = request;
@@ -317,6 +321,7 @@ public final class LlamaModel {
                 values[l] = allocate.apply(cacheBytes);
             }
             scratch = attention.allocateScratch(allocate, maxRows);
+            samplerKernel = request.sampler() == null ? null : samplerKernel(request);
         }
 
         /** Step 0: every prompt token of every sequence, then each sequence's first token. */
@@ -504,9 +509,46 @@ public final class LlamaModel {
             accesses.add(write(input.region()));
             accesses.add(write(probs.region()));
             Sampling s = request.sampling();
-            o.submit(sample, Orchestrator.scalars(batch, split.count(), request.stopToken(), step,
+            o.submit(samplerKernel != null ? samplerKernel : sample, Orchestrator.scalars(batch, split.count(), request.stopToken(), step,
                             Float.floatToRawIntBits(s.temperature()), Float.floatToRawIntBits(s.topP()), s.seed()),
                     accesses.toArray(Access[]::new));
+        }
+
+        /**
+         * The sample kernel of {@link #sampleKernel()} with the full sampler chain: one {@link Sampler}
+         * per sequence, fed its prompt, drawing token {@code k} at step {@code k}. The samplers' state
+         * lives on the heap, not in a region; the sample tasks of successive steps are ordered by
+         * their read-write of {@code out}, so each sees the one before it.
+         */
+        private Kernel samplerKernel(LlamaRequest request) {
+            int vocab = config.vocab();
+            Sampler[] samplers = new Sampler[batch];
+            for (int b = 0; b < batch; b++) {
+                SamplerConfig sc = request.sampler();
+                samplers[b] = new Sampler(b == 0 ? sc : sc.toBuilder().seed(sc.seed() + b).build(), vocab);
+                samplers[b].acceptPrompt(request.prompt(b));
+            }
+            return Kernel.of("sample", c -> {
+                int n = (int) c.scalar(0);
+                int blockCount = (int) c.scalar(1);
+                int stop = (int) c.scalar(2);
+                MemorySegment out = c.region(blockCount);
+                MemorySegment input = c.region(blockCount + 1);
+                long logitsAt = (long) n * Integer.BYTES;
+                for (int b = 0; b < n; b++) {
+                    long row = logitsAt + (long) b * vocab * F;
+                    gatherRow(c, 0, blockCount, n, b, out, row);
+                    int previous = out.getAtIndex(I32, b);
+                    if (stop >= 0 && (previous == stop || previous == LlamaRequest.FINISHED)) {
+                        out.setAtIndex(I32, b, LlamaRequest.FINISHED);
+                        input.setAtIndex(I32, b, stop);
+                    } else {
+                        int token = samplers[b].sample(out, row);
+                        out.setAtIndex(I32, b, token);
+                        input.setAtIndex(I32, b, token);
+                    }
+                }
+            });
         }
 
         /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */

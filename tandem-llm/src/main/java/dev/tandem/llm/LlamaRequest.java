@@ -1,6 +1,7 @@
 package dev.tandem.llm;
 
 import dev.tandem.Token;
+import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.Arrays;
 import java.util.function.Predicate;
 
@@ -20,10 +21,15 @@ import java.util.function.Predicate;
  * @param prompts    per sequence, its prompt tokens
  * @param maxTokens  steps of the request: tokens per sequence, the stop token included
  * @param stopToken  a token that ends its sequence, or -1 for none
- * @param sampling   how tokens are picked
+ * @param sampling   how tokens are picked by the device's nucleus kernel (temperature, top-p, seed)
  * @param logits     whether each token carries the step's logits too
+ * @param sampler    when not null, how tokens are picked instead of {@code sampling}: the full
+ *                   {@link dev.tandem.llm.sampling.Sampler} chain (penalties, top-k, top-p, min-p,
+ *                   temperature, seed), one sampler per sequence fed its prompt; sequence {@code b}
+ *                   draws with seed {@code sampler.seed() + b}
  */
-public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits) {
+public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits,
+        SamplerConfig sampler) {
 
     /** The value of a sequence in a step after the step where it yielded its stop token. */
     public static final int FINISHED = -1;
@@ -47,28 +53,33 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
 
     /** One sequence, greedy, no stop token. */
     public static LlamaRequest of(int[] prompt, int maxTokens) {
-        return new LlamaRequest(new int[][] {prompt}, maxTokens, -1, Sampling.GREEDY, false);
+        return new LlamaRequest(new int[][] {prompt}, maxTokens, -1, Sampling.GREEDY, false, null);
     }
 
     /** A batch of sequences, greedy, no stop token. */
     public static LlamaRequest batch(int[][] prompts, int maxTokens) {
-        return new LlamaRequest(prompts, maxTokens, -1, Sampling.GREEDY, false);
+        return new LlamaRequest(prompts, maxTokens, -1, Sampling.GREEDY, false, null);
     }
 
     public LlamaRequest withStopToken(int value) {
-        return new LlamaRequest(prompts, maxTokens, value, sampling, logits);
+        return new LlamaRequest(prompts, maxTokens, value, sampling, logits, sampler);
     }
 
     public LlamaRequest withSampling(Sampling value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, value, logits);
+        return new LlamaRequest(prompts, maxTokens, stopToken, value, logits, sampler);
     }
 
     public LlamaRequest withLogits(boolean value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, value);
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, value, sampler);
+    }
+
+    /** Picks tokens with the full sampler chain of {@code value} (null: the nucleus kernel of {@link #sampling()}). */
+    public LlamaRequest withSampler(SamplerConfig value) {
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, value);
     }
 
     public LlamaRequest withMaxTokens(int value) {
-        return new LlamaRequest(prompts, value, stopToken, sampling, logits);
+        return new LlamaRequest(prompts, value, stopToken, sampling, logits, sampler);
     }
 
     /**
@@ -149,7 +160,8 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     @Override
     public boolean equals(Object o) {
         return o instanceof LlamaRequest r && Arrays.deepEquals(prompts, r.prompts) && maxTokens == r.maxTokens
-                && stopToken == r.stopToken && sampling.equals(r.sampling) && logits == r.logits;
+                && stopToken == r.stopToken && sampling.equals(r.sampling) && logits == r.logits
+                && java.util.Objects.equals(sampler, r.sampler);
     }
 
     @Override
@@ -160,6 +172,6 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     @Override
     public String toString() {
         return "LlamaRequest[batch=" + prompts.length + ", maxTokens=" + maxTokens + ", stopToken=" + stopToken
-                + ", sampling=" + sampling + ", logits=" + logits + "]";
+                + ", sampling=" + (sampler != null ? sampler : sampling) + ", logits=" + logits + "]";
     }
 }

@@ -1,0 +1,210 @@
+package dev.tandem.bench.peers;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * llama.cpp as the peer of the decode and serving benchmarks, built from the source tree that the
+ * npm package {@code node-llama-cpp@}{@value #NPM_VERSION} ships.
+ *
+ * <p>On first use it runs, in {@code ${TANDEM_CACHE:-~/.cache/tandem}/llama.cpp-}{@value
+ * #NPM_VERSION}: {@code npm pack} of the package, {@code tar} to unpack it, {@code git clone} of
+ * the bundle {@code package/llama/gitRelease.bundle} it holds, then CMake with {@link #CMAKE_FLAGS}
+ * (AVX-512 with VNNI and BF16, every AMX kernel off: these machines advertise AMX, and a native
+ * build dies of SIGILL in its batched kernels) and a build of {@code llama-bench} and
+ * {@code llama-server}. Later uses find the binaries there. Nothing is written into the
+ * repository.
+ *
+ * <p>A missing tool (npm, cmake, git, a C++ compiler) or a failed build is a result, not an
+ * exception: {@link Result.Unavailable} says which, so a benchmark reports it in its JSON.
+ */
+public final class LlamaCppPeer {
+    private static final Logger LOG = LoggerFactory.getLogger(LlamaCppPeer.class);
+
+    public static final String NPM_VERSION = "3.21.1";
+
+    /** The CMake configuration: the strong CPU build, as fast as a native one here, without AMX. */
+    public static final List<String> CMAKE_FLAGS = List.of("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF",
+            "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_AVX512=ON", "-DGGML_AVX512_VBMI=ON",
+            "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_BF16=ON", "-DGGML_AVX_VNNI=ON", "-DGGML_AMX_TILE=OFF",
+            "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
+            "-DBUILD_SHARED_LIBS=OFF");
+
+    private static final Duration STEP_TIMEOUT = Duration.ofMinutes(5);
+    private static final Duration BUILD_TIMEOUT = Duration.ofMinutes(60);
+    private static final ReentrantLock BUILD_LOCK = new ReentrantLock();
+
+    private LlamaCppPeer() {}
+
+    /** A figure, or why there is none. */
+    public sealed interface Result {
+        /** Tokens per second of one decode stream (llama-bench's {@code avg_ts}) and its standard deviation. */
+        record Measured(double tokensPerSecond, double stddev) implements Result {}
+
+        record Unavailable(String reason) implements Result {
+            public Unavailable {
+                Objects.requireNonNull(reason, "reason");
+            }
+        }
+    }
+
+    /** Where the sources, the build and its log live. */
+    public static Path home() {
+        String cache = System.getenv("TANDEM_CACHE");
+        Path base = cache != null ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache", "tandem");
+        return base.resolve("llama.cpp-" + NPM_VERSION);
+    }
+
+    /** A binary of the build, e.g. {@code llama-bench}. */
+    public static Path binary(String name) {
+        return home().resolve("build").resolve("bin").resolve(name);
+    }
+
+    /** Builds llama.cpp if it is not built yet; null when it is there, else why it is not. */
+    public static String ensureBuilt() {
+        if (Files.isExecutable(binary("llama-bench")) && Files.isExecutable(binary("llama-server"))) {
+            return null;
+        }
+        BUILD_LOCK.lock();
+        try {
+            if (Files.isExecutable(binary("llama-bench")) && Files.isExecutable(binary("llama-server"))) {
+                return null;
+            }
+            for (String tool : List.of("npm", "tar", "git", "cmake", "c++")) {
+                if (!onPath(tool)) {
+                    return "llama.cpp peer not built: " + tool + " is not on the PATH (the peer is built from the npm"
+                            + " package node-llama-cpp@" + NPM_VERSION + " with CMake and a C++ compiler)";
+                }
+            }
+            Path home = home();
+            Files.createDirectories(home);
+            Path log = home.resolve("build.log");
+            LOG.info("building llama.cpp from node-llama-cpp@{} in {} (log: {})", NPM_VERSION, home, log);
+            Path src = home.resolve("src");
+            if (!Files.isDirectory(src.resolve(".git"))) {
+                Path pack = home.resolve("pack");
+                Files.createDirectories(pack);
+                String failed = run(pack, log, STEP_TIMEOUT, "npm", "pack", "node-llama-cpp@" + NPM_VERSION);
+                if (failed == null) {
+                    failed = run(pack, log, STEP_TIMEOUT, "tar", "xzf", "node-llama-cpp-" + NPM_VERSION + ".tgz");
+                }
+                if (failed == null) {
+                    failed = run(home, log, STEP_TIMEOUT, "git", "clone", "-q",
+                            pack.resolve("package/llama/gitRelease.bundle").toString(), src.toString());
+                }
+                if (failed != null) {
+                    return "llama.cpp peer not built: " + failed;
+                }
+            }
+            List<String> configure = new ArrayList<>(List.of("cmake", "-S", src.toString(), "-B",
+                    home.resolve("build").toString()));
+            configure.addAll(CMAKE_FLAGS);
+            String failed = run(home, log, STEP_TIMEOUT, configure.toArray(String[]::new));
+            if (failed == null) {
+                failed = run(home, log, BUILD_TIMEOUT, "cmake", "--build", home.resolve("build").toString(), "-j",
+                        Integer.toString(Runtime.getRuntime().availableProcessors()), "--target", "llama-bench",
+                        "llama-server");
+            }
+            return failed == null ? null : "llama.cpp peer not built: " + failed;
+        } catch (IOException e) {
+            return "llama.cpp peer not built: " + e.getMessage();
+        } finally {
+            BUILD_LOCK.unlock();
+        }
+    }
+
+    /**
+     * Decode speed of one stream on {@code gguf}: {@code llama-bench -p 0 -n tokens -t threads -r
+     * repetitions -o json}.
+     */
+    public static Result benchDecode(Path gguf, int tokens, int threads, int repetitions) {
+        String missing = ensureBuilt();
+        if (missing != null) {
+            return new Result.Unavailable(missing);
+        }
+        try {
+            Path out = Files.createTempFile("tandem-llama-bench", ".json");
+            try {
+                ProcessBuilder pb = new ProcessBuilder(binary("llama-bench").toString(), "-m", gguf.toString(), "-p",
+                        "0", "-n", Integer.toString(tokens), "-t", Integer.toString(threads), "-r",
+                        Integer.toString(repetitions), "-o", "json");
+                pb.redirectOutput(out.toFile());
+                pb.redirectError(ProcessBuilder.Redirect.DISCARD);
+                Process p = pb.start();
+                if (!p.waitFor(10, TimeUnit.MINUTES)) {
+                    p.destroyForcibly();
+                    return new Result.Unavailable("llama-bench did not finish within 10 minutes");
+                }
+                String json = Files.readString(out, StandardCharsets.UTF_8);
+                if (p.exitValue() != 0) {
+                    return new Result.Unavailable("llama-bench exited " + p.exitValue() + " on " + gguf);
+                }
+                return parseBench(json);
+            } finally {
+                Files.deleteIfExists(out);
+            }
+        } catch (IOException e) {
+            return new Result.Unavailable("llama-bench: " + e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Result.Unavailable("interrupted");
+        }
+    }
+
+    private static final Pattern AVG = Pattern.compile("\"avg_ts\"\\s*:\\s*([0-9.eE+-]+)");
+    private static final Pattern STDDEV = Pattern.compile("\"stddev_ts\"\\s*:\\s*([0-9.eE+-]+)");
+
+    /** The {@code avg_ts} and {@code stddev_ts} of llama-bench's JSON (one test). */
+    static Result parseBench(String json) {
+        Matcher avg = AVG.matcher(json);
+        if (!avg.find()) {
+            return new Result.Unavailable("llama-bench printed no avg_ts");
+        }
+        Matcher sd = STDDEV.matcher(json);
+        return new Result.Measured(Double.parseDouble(avg.group(1)), sd.find() ? Double.parseDouble(sd.group(1)) : 0);
+    }
+
+    private static boolean onPath(String tool) {
+        String path = System.getenv("PATH");
+        if (path == null) {
+            return false;
+        }
+        for (String dir : path.split(java.io.File.pathSeparator)) {
+            if (Files.isExecutable(Path.of(dir, tool))) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Runs a step, appending its output to the log; null on success, else what failed. */
+    private static String run(Path dir, Path log, Duration timeout, String... command) throws IOException {
+        ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(log.toFile()));
+        Process p = pb.start();
+        try {
+            if (!p.waitFor(timeout.toSeconds(), TimeUnit.SECONDS)) {
+                p.destroyForcibly();
+                return String.join(" ", command) + " did not finish within " + timeout.toMinutes() + " min (log: " + log + ")";
+            }
+        } catch (InterruptedException e) {
+            p.destroyForcibly();
+            Thread.currentThread().interrupt();
+            return "interrupted";
+        }
+        return p.exitValue() == 0 ? null
+                : command[0] + " " + command[1] + " exited " + p.exitValue() + " (log: " + log + ")";
+    }
+}

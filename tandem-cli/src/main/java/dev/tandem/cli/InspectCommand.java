@@ -1,0 +1,100 @@
+package dev.tandem.cli;
+
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.gguf.GgufFile;
+import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.gguf.GgufTensor;
+import dev.tandem.llm.gguf.GgufValue;
+import java.io.PrintStream;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code tandem inspect}: what a checkpoint holds, without running it. */
+@Command(
+        name = "inspect",
+        mixinStandardHelpOptions = true,
+        description = "Show a checkpoint's architecture, shape, tensor types, vocabulary, chat template and size.")
+public final class InspectCommand implements Runnable {
+
+    @Option(names = "--model", required = true, paramLabel = "PATH|" + EmbeddedModel.NAME,
+            description = "A GGUF file, or " + EmbeddedModel.NAME + " for the embedded model.")
+    String model;
+
+    @Option(names = "--metadata", description = "Also list every metadata key and value.")
+    boolean metadata;
+
+    @Override
+    public void run() {
+        PrintStream out = System.out;
+        Path path = EmbeddedModel.resolve(model);
+        try (GgufFile file = GgufFile.open(path)) {
+            var m = file.metadata();
+            out.printf(Locale.ROOT, "file          %s (GGUF v%d, %s)%n", path, file.version(), bytes(file.fileBytes()));
+            out.printf(Locale.ROOT, "name          %s%n", m.string("general.name").orElse("-"));
+            out.printf(Locale.ROOT, "architecture  %s%n", m.string("general.architecture").orElse("- (none)"));
+            if (!file.tensors().isEmpty()) {
+                Map<String, long[]> types = new TreeMap<>();
+                for (GgufTensor t : file.tensors()) {
+                    long[] countBytes = types.computeIfAbsent(t.type().name(), k -> new long[2]);
+                    countBytes[0]++;
+                    countBytes[1] += t.bytes();
+                }
+                StringBuilder summary = new StringBuilder();
+                types.forEach((type, cb) -> summary.append(summary.isEmpty() ? "" : ", ")
+                        .append(type).append(" x").append(cb[0]).append(" (").append(bytes(cb[1])).append(')'));
+                out.printf(Locale.ROOT, "tensors       %d: %s%n", file.tensors().size(), summary);
+                try (GgufModel weights = GgufModel.open(path)) {
+                    LlamaConfig c = weights.config();
+                    out.printf(Locale.ROOT, "shape         dim %d, %d layers, %d heads over %d KV heads (head dim %d), FFN %d,"
+                                    + " vocab %d, context %d%n", c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(),
+                            c.ffnDim(), c.vocab(), c.contextLength());
+                    out.printf(Locale.ROOT, "variants      rope %s theta %.0f%s, eps %.1e%s%s%s%n", c.ropeStyle(),
+                            c.ropeTheta(), c.ropeFactors() ? " with frequency factors" : "", c.normEps(),
+                            c.attentionBias() ? ", q/k/v bias" : "", c.qkNorm() ? ", q/k norm" : "",
+                            c.tiedEmbeddings() ? ", tied embeddings" : "");
+                    out.printf(Locale.ROOT, "on a worker   %s weights, %s%n", c.weightType(), bytes(c.weightBytes()));
+                } catch (RuntimeException e) {
+                    out.printf(Locale.ROOT, "runnable      no: %s%n", e.getMessage());
+                }
+            }
+            if (m.contains("tokenizer.ggml.tokens")) {
+                out.printf(Locale.ROOT, "vocabulary    %d tokens, %s%s, BOS %s, EOS %s%n",
+                        m.strings("tokenizer.ggml.tokens").size(), m.string("tokenizer.ggml.model").orElse("?"),
+                        m.string("tokenizer.ggml.pre").map(p -> " (pre " + p + ")").orElse(""),
+                        m.integer("tokenizer.ggml.bos_token_id").stream().mapToObj(Long::toString).findFirst().orElse("-"),
+                        m.integer("tokenizer.ggml.eos_token_id").stream().mapToObj(Long::toString).findFirst().orElse("-"));
+            }
+            String template = m.string("tokenizer.chat_template").orElse(null);
+            out.printf(Locale.ROOT, "chat template %s%n", template == null ? "none (the plain fallback is used)"
+                    : template.length() + " characters: " + firstLine(template));
+            if (metadata) {
+                for (Map.Entry<String, GgufValue> e : m.asMap().entrySet()) {
+                    out.printf(Locale.ROOT, "  %s = %s%n", e.getKey(), e.getValue());
+                }
+            }
+        }
+    }
+
+    private static String firstLine(String s) {
+        String line = s.strip().lines().findFirst().orElse("");
+        return line.length() > 60 ? line.substring(0, 60) + "…" : line;
+    }
+
+    static String bytes(long n) {
+        if (n < 10_000) {
+            return n + " B";
+        }
+        if (n < 10_000_000) {
+            return String.format(Locale.ROOT, "%.1f KB", n / 1e3);
+        }
+        if (n < 10_000_000_000L) {
+            return String.format(Locale.ROOT, "%.1f MB", n / 1e6);
+        }
+        return String.format(Locale.ROOT, "%.2f GB", n / 1e9);
+    }
+}

@@ -1,0 +1,150 @@
+package dev.tandem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** generate, tokenize and inspect on the embedded model and the shared real files. */
+class ModelCommandsTest {
+    @TempDir
+    Path dir;
+
+    record Run(int exitCode, String out, String err) {}
+
+    private static synchronized Run execute(String... args) {
+        PrintStream out = System.out;
+        PrintStream err = System.err;
+        ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
+        ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(outBytes, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(errBytes, true, StandardCharsets.UTF_8));
+            int code = Main.execute(args);
+            return new Run(code, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(out);
+            System.setErr(err);
+        }
+    }
+
+    /** The shared real model files of the development and CI machines; fails, never skips, without them. */
+    static Path shared(String name) {
+        for (Path p = Path.of("").toAbsolutePath(); p != null; p = p.getParent()) {
+            Path candidate = p.resolve("../shared/models").resolve(name).normalize();
+            if (Files.exists(candidate)) {
+                return candidate;
+            }
+        }
+        throw new AssertionError("no ../shared/models/" + name + " above " + Path.of("").toAbsolutePath());
+    }
+
+    private static JsonNode lastJsonLine(String out) throws IOException {
+        List<String> lines = out.lines().filter(l -> !l.isBlank()).toList();
+        return new ObjectMapper().readTree(lines.getLast());
+    }
+
+    @Test
+    void greedyGenerateOnTheEmbeddedModelPrintsLlamaCppsContinuation() throws IOException {
+        JsonNode reference = new ObjectMapper().readTree(shared("stories260K.greedy.json").toFile()).get("cases").get(0);
+        assertThat(reference.get("prompt").asText()).isEqualTo("Once upon a time");
+        int n = reference.get("greedy_tokens").size();
+        Run run = execute("generate", "--model", "stories260K", "--prompt", "Once upon a time", "--temperature", "0",
+                "--max-tokens", Integer.toString(n), "--json");
+        assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
+        JsonNode json = lastJsonLine(run.out());
+        assertThat(json.get("prompt_tokens")).isEqualTo(reference.get("prompt_tokens"));
+        assertThat(json.get("tokens")).isEqualTo(reference.get("greedy_tokens"));
+        assertThat(json.get("text").asText()).isEqualTo(reference.get("greedy_text").asText());
+        assertThat(json.get("finish_reason").asText()).isEqualTo("length");
+        assertThat(json.get("tokens_per_s").asDouble()).isPositive();
+        assertThat(run.out()).startsWith(reference.get("greedy_text").asText());
+    }
+
+    @Test
+    void aSeedMakesSampledGenerationReproducibleAndAStopStringEndsIt() throws IOException {
+        String[] args = {"generate", "--prompt", "Lily and Ben", "--temperature", "0.9", "--seed", "42",
+            "--max-tokens", "60", "--json"};
+        JsonNode a = lastJsonLine(execute(args).out());
+        JsonNode b = lastJsonLine(execute(args).out());
+        assertThat(a.get("tokens")).isEqualTo(b.get("tokens"));
+        JsonNode c = lastJsonLine(execute("generate", "--prompt", "Lily and Ben", "--temperature", "0.9", "--seed", "43",
+                "--max-tokens", "60", "--json").out());
+        assertThat(c.get("tokens")).isNotEqualTo(a.get("tokens"));
+        // Stop at the first full stop of the greedy story: the text ends right before it.
+        JsonNode greedy = lastJsonLine(execute("generate", "--prompt", "Once upon a time", "--temperature", "0",
+                "--max-tokens", "40", "--json").out());
+        String full = greedy.get("text").asText();
+        JsonNode stopped = lastJsonLine(execute("generate", "--prompt", "Once upon a time", "--temperature", "0",
+                "--max-tokens", "40", "--stop", ".", "--json").out());
+        assertThat(stopped.get("finish_reason").asText()).isEqualTo("stop");
+        assertThat(stopped.get("text").asText()).isEqualTo(full.substring(0, full.indexOf('.')));
+    }
+
+    @Test
+    void tokenizeMatchesLlamaCppsVectorsFromAFileOfJsonStrings() throws IOException {
+        for (String vocab : List.of("ggml-vocab-llama-spm.gguf", "ggml-vocab-llama-bpe.gguf", "ggml-vocab-gpt-2.gguf")) {
+            String inp = Files.readString(shared("vocab/" + vocab + ".inp"), StandardCharsets.UTF_8);
+            List<String> expected = Files.readAllLines(shared("vocab/" + vocab + ".out"), StandardCharsets.UTF_8);
+            String[] texts = inp.split("\n__ggml_vocab_test__\n", -1);
+            ObjectMapper mapper = new ObjectMapper();
+            List<String> lines = new ArrayList<>();
+            for (int i = 0; i < expected.size(); i++) {
+                lines.add(mapper.writeValueAsString(texts[i]));
+            }
+            Path file = dir.resolve(vocab + ".jsonl");
+            Files.write(file, lines, StandardCharsets.UTF_8);
+            Run run = execute("tokenize", "--model", shared("vocab/" + vocab).toString(), "--file", file.toString());
+            assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
+            List<String> out = run.out().lines().toList();
+            assertThat(out).hasSize(expected.size());
+            for (int i = 0; i < expected.size(); i++) {
+                int[] ids = mapper.readValue(out.get(i), int[].class);
+                String want = expected.get(i).strip();
+                String got = java.util.Arrays.stream(ids).mapToObj(Integer::toString)
+                        .collect(java.util.stream.Collectors.joining(" "));
+                assertThat(got).as("%s text %d %s", vocab, i, lines.get(i)).isEqualTo(want);
+            }
+        }
+    }
+
+    @Test
+    void tokenizeTextAddsBosOnlyWhenAsked() {
+        assertThat(execute("tokenize", "--model", "stories260K", "--text", "Once upon a time").out().strip())
+                .isEqualTo("403 407 261 378");
+        assertThat(execute("tokenize", "--model", "stories260K", "--text", "Once upon a time", "--bos", "--json")
+                .out().strip()).isEqualTo("[1,403,407,261,378]");
+    }
+
+    @Test
+    void inspectShowsTheShapeAndVocabularyOfModelsAndVocabularyOnlyFiles() {
+        Run run = execute("inspect", "--model", "stories260K");
+        assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
+        assertThat(run.out()).contains("architecture  llama").contains("dim 64, 5 layers, 8 heads over 4 KV heads")
+                .contains("512 tokens, llama").contains("F32 x");
+        Run vocab = execute("inspect", "--model", shared("vocab/ggml-vocab-llama-bpe.gguf").toString());
+        assertThat(vocab.exitCode()).isZero();
+        assertThat(vocab.out()).contains("gpt2 (pre llama-bpe)").doesNotContain("shape");
+    }
+
+    @Test
+    void aMissingOrBrokenModelIsOneLine() throws IOException {
+        Run missing = execute("generate", "--model", dir.resolve("nope.gguf").toString(), "--prompt", "x");
+        assertThat(missing.exitCode()).isNotZero();
+        assertThat(missing.err().strip()).startsWith("tandem: ").contains("nope.gguf").doesNotContain("\n");
+        Path junk = dir.resolve("junk.gguf");
+        Files.writeString(junk, "this is not a model, only some text that is long enough");
+        Run broken = execute("inspect", "--model", junk.toString());
+        assertThat(broken.err().strip()).contains("not a GGUF file").doesNotContain("\n");
+    }
+}

@@ -1,0 +1,163 @@
+package dev.tandem.llm;
+
+import dev.tandem.Program;
+import dev.tandem.TokenStream;
+import dev.tandem.Worker;
+import dev.tandem.kernels.Ops;
+import dev.tandem.llm.chat.ChatMessage;
+import dev.tandem.llm.chat.ChatTemplate;
+import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.tokenizer.Tokenizer;
+import dev.tandem.llm.tokenizer.Vocabulary;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A checkpoint loaded onto a worker, with everything that turns text into tokens and back: the
+ * decoder ({@link LlamaModel}), its tokenizer, its chat template and its end-of-sequence token.
+ * Thread-safe: many requests may use one model at once.
+ *
+ * <pre>{@code
+ * try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+ *     LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
+ *     int[] prompt = model.encode("Once upon a time");
+ *     GenerateOptions options = GenerateOptions.defaults().withMaxTokens(64);
+ *     Completion completion = model.start(worker.run(model.program(), model.request(prompt, options),
+ *             model.runOptions(options)), prompt, options);
+ *     for (Completion.Delta d : completion) System.out.print(d.text());
+ * }
+ * }</pre>
+ */
+public final class LanguageModel {
+    private final String name;
+    private final String architecture;
+    private final LlamaModel model;
+    private final Tokenizer tokenizer;
+    private final ChatTemplate template;
+    private final boolean hasTemplate;
+
+    private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
+        this.name = name;
+        this.architecture = architecture;
+        this.model = model;
+        this.tokenizer = tokenizer;
+        this.hasTemplate = template != null && !template.isBlank();
+        String bos = tokenizer.bos() >= 0 ? tokenizer.piece(tokenizer.bos()) : "";
+        String eos = tokenizer.eos() >= 0 ? tokenizer.piece(tokenizer.eos()) : "";
+        this.template = ChatTemplate.forModel(template, bos, eos);
+    }
+
+    /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most 4096). */
+    public static LanguageModel load(Worker worker, Path path) {
+        return load(worker, path, 4096);
+    }
+
+    /**
+     * Loads a GGUF checkpoint onto {@code worker}: weights into frozen worker buffers (the file
+     * is unmapped afterwards), tokenizer and chat template from its metadata.
+     *
+     * @param maxContext caps the context length (0: the file's)
+     */
+    public static LanguageModel load(Worker worker, Path path, int maxContext) {
+        try (GgufModel weights = GgufModel.open(path, maxContext)) {
+            Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(weights.file().metadata()));
+            if (tokenizer.vocabSize() != weights.config().vocab()) {
+                throw new IllegalArgumentException(path + ": the vocabulary has " + tokenizer.vocabSize()
+                        + " tokens but the embedding has " + weights.config().vocab() + " rows");
+            }
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            String name = weights.file().metadata().string("general.name")
+                    .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
+            return new LanguageModel(name, weights.architecture(), model, tokenizer,
+                    weights.file().metadata().string("tokenizer.chat_template").orElse(null));
+        }
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public String architecture() {
+        return architecture;
+    }
+
+    public LlamaModel model() {
+        return model;
+    }
+
+    public LlamaConfig config() {
+        return model.config();
+    }
+
+    public Tokenizer tokenizer() {
+        return tokenizer;
+    }
+
+    /** The model's chat template, or the plain fallback ({@code role: content} lines) when it has none. */
+    public ChatTemplate chatTemplate() {
+        return template;
+    }
+
+    /** Whether the file carries a chat template of its own. */
+    public boolean hasChatTemplate() {
+        return hasTemplate;
+    }
+
+    /** The program that decodes this model's requests. */
+    public Program<LlamaRequest> program() {
+        return model.program();
+    }
+
+    /** The tokens of a plain prompt: BOS first when the vocabulary adds one, special-token text parsed. */
+    public int[] encode(String prompt) {
+        return tokenizer.encode(prompt, true, true);
+    }
+
+    /**
+     * The tokens of a chat: the messages rendered by the chat template with the assistant's turn
+     * opened; BOS is added only when the template did not write it.
+     */
+    public int[] encodeChat(List<ChatMessage> messages) {
+        String text = template.render(messages, true);
+        boolean templateHasBos = tokenizer.bos() >= 0 && text.startsWith(tokenizer.piece(tokenizer.bos()));
+        return tokenizer.encode(text, !templateHasBos, true);
+    }
+
+    /**
+     * The request that generates from {@code prompt}: at most {@code options.maxTokens()} tokens,
+     * fewer when the context would overflow (the completion then ends with
+     * {@link FinishReason#LENGTH}); EOS as the stop token unless ignored.
+     *
+     * @throws IllegalArgumentException when the prompt does not leave room for one token
+     */
+    public LlamaRequest request(int[] prompt, GenerateOptions options) {
+        int room = config().contextLength() - prompt.length;
+        if (room < 1) {
+            throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
+                    + config().contextLength());
+        }
+        LlamaRequest request = LlamaRequest.of(prompt, Math.min(options.maxTokens(), room))
+                .withSampler(options.sampler());
+        return options.ignoreEos() || tokenizer.eos() < 0 ? request : request.withStopToken(tokenizer.eos());
+    }
+
+    /** Run options for a request of {@code options}: the token limit of its request. */
+    public dev.tandem.RunOptions runOptions(GenerateOptions options) {
+        return dev.tandem.RunOptions.defaults().withMaxTokens(options.maxTokens());
+    }
+
+    /** Wraps the stream of a {@link #request} into text. */
+    public Completion start(TokenStream stream, int[] prompt, GenerateOptions options) {
+        return new Completion(this, stream, prompt, options);
+    }
+
+    /** The end-of-sequence token, or -1. */
+    public int eos() {
+        return tokenizer.eos();
+    }
+
+    @Override
+    public String toString() {
+        return name + " (" + architecture + ", " + config() + ")";
+    }
+}
