@@ -35,7 +35,8 @@ public final class DemoCommand implements Runnable {
     @Option(names = "--requests", description = "Concurrent requests (default: ${DEFAULT-VALUE}).", defaultValue = "4")
     int requests;
 
-    @Option(names = "--tokens", description = "Tokens per request (default: ${DEFAULT-VALUE}).", defaultValue = "64")
+    @Option(names = "--tokens", description = "Tokens per request at most (default: ${DEFAULT-VALUE}).",
+            defaultValue = "96")
     int tokens;
 
     @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
@@ -45,8 +46,10 @@ public final class DemoCommand implements Runnable {
             defaultValue = "llama")
     String workload;
 
-    @Option(names = "--model", description = "Model shape: tiny or small (default: ${DEFAULT-VALUE}).",
-            defaultValue = "small")
+    @Option(names = "--model", paramLabel = "PATH|NAME",
+            description = "A GGUF checkpoint, " + dev.tandem.llm.EmbeddedModel.NAME + " (the embedded story model), or a"
+                    + " random-weights shape: tiny or small (default: ${DEFAULT-VALUE}).",
+            defaultValue = dev.tandem.llm.EmbeddedModel.NAME)
     String model;
 
     @Option(names = "--check", description = "Compare every stream with the scalar reference; exit 1 on any mismatch.")

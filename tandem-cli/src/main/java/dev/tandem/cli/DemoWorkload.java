@@ -14,6 +14,12 @@ import dev.tandem.llm.LlamaReference;
 import dev.tandem.llm.LlamaRequest;
 import dev.tandem.llm.PagedAttentionWorkload;
 import dev.tandem.llm.RandomWeights;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.TextDecoder;
+import dev.tandem.llm.gguf.GgufModel;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -44,13 +50,29 @@ abstract sealed class DemoWorkload implements AutoCloseable {
      */
     static DemoWorkload of(String name, String model, int requests, int tokens, long seed) {
         return switch (name == null ? "" : name.toLowerCase(Locale.ROOT)) {
-            case "llama" -> new Llama(LlamaConfig.named(model), requests, tokens, seed);
+            case "llama" -> isShape(model) ? new Llama(LlamaConfig.named(model), requests, tokens, seed)
+                    : new Checkpoint(checkpointPath(model), requests, tokens);
             case "paged-attention" -> new PagedAttention(model, tokens, seed);
             default -> throw new IllegalArgumentException("workload = " + name + " is not known; known: " + NAMES);
         };
     }
 
     Session<?> session;
+
+    /** Whether {@code model} names a random-weights shape ({@link LlamaConfig#NAMES}). */
+    static boolean isShape(String model) {
+        return model != null && List.of("tiny", "small").contains(model.toLowerCase(Locale.ROOT));
+    }
+
+    /** The checkpoint {@code model} names: the embedded model, or a GGUF file that exists. */
+    static Path checkpointPath(String model) {
+        Path path = EmbeddedModel.resolve(model);
+        if (!Files.isRegularFile(path)) {
+            throw new IllegalArgumentException("model = " + model + " is neither a GGUF file nor a known name; known: "
+                    + EmbeddedModel.NAME + ", " + LlamaConfig.NAMES);
+        }
+        return path;
+    }
 
     /** One line saying what runs. */
     abstract String describe();
@@ -182,6 +204,130 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         List<String> checkAll(List<List<Token>> tokens) {
             reference = new LlamaReference(RandomWeights.forText(config, seed));
             return super.checkAll(tokens);
+        }
+
+        @Override
+        String check(int index, List<Token> tokens) {
+            LlamaRequest request = requests.get(index);
+            int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
+            LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
+            if (!verdict.ok()) {
+                return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
+                        actual[verdict.mismatch()], verdict.expected());
+            }
+            boolean stopped = actual.length > 0 && actual[actual.length - 1] == request.stopToken();
+            if (actual.length != request.maxTokens() && !stopped) {
+                return "the stream ended after " + actual.length + " of " + request.maxTokens()
+                        + " tokens without the stop token";
+            }
+            return null;
+        }
+    }
+
+    /**
+     * A real checkpoint (the embedded story model by default): one sequence per request, story
+     * openings as prompts, greedy, stopping at the model's EOS; {@code --check} replays every
+     * stream on the scalar reference over the same weights.
+     */
+    static final class Checkpoint extends DemoWorkload {
+        private static final String[] PROMPTS = {
+            "Once upon a time", "Lily and Ben went to the park.", "The little dog was sad because",
+            "One day, a boy named Tim found a", "Sam had a red ball.", "There was a big tree in the garden.",
+            "Mia wanted to fly like a bird.", "The sun was shining and"
+        };
+
+        private final Path path;
+        private final int count;
+        private final int tokens;
+        private final List<LlamaRequest> requests = new ArrayList<>();
+        private LanguageModel model;
+        private Session<LlamaRequest> llamaSession;
+        private LlamaReference reference;
+        private GgufModel referenceWeights;
+
+        Checkpoint(Path path, int count, int tokens) {
+            this.path = path;
+            this.count = count;
+            this.tokens = tokens;
+        }
+
+        @Override
+        String describe() {
+            return path.getFileName() + (model == null ? "" : ": " + model.name() + ", " + model.architecture()
+                    + ", dim " + model.config().dim() + ", " + model.config().layers() + " layers, vocabulary "
+                    + model.config().vocab() + ", " + model.config().weightType() + String.format(Locale.ROOT,
+                    " %.1f MB", model.config().weightBytes() / 1e6)) + "; greedy, stopping at EOS";
+        }
+
+        /** Loads the model and builds the requests, so that a prompt too long for the context fails before output. */
+        Checkpoint prepare(Worker worker) {
+            model = LanguageModel.load(worker, path);
+            for (int i = 0; i < count; i++) {
+                String prompt = PROMPTS[i % PROMPTS.length];
+                LlamaRequest request = model.request(model.encode(prompt),
+                        dev.tandem.llm.GenerateOptions.defaults().withMaxTokens(tokens));
+                request.check(model.config());
+                requests.add(request);
+            }
+            return this;
+        }
+
+        @Override
+        void start(Worker worker, int count) {
+            if (model == null) {
+                prepare(worker);
+            }
+            // Warm the JIT on the same model and kernels; the demo's figures are then steady ones.
+            for (int i = 0; i < 3; i++) {
+                drain(worker.run(model.program(), requests.get(i % requests.size()).withMaxTokens(
+                        Math.min(32, requests.get(0).maxTokens()))));
+            }
+            long memory = 0;
+            for (LlamaRequest request : requests) {
+                memory = Math.max(memory, model.model().requestBytes(request));
+            }
+            llamaSession = worker.openSession(model.program(),
+                    SessionConfig.defaults().maxActive(count).maxQueued(count).memoryPerRequest(memory));
+            session = llamaSession;
+        }
+
+        @Override
+        TokenStream submit(int index) {
+            LlamaRequest request = requests.get(index);
+            return llamaSession.submit(request,
+                    RequestOptions.defaults().maxTokens(request.maxTokens()).stopWhen(request.stopWhen()));
+        }
+
+        @Override
+        Text text(int index) {
+            TextDecoder decoder = new TextDecoder(List.of());
+            StringBuilder shown = new StringBuilder();
+            int eos = model.eos();
+            return new Text() {
+                @Override
+                public void append(Token token) {
+                    int id = token.asInt();
+                    if (id != eos && id >= 0) {
+                        shown.append(decoder.accept(model.tokenizer().tokenBytes(id)));
+                    }
+                }
+
+                @Override
+                public String shown() {
+                    return shown.toString();
+                }
+            };
+        }
+
+        @Override
+        List<String> checkAll(List<List<Token>> tokens) {
+            referenceWeights = GgufModel.open(path, model.config().contextLength());
+            try {
+                reference = new LlamaReference(referenceWeights);
+                return super.checkAll(tokens);
+            } finally {
+                referenceWeights.close();
+            }
         }
 
         @Override

@@ -9,7 +9,8 @@ import picocli.CommandLine.Command;
         mixinStandardHelpOptions = true,
         version = "tandem 0.1.0",
         description = "A runtime for step-wise streaming inference that pipelines host build and device run.",
-        subcommands = {DemoCommand.class, BenchCommand.class, TraceCommand.class})
+        subcommands = {DemoCommand.class, GenerateCommand.class, TokenizeCommand.class, InspectCommand.class,
+            BenchCommand.class, TraceCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

@@ -42,7 +42,8 @@ class DemoCommandTest {
 
     @Test
     void unknownModelIsOneLineAndExitTwo() {
-        assertBadInput(execute("demo", "--model", "huge"), "model = huge is not a known shape; known: tiny, small");
+        assertBadInput(execute("demo", "--model", "huge"),
+                "model = huge is neither a GGUF file nor a known name; known: stories260K, tiny, small");
         assertBadInput(execute("demo", "--workload", "paged-attention", "--model", "huge"),
                 "model = huge is not a known shape; known: tiny, small");
         assertBadInput(execute("bench", "decode", "--model", "huge"),
@@ -59,7 +60,7 @@ class DemoCommandTest {
     @Test
     void nonPositiveCountsAreOneLineAndExitTwo() {
         assertBadInput(execute("demo", "--requests", "0"),
-                "--requests and --tokens must be >= 1 and --cores >= 0 (was requests=0, tokens=64, cores=0)");
+                "--requests and --tokens must be >= 1 and --cores >= 0 (was requests=0, tokens=96, cores=0)");
     }
 
     @Test
@@ -76,5 +77,15 @@ class DemoCommandTest {
                 "--check");
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
         assertThat(run.out()).contains("check: 2 of 2 streams equal the reference");
+    }
+
+    @Test
+    void theDefaultDemoStreamsStoriesFromTheEmbeddedModelAndChecksThem() {
+        Run run = execute("demo", "--requests", "3", "--tokens", "40", "--cores", "2", "--check");
+        assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
+        assertThat(run.out()).contains("stories260K").contains("check: 3 of 3 streams equal the reference");
+        // Real English: the lanes hold words of the stories' vocabulary, not bytes.
+        assertThat(run.out().lines().filter(line -> line.startsWith("r1 ") || line.startsWith("r2 ")
+                || line.startsWith("r3 "))).hasSize(3).allMatch(line -> line.matches(".*\\b(the|a|and|was|to)\\b.*"));
     }
 }
