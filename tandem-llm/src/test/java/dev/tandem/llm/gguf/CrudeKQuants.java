@@ -1,0 +1,137 @@
+package dev.tandem.llm.gguf;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+
+/**
+ * Test quantisers for the k-quants the kernels only dequantise: crude (one scale per sub-block
+ * from its range, the block's f16 super-scales from the largest sub-block scale, round to
+ * nearest; none of llama.cpp's search for the best scales), but they write valid blocks in the
+ * layouts {@link dev.tandem.kernels.TensorType} documents, so a random model quantised with them
+ * is a real Q4_K or Q6_K checkpoint whose values are close to the f32 ones.
+ */
+public final class CrudeKQuants {
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfShort F16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private CrudeKQuants() {}
+
+    /**
+     * Q4_K: per 256 values, eight sub-blocks of 32, each {@code d * scale * q - dmin * min} with a
+     * 6-bit scale and min and 4-bit {@code q}.
+     */
+    public static void q4K(MemorySegment src, MemorySegment dst, long elements) {
+        for (long b = 0; b < elements / 256; b++) {
+            float[] x = read(src, b * 256, 256);
+            float[] scale = new float[8];
+            float[] min = new float[8];
+            for (int s = 0; s < 8; s++) {
+                float lo = 0;
+                float hi = 0;
+                for (int j = 0; j < 32; j++) {
+                    lo = Math.min(lo, x[s * 32 + j]);
+                    hi = Math.max(hi, x[s * 32 + j]);
+                }
+                scale[s] = (hi - lo) / 15f;
+                min[s] = -lo;
+            }
+            float d = half(max(scale) / 63f);
+            float dmin = half(max(min) / 63f);
+            int[] sc = new int[8];
+            int[] mn = new int[8];
+            for (int s = 0; s < 8; s++) {
+                sc[s] = d == 0 ? 0 : clamp(Math.round(scale[s] / d), 0, 63);
+                mn[s] = dmin == 0 ? 0 : clamp(Math.round(min[s] / dmin), 0, 63);
+            }
+            long at = b * 144;
+            dst.set(F16, at, Float.floatToFloat16(d));
+            dst.set(F16, at + 2, Float.floatToFloat16(dmin));
+            byte[] packed = new byte[12];
+            for (int i = 0; i < 4; i++) {
+                packed[i] = (byte) (sc[i] | (sc[i + 4] >> 4) << 6);
+                packed[i + 4] = (byte) (mn[i] | (mn[i + 4] >> 4) << 6);
+                packed[i + 8] = (byte) ((sc[i + 4] & 15) | (mn[i + 4] & 15) << 4);
+            }
+            MemorySegment.copy(packed, 0, dst, ValueLayout.JAVA_BYTE, at + 4, 12);
+            for (int g = 0; g < 4; g++) {
+                for (int l = 0; l < 32; l++) {
+                    int lowNibble = nibble(x[64 * g + l], d * sc[2 * g], dmin * mn[2 * g]);
+                    int highNibble = nibble(x[64 * g + 32 + l], d * sc[2 * g + 1], dmin * mn[2 * g + 1]);
+                    dst.set(ValueLayout.JAVA_BYTE, at + 16 + 32 * g + l, (byte) (lowNibble | highNibble << 4));
+                }
+            }
+        }
+    }
+
+    private static int nibble(float x, float step, float offset) {
+        return step == 0 ? 0 : clamp(Math.round((x + offset) / step), 0, 15);
+    }
+
+    /** Q6_K: per 256 values, sixteen sub-blocks of 16, each {@code d * scale * (q - 32)} with an int8 scale. */
+    public static void q6K(MemorySegment src, MemorySegment dst, long elements) {
+        for (long b = 0; b < elements / 256; b++) {
+            float[] x = read(src, b * 256, 256);
+            float[] scale = new float[16];
+            for (int s = 0; s < 16; s++) {
+                float amax = 0;
+                for (int j = 0; j < 16; j++) {
+                    amax = Math.max(amax, Math.abs(x[s * 16 + j]));
+                }
+                scale[s] = amax / 31f;
+            }
+            float d = half(max(scale) / 127f);
+            int[] sc = new int[16];
+            for (int s = 0; s < 16; s++) {
+                sc[s] = d == 0 ? 0 : clamp(Math.round(scale[s] / d), -128, 127);
+            }
+            int[] q = new int[256];
+            for (int i = 0; i < 256; i++) {
+                float step = d * sc[i / 16];
+                q[i] = step == 0 ? 32 : clamp(Math.round(x[i] / step) + 32, 0, 63);
+            }
+            long at = b * 210;
+            for (int h = 0; h < 2; h++) {
+                for (int l = 0; l < 32; l++) {
+                    int base = 128 * h;
+                    int q1 = q[base + l];
+                    int q2 = q[base + l + 32];
+                    int q3 = q[base + l + 64];
+                    int q4 = q[base + l + 96];
+                    dst.set(ValueLayout.JAVA_BYTE, at + 64 * h + l, (byte) ((q1 & 15) | (q3 & 15) << 4));
+                    dst.set(ValueLayout.JAVA_BYTE, at + 64 * h + l + 32, (byte) ((q2 & 15) | (q4 & 15) << 4));
+                    dst.set(ValueLayout.JAVA_BYTE, at + 128 + 32 * h + l,
+                            (byte) ((q1 >> 4) | (q2 >> 4) << 2 | (q3 >> 4) << 4 | (q4 >> 4) << 6));
+                }
+            }
+            for (int s = 0; s < 16; s++) {
+                dst.set(ValueLayout.JAVA_BYTE, at + 192 + s, (byte) sc[s]);
+            }
+            dst.set(F16, at + 208, Float.floatToFloat16(d));
+        }
+    }
+
+    private static float[] read(MemorySegment src, long from, int n) {
+        float[] x = new float[n];
+        for (int i = 0; i < n; i++) {
+            x[i] = src.getAtIndex(F32, from + i);
+        }
+        return x;
+    }
+
+    private static float half(float v) {
+        return Float.float16ToFloat(Float.floatToFloat16(v));
+    }
+
+    private static float max(float[] v) {
+        float m = 0;
+        for (float x : v) {
+            m = Math.max(m, x);
+        }
+        return m;
+    }
+
+    private static int clamp(int v, int lo, int hi) {
+        return Math.max(lo, Math.min(hi, v));
+    }
+}
