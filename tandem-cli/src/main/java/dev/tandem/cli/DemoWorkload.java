@@ -253,10 +253,14 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         String describe() {
-            return path.getFileName() + (model == null ? "" : ": " + model.name() + ", " + model.architecture()
-                    + ", dim " + model.config().dim() + ", " + model.config().layers() + " layers, vocabulary "
-                    + model.config().vocab() + ", " + model.config().weightType() + String.format(Locale.ROOT,
-                    " %.1f MB", model.config().weightBytes() / 1e6)) + "; greedy, stopping at EOS";
+            String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME + " (the embedded model)"
+                    : path.getFileName().toString();
+            try (GgufModel weights = GgufModel.open(path)) {
+                LlamaConfig c = weights.config();
+                return String.format(Locale.ROOT, "%s: %s, dim %d, %d layers, %d heads over %d KV heads, vocabulary %d,"
+                        + " %s %.1f MB; greedy, stopping at EOS", name, weights.architecture(), c.dim(), c.layers(),
+                        c.heads(), c.kvHeads(), c.vocab(), c.weightType(), c.weightBytes() / 1e6);
+            }
         }
 
         /** Loads the model and builds the requests, so that a prompt too long for the context fails before output. */

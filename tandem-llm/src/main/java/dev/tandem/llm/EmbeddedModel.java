@@ -51,6 +51,13 @@ public final class EmbeddedModel {
         }
     }
 
+    /** Whether {@code path} is the embedded model's file (in the build tree or extracted). */
+    public static boolean isEmbedded(Path path) {
+        String file = path.getFileName() == null ? "" : path.getFileName().toString();
+        return file.equals("stories260K.gguf") && path.toString().contains("dev/tandem/llm/models")
+                || file.startsWith("tandem-" + NAME + "-");
+    }
+
     /** {@code name} as a path: the embedded model for {@value #NAME}, else the path itself. */
     public static Path resolve(String name) {
         return NAME.equalsIgnoreCase(name) ? path() : Path.of(name);

@@ -9,6 +9,11 @@ import dev.tandem.llm.chat.ChatTemplate;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.tokenizer.Tokenizer;
 import dev.tandem.llm.tokenizer.Vocabulary;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.llm.safetensors.SafetensorsModel;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -53,12 +58,17 @@ public final class LanguageModel {
     }
 
     /**
-     * Loads a GGUF checkpoint onto {@code worker}: weights into frozen worker buffers (the file
-     * is unmapped afterwards), tokenizer and chat template from its metadata.
+     * Loads a checkpoint onto {@code worker}: a GGUF file (tokenizer and chat template from its
+     * metadata) or a Hugging Face model directory (safetensors weights, {@code tokenizer.json},
+     * the chat template of {@code tokenizer_config.json}). The weights go into frozen worker
+     * buffers and the files are unmapped afterwards.
      *
      * @param maxContext caps the context length (0: the file's)
      */
     public static LanguageModel load(Worker worker, Path path, int maxContext) {
+        if (Files.isDirectory(path)) {
+            return loadDirectory(worker, path, maxContext);
+        }
         try (GgufModel weights = GgufModel.open(path, maxContext)) {
             Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(weights.file().metadata()));
             if (tokenizer.vocabSize() != weights.config().vocab()) {
@@ -66,10 +76,30 @@ public final class LanguageModel {
                         + " tokens but the embedding has " + weights.config().vocab() + " rows");
             }
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            String name = weights.file().metadata().string("general.name")
-                    .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
+            String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME
+                    : weights.file().metadata().string("general.name")
+                            .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
             return new LanguageModel(name, weights.architecture(), model, tokenizer,
                     weights.file().metadata().string("tokenizer.chat_template").orElse(null));
+        }
+    }
+
+    private static LanguageModel loadDirectory(Worker worker, Path dir, int maxContext) {
+        try (SafetensorsModel weights = SafetensorsModel.open(dir, maxContext)) {
+            Path config = dir.resolve("tokenizer_config.json");
+            Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromHuggingFace(dir.resolve("tokenizer.json"),
+                    Files.exists(config) ? config : null));
+            String template = null;
+            if (Files.exists(config)) {
+                try {
+                    JsonNode node = new ObjectMapper().readTree(config.toFile()).path("chat_template");
+                    template = node.isTextual() ? node.asText() : null;
+                } catch (IOException e) {
+                    throw new IllegalArgumentException(config + ": " + e.getMessage(), e);
+                }
+            }
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            return new LanguageModel(dir.getFileName().toString(), weights.modelType(), model, tokenizer, template);
         }
     }
 
