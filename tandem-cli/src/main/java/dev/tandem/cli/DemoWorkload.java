@@ -16,7 +16,7 @@ import dev.tandem.llm.PagedAttentionWorkload;
 import dev.tandem.llm.RandomWeights;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
-import dev.tandem.llm.TextDecoder;
+import dev.tandem.llm.sampling.TextStreamer;
 import dev.tandem.llm.gguf.GgufModel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -304,7 +304,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         Text text(int index) {
-            TextDecoder decoder = new TextDecoder(List.of());
+            TextStreamer decoder = new TextStreamer(model.tokenizer()::tokenBytes, List.of());
             StringBuilder shown = new StringBuilder();
             int eos = model.eos();
             return new Text() {
@@ -312,7 +312,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
                 public void append(Token token) {
                     int id = token.asInt();
                     if (id != eos && id >= 0) {
-                        shown.append(decoder.accept(model.tokenizer().tokenBytes(id)));
+                        shown.append(decoder.accept(id));
                     }
                 }
 

@@ -4,6 +4,7 @@ import dev.tandem.Outcome;
 import dev.tandem.StreamTerminatedException;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
+import dev.tandem.llm.sampling.TextStreamer;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -36,7 +37,7 @@ public final class Completion implements Iterable<Completion.Delta> {
     private final TokenStream stream;
     private final int[] prompt;
     private final GenerateOptions options;
-    private final TextDecoder decoder;
+    private final TextStreamer decoder;
     private final List<Integer> tokens = new ArrayList<>();
     private final StringBuilder text = new StringBuilder();
     private final int limit;
@@ -50,7 +51,7 @@ public final class Completion implements Iterable<Completion.Delta> {
         this.stream = stream;
         this.prompt = prompt.clone();
         this.options = options;
-        this.decoder = new TextDecoder(options.stop());
+        this.decoder = new TextStreamer(model.tokenizer()::tokenBytes, options.stop());
         this.limit = Math.min(options.maxTokens(), model.config().contextLength() - prompt.length);
     }
 
@@ -133,10 +134,10 @@ public final class Completion implements Iterable<Completion.Delta> {
                             return true;
                         }
                         tokens.add(token);
-                        String delta = decoder.accept(model.tokenizer().tokenBytes(token));
+                        String delta = decoder.accept(token);
                         text.append(delta);
-                        if (decoder.stopped() != null) {
-                            stopString = decoder.stopped();
+                        if (decoder.stopped()) {
+                            stopString = decoder.stopString();
                             end(FinishReason.STOP);
                         } else if (tokens.size() >= limit) {
                             end(FinishReason.LENGTH);
@@ -164,7 +165,7 @@ public final class Completion implements Iterable<Completion.Delta> {
                 if (outcome == null) {
                     outcome = stream.completion().join();
                 }
-                String rest = decoder.finish();
+                String rest = decoder.stopped() ? "" : decoder.finish();
                 if (rest.isEmpty()) {
                     return false;
                 }
