@@ -153,7 +153,7 @@ public final class DecodeBench {
                 f32, f32Config.weightBytes(), f32Copy);
     }
 
-    private static Row measure(Worker worker, LlamaModel model, int requests, int batch, int runAhead, int tokens) {
+    static Row measure(Worker worker, LlamaModel model, int requests, int batch, int runAhead, int tokens) {
         List<LlamaRequest> inputs = new ArrayList<>();
         long memory = 0;
         for (int i = 0; i < requests; i++) {
@@ -266,7 +266,7 @@ public final class DecodeBench {
     }
 
     /** A copy of {@code bytes} by {@code threads} platform threads, best of {@code runs}: bytes read per second, in GB/s. */
-    static double copyBandwidth(long bytes, int threads, int runs) {
+    public static double copyBandwidth(long bytes, int threads, int runs) {
         try (Arena arena = Arena.ofShared()) {
             MemorySegment from = arena.allocate(bytes, 64);
             MemorySegment to = arena.allocate(bytes, 64);

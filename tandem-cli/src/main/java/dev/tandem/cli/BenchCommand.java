@@ -2,6 +2,7 @@ package dev.tandem.cli;
 
 import dev.tandem.TraceConfig;
 import dev.tandem.bench.DecodeBench;
+import dev.tandem.bench.PeerDecodeBench;
 import dev.tandem.bench.Json;
 import dev.tandem.bench.OverheadBench;
 import dev.tandem.bench.PipelineBench;
@@ -192,12 +193,78 @@ public final class BenchCommand implements Runnable {
         @picocli.CommandLine.Mixin
         Common common = new Common();
 
-        @Option(names = "--model", description = "Model shape: tiny or small (default: ${DEFAULT-VALUE}).",
+        @Option(names = "--model", paramLabel = "SHAPE|PATH",
+                description = "A random-weights shape (tiny or small), or a GGUF file (or stories260K) to measure"
+                        + " against llama.cpp with --peer (default: ${DEFAULT-VALUE}).",
                 defaultValue = "small")
         String model;
 
+        @Option(names = "--peer", paramLabel = "llama.cpp",
+                description = "Measure llama.cpp on the same GGUF in the same run (built on first use).")
+        String peer;
+
+        @Option(names = "--shapes", split = ",", defaultValue = "small,large",
+                description = "With --peer and no file: the random shapes to write as GGUF (default: ${DEFAULT-VALUE}).")
+        List<String> shapes;
+
+        @Option(names = "--types", split = ",", defaultValue = "Q8_0,F32,Q4_0,Q4_K",
+                description = "With --peer and no file: the matrix types (default: ${DEFAULT-VALUE}).")
+        List<String> types;
+
         @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
         int cores;
+
+        private void comparePeer(boolean file) {
+            int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
+            int tokens = common.quick ? 32 : 64;
+            int rounds = common.quick ? 2 : 3;
+            boolean withPeer = peer != null;
+            PrintStream out = System.out;
+            List<PeerDecodeBench.Row> rows = new java.util.ArrayList<>();
+            out.printf(Locale.ROOT, "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds%n",
+                    withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds);
+            if (file) {
+                java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
+                String label = dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME
+                        : path.getFileName().toString();
+                rows.add(PeerDecodeBench.run(label, path, coreCount, tokens, rounds, withPeer));
+            } else {
+                List<dev.tandem.llm.gguf.GgmlType> ggml = new java.util.ArrayList<>();
+                for (String t : types) {
+                    dev.tandem.llm.gguf.GgmlType type = dev.tandem.llm.gguf.GgmlType.byName(t);
+                    if (type == null || !dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES.contains(type.name())) {
+                        throw new IllegalArgumentException("--types: " + t + " is not one of "
+                                + dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES);
+                    }
+                    ggml.add(type);
+                }
+                java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
+                rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer);
+            }
+            // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
+            long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
+            double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
+            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s%n", "model", "type", "tandem", "ra1", "ra2",
+                    "batch8", "4 req", "llama", "ratio", "GB/s");
+            for (PeerDecodeBench.Row r : rows) {
+                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f%n", r.model(), r.type(),
+                        r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(), r.tandemFourRequests(), r.llamaCpp(),
+                        r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9);
+                if (r.llamaCppMissing() != null && withPeer) {
+                    out.println("  llama.cpp: " + r.llamaCppMissing());
+                }
+            }
+            out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
+            if (common.json) {
+                java.util.Map<String, Object> json = new java.util.LinkedHashMap<>();
+                json.put("rows", rows.stream().map(PeerDecodeBench.Row::toJson).toList());
+                json.put("cores", coreCount);
+                json.put("tokens", tokens);
+                json.put("rounds", rounds);
+                json.put("copy_gb_per_s", copy);
+                out.println(Json.write(json));
+            }
+        }
 
         @Override
         public void run() {
@@ -206,6 +273,15 @@ public final class BenchCommand implements Runnable {
             }
             if (common.trace != null) {
                 throw new IllegalArgumentException("bench decode does not write traces; use tandem demo --trace FILE");
+            }
+            if (peer != null && !peer.equals("llama.cpp")) {
+                throw new IllegalArgumentException("--peer = " + peer + " is not known; known: llama.cpp");
+            }
+            boolean file = !dev.tandem.llm.LlamaConfig.NAMES.contains(model.toLowerCase(Locale.ROOT))
+                    || model.contains("/") || model.endsWith(".gguf");
+            if (peer != null || file) {
+                comparePeer(file);
+                return;
             }
             dev.tandem.llm.LlamaConfig.named(model); // a bad name fails here, before anything runs
             int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;

@@ -1,0 +1,168 @@
+package dev.tandem.bench;
+
+import dev.tandem.CpuDevice;
+import dev.tandem.Worker;
+import dev.tandem.bench.peers.LlamaCppPeer;
+import dev.tandem.kernels.Ops;
+import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.LlamaModel;
+import dev.tandem.llm.gguf.GgmlType;
+import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.gguf.GgufTensor;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Decode speed of one GGUF file in tandem and in llama.cpp, measured side by side in one run:
+ * rounds that alternate the contenders, medians of the rounds, ratios. tandem's rows are one
+ * request of batch 1 at runAhead 1 and 2, one request of batch 8, and 4 concurrent requests of
+ * batch 1; llama.cpp's is {@code llama-bench -p 0 -n tokens -t cores} (batch 1, generation only).
+ *
+ * <p>Bytes per token are the weight bytes each engine reads per step (tandem's as it holds them on
+ * the worker, llama.cpp's as they are in the file); GB/s is that over the median step time.
+ */
+public final class PeerDecodeBench {
+
+    /** One file's figures. */
+    public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
+            double tandemBatch8, double tandemFourRequests, double llamaCpp, String llamaCppMissing) {
+
+        public double tandemBest() {
+            return Math.max(tandemRa1, tandemRa2);
+        }
+
+        public double ratio() {
+            return Double.isNaN(llamaCpp) ? Double.NaN : tandemBest() / llamaCpp;
+        }
+
+        public Map<String, Object> toJson() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("model", model);
+            out.put("type", type);
+            out.put("tandem_tokens_per_s", tandemBest());
+            out.put("llamacpp_tokens_per_s", Double.isNaN(llamaCpp) ? null : llamaCpp);
+            out.put("ratio", Double.isNaN(llamaCpp) ? null : ratio());
+            out.put("tandem_run_ahead_1_tokens_per_s", tandemRa1);
+            out.put("tandem_run_ahead_2_tokens_per_s", tandemRa2);
+            out.put("tandem_batch_8_tokens_per_s", tandemBatch8);
+            out.put("tandem_4_requests_tokens_per_s", tandemFourRequests);
+            out.put("tandem_bytes_per_token", tandemBytes);
+            out.put("tandem_gb_per_s", tandemBytes * tandemBest() / 1e9);
+            out.put("llamacpp_bytes_per_token", fileBytes);
+            out.put("llamacpp_gb_per_s", Double.isNaN(llamaCpp) ? null : fileBytes * llamaCpp / 1e9);
+            if (llamaCppMissing != null) {
+                out.put("llamacpp_missing", llamaCppMissing);
+            }
+            return out;
+        }
+    }
+
+    private PeerDecodeBench() {}
+
+    /** The named benchmark shapes: the decode issue's {@code small} and a larger one. */
+    public static Map<String, LlamaConfig> shapes() {
+        Map<String, LlamaConfig> shapes = new LinkedHashMap<>();
+        shapes.put("small", RandomGguf.shape(512, 8, 8, 4, 1536));
+        shapes.put("large", RandomGguf.shape(1024, 8, 16, 8, 2816));
+        return shapes;
+    }
+
+    /** Writes (once, into {@code dir}) the random GGUF of {@code shape} in {@code type}. */
+    public static Path file(Path dir, String shapeName, LlamaConfig shape, GgmlType type) {
+        Path path = dir.resolve("tandem-bench-" + shapeName + "-" + type.name().toLowerCase() + ".gguf");
+        if (!Files.exists(path)) {
+            try {
+                Files.createDirectories(dir);
+                Path partial = Files.createTempFile(dir, "partial", ".gguf");
+                RandomGguf.write(partial, shape, type, 7);
+                Files.move(partial, path, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return path;
+    }
+
+    /**
+     * Measures {@code path}.
+     *
+     * @param peer whether to run llama.cpp too
+     */
+    public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer) {
+        String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
+        double[][] tandem = new double[4][rounds];
+        double[] llama = new double[rounds];
+        Arrays.fill(llama, Double.NaN);
+        long tandemBytes;
+        long fileBytes = 0;
+        String type;
+        try (Worker worker = Worker.create(CpuDevice.withCores(cores)); GgufModel weights = GgufModel.open(path, 1024)) {
+            for (GgufTensor t : weights.file().tensors()) {
+                fileBytes += t.bytes();
+            }
+            type = dominantType(weights);
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            tandemBytes = model.weightBytes();
+            DecodeBench.measure(worker, model, 1, 1, 2, tokens); // warm-up
+            DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+            for (int r = 0; r < rounds; r++) {
+                tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
+                tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
+                tandem[2][r] = DecodeBench.measure(worker, model, 1, 8, 2, tokens).tokensPerSecond();
+                tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
+                if (missing == null) {
+                    LlamaCppPeer.Result result = LlamaCppPeer.benchDecode(path, tokens, cores, 1);
+                    if (result instanceof LlamaCppPeer.Result.Measured m) {
+                        llama[r] = m.tokensPerSecond();
+                    } else {
+                        missing = ((LlamaCppPeer.Result.Unavailable) result).reason();
+                    }
+                }
+            }
+        }
+        return new Row(label, type, tandemBytes, fileBytes, median(tandem[0]), median(tandem[1]), median(tandem[2]),
+                median(tandem[3]), median(llama), missing);
+    }
+
+    private static String dominantType(GgufModel weights) {
+        Map<String, Long> bytes = new LinkedHashMap<>();
+        for (GgufTensor t : weights.file().tensors()) {
+            if (t.dims().length >= 2) {
+                bytes.merge(t.type().name(), t.bytes(), Long::sum);
+            }
+        }
+        return bytes.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey).orElse("?");
+    }
+
+    /** The median of the values that are not NaN; NaN when none is. */
+    static double median(double[] values) {
+        double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
+        if (v.length == 0) {
+            return Double.NaN;
+        }
+        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
+    }
+
+    /** Every shape in every type, in order. */
+    public static List<Row> runAll(Path dir, List<String> shapeNames, List<GgmlType> types, int cores, int tokens,
+            int rounds, boolean peer) {
+        List<Row> rows = new ArrayList<>();
+        for (String name : shapeNames) {
+            LlamaConfig shape = shapes().get(name);
+            if (shape == null) {
+                throw new IllegalArgumentException("shape = " + name + " is not known; known: " + shapes().keySet());
+            }
+            for (GgmlType type : types) {
+                rows.add(run(name, file(dir, name, shape, type), cores, tokens, rounds, peer));
+            }
+        }
+        return rows;
+    }
+}
