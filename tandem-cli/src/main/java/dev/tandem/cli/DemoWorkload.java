@@ -17,7 +17,9 @@ import dev.tandem.llm.RandomWeights;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.llm.sampling.TextStreamer;
+import dev.tandem.llm.LlamaWeights;
 import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.safetensors.SafetensorsModel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -67,11 +69,33 @@ abstract sealed class DemoWorkload implements AutoCloseable {
     /** The checkpoint {@code model} names: the embedded model, or a GGUF file that exists. */
     static Path checkpointPath(String model) {
         Path path = EmbeddedModel.resolve(model);
-        if (!Files.isRegularFile(path)) {
-            throw new IllegalArgumentException("model = " + model + " is neither a GGUF file nor a known name; known: "
-                    + EmbeddedModel.NAME + ", " + LlamaConfig.NAMES);
+        if (!Files.isRegularFile(path) && !Files.isRegularFile(path.resolve("config.json"))) {
+            throw new IllegalArgumentException("model = " + model + " is neither a GGUF file, a model directory nor a"
+                    + " known name; known: " + EmbeddedModel.NAME + ", " + LlamaConfig.NAMES);
         }
         return path;
+    }
+
+    /** The weights of a GGUF file or a Hugging Face directory, to read a config or build a reference. */
+    static WeightsFile openWeights(Path path, int maxContext) {
+        if (Files.isDirectory(path)) {
+            SafetensorsModel m = SafetensorsModel.open(path, maxContext);
+            return new WeightsFile(m, m.modelType(), m);
+        }
+        GgufModel m = GgufModel.open(path, maxContext);
+        return new WeightsFile(m, m.architecture(), m);
+    }
+
+    /** Opened weights, their architecture, and what closes them. */
+    record WeightsFile(LlamaWeights weights, String architecture, AutoCloseable closer) implements AutoCloseable {
+        @Override
+        public void close() {
+            try {
+                closer.close();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }
     }
 
     /** One line saying what runs. */
@@ -243,7 +267,6 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         private LanguageModel model;
         private Session<LlamaRequest> llamaSession;
         private LlamaReference reference;
-        private GgufModel referenceWeights;
 
         Checkpoint(Path path, int count, int tokens) {
             this.path = path;
@@ -255,8 +278,8 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         String describe() {
             String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME + " (the embedded model)"
                     : path.getFileName().toString();
-            try (GgufModel weights = GgufModel.open(path)) {
-                LlamaConfig c = weights.config();
+            try (WeightsFile weights = openWeights(path, 0)) {
+                LlamaConfig c = weights.weights().config();
                 return String.format(Locale.ROOT, "%s: %s, dim %d, %d layers, %d heads over %d KV heads, vocabulary %d,"
                         + " %s %.1f MB; greedy, stopping at EOS", name, weights.architecture(), c.dim(), c.layers(),
                         c.heads(), c.kvHeads(), c.vocab(), c.weightType(), c.weightBytes() / 1e6);
@@ -325,12 +348,9 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         List<String> checkAll(List<List<Token>> tokens) {
-            referenceWeights = GgufModel.open(path, model.config().contextLength());
-            try {
-                reference = new LlamaReference(referenceWeights);
+            try (WeightsFile weights = openWeights(path, model.config().contextLength())) {
+                reference = new LlamaReference(weights.weights());
                 return super.checkAll(tokens);
-            } finally {
-                referenceWeights.close();
             }
         }
 

@@ -43,7 +43,7 @@ class DemoCommandTest {
     @Test
     void unknownModelIsOneLineAndExitTwo() {
         assertBadInput(execute("demo", "--model", "huge"),
-                "model = huge is neither a GGUF file nor a known name; known: stories260K, tiny, small");
+                "model = huge is neither a GGUF file, a model directory nor a known name; known: stories260K, tiny, small");
         assertBadInput(execute("demo", "--workload", "paged-attention", "--model", "huge"),
                 "model = huge is not a known shape; known: tiny, small");
         assertBadInput(execute("bench", "decode", "--model", "huge"),
