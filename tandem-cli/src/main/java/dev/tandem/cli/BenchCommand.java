@@ -277,8 +277,11 @@ public final class BenchCommand implements Runnable {
             if (peer != null && !peer.equals("llama.cpp")) {
                 throw new IllegalArgumentException("--peer = " + peer + " is not known; known: llama.cpp");
             }
-            boolean file = !dev.tandem.llm.LlamaConfig.NAMES.contains(model.toLowerCase(Locale.ROOT))
-                    || model.contains("/") || model.endsWith(".gguf");
+            boolean file = model.equalsIgnoreCase(dev.tandem.llm.EmbeddedModel.NAME)
+                    || java.nio.file.Files.isRegularFile(java.nio.file.Path.of(model));
+            if (!file && peer == null) {
+                dev.tandem.llm.LlamaConfig.named(model); // neither a file nor a shape: fails naming the shapes
+            }
             if (peer != null || file) {
                 comparePeer(file);
                 return;
