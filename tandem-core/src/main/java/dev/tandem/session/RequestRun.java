@@ -45,15 +45,22 @@ import java.util.function.Consumer;
  * counters drain), the orchestrator throws {@link RequestTerminatedException} and no token
  * is delivered. {@code liveSteps} counts created steps not yet handed over plus one guard
  * held by the program until it has returned and closed its last step (or by the queue, for a
- * request that never starts); whoever brings it to zero runs {@link #finish}: decide
- * COMPLETED if nothing ended the request before, free the request's memory and complete
- * {@link #completion()}. So a stream completes only after every task of the request is done
+ * request that never starts); whoever brings it to zero runs {@link #finish} — inline if it is
+ * one of the worker's virtual threads (the program's or a delivery thread), else on a fresh
+ * one (a caller cancelling a queued request, a core, the deadline timer), so teardown and the
+ * completion dependents it runs never execute on a core or inside a caller's
+ * {@code cancel()}: decide COMPLETED if nothing ended the request before, free the request's
+ * memory, give back its slot, complete {@link #completion()} (its dependents run here, on a
+ * worker thread, so a {@code close()} they make does not wait on itself) and tell the owner. So a stream completes only after every task of the request is done
  * (no trailing task can fail unnoticed), and memory is freed only when no task can touch it.
  *
  * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer}
  * hands them over in step order, one thread at a time, so only that thread writes
- * {@code delivered}. Handing over a step delivers its token (if the request still runs),
- * wakes the program and retires the step. At most {@code runAhead} steps are built and
+ * {@code delivered}. A drain started by a core runs on a fresh virtual thread of the request
+ * (a drain started by the program, closing a step whose tasks are done, runs inline), so no
+ * user code — {@code stopWhen}, completion dependents, stream subscribers — and no teardown
+ * ever runs on a core. Handing over a step delivers its token (if the request still runs),
+ * evaluates {@code stopWhen}, wakes the program and retires the step. At most {@code runAhead} steps are built and
  * unfinished, plus the one being built (or closed by an abandoning program), so
  * {@code runAhead + 2} slots suffice.
  *
@@ -114,7 +121,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         this.submittedAt = System.nanoTime();
         this.deadlineNanos = spec.deadline() == null ? Long.MAX_VALUE : submittedAt + spec.deadline().toNanos();
         this.stream = new TokenStreamImpl(this);
-        this.sequencer = new DeliverySequencer(spec.run().runAhead() + 2, this::handOver);
+        this.sequencer = new DeliverySequencer(spec.run().runAhead() + 2, this::handOver, this::drainOffCore);
         this.orchestrator = new OrchestratorImpl(this, device, spec.run(), spec.memoryQuota());
     }
 
@@ -138,12 +145,31 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
      *
      * @return whether the program was started
      */
-    public boolean start(String threadName) {
+    public boolean start() {
         if (!started.compareAndSet(false, true)) {
             return false;
         }
-        Thread.ofVirtual().name(threadName).start(this::runProgram);
+        device.threads().start(threadName(""), this::runProgram);
         return true;
+    }
+
+    /** The name (after the worker's prefix) of one of this request's threads. */
+    String threadName(String role) {
+        return "request-" + id + role;
+    }
+
+    /** The worker's registry of the virtual threads it runs user code on. */
+    RuntimeThreads threads() {
+        return device.threads();
+    }
+
+    /** Runs a delivery drain: on a fresh virtual thread when a core started it, else inline. */
+    private void drainOffCore(Runnable drain) {
+        if (device.cores().isCoreThread()) {
+            device.threads().start(threadName("-delivery"), drain);
+        } else {
+            drain.run();
+        }
     }
 
     public TokenStream stream() {
@@ -191,9 +217,27 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return spec.priority();
     }
 
+    /**
+     * The policy's lane for a task of {@code step}. Runs on a core: a policy that throws or
+     * returns a lane outside {@code [0, LANES)} fails this request (once) and the task goes to
+     * the normal lane, so its successors are still released and the core lives on.
+     */
     @Override
     public int laneOf(Step step) {
-        return spec.policy().lane(this, step.index());
+        int lane;
+        try {
+            lane = spec.policy().lane(this, step.index());
+        } catch (RuntimeException | Error failure) {
+            terminate(Status.FAILED, new IllegalStateException(
+                    "request " + id + ": scheduling policy " + spec.policy() + " threw", failure));
+            return SchedulingPolicy.NORMAL_LANE;
+        }
+        if (lane < 0 || lane >= SchedulingPolicy.LANES) {
+            terminate(Status.FAILED, new IllegalStateException("request " + id + ": scheduling policy "
+                    + spec.policy() + " returned lane " + lane + ", outside [0, " + SchedulingPolicy.LANES + ")"));
+            return SchedulingPolicy.NORMAL_LANE;
+        }
+        return lane;
     }
 
     /** The request's status if it has ended, else null. */
@@ -385,13 +429,21 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
 
     private void retireStep() {
         if (liveSteps.decrementAndGet() == 0) {
-            finish();
+            if (device.threads().isRuntimeThread()) {
+                finish();
+            } else {
+                device.threads().start(threadName("-end"), this::finish);
+            }
         }
     }
 
-    /** Runs once, when the program has returned (or never started) and every step is done. */
+    /**
+     * Runs once, when the program has returned (or never started) and every step is done, on a
+     * virtual thread of the worker (never a core, never a caller's thread).
+     */
     private void finish() {
         terminate(Status.COMPLETED, null);
+        Thread.interrupted(); // on the program thread, a late cancel may have interrupted it
         finished = true;
         ScheduledFuture<?> timer = deadlineTimer;
         if (timer != null) {
@@ -406,7 +458,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
                     outcome.status().ordinal());
         }
         onReleased.accept(this); // what the owner reserved is back before the caller sees the end
-        completion.complete(outcome);
+        completion.complete(outcome); // user dependents run here: on a worker thread, off the cores
         onFinished.accept(this); // and only then may the owner report itself drained
     }
 

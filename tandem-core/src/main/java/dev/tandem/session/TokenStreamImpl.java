@@ -201,8 +201,7 @@ final class TokenStreamImpl implements TokenStream {
 
     private void signal() {
         if (subscriber != null && wip.getAndIncrement() == 0) {
-            Thread.ofVirtual().name("tandem-request-" + request.id() + "-subscriber").start(
-                    () -> ScopedValue.where(RuntimeThreads.CALLBACK, Boolean.TRUE).run(this::drain));
+            request.threads().start(request.threadName("-subscriber"), this::drain);
         }
     }
 
