@@ -363,10 +363,11 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
         long now = System.nanoTime();
         Token token = new Token(id, step.index(), step.token());
-        if (!stream.offer(token, () -> delivered = delivered + 1)) {
+        long count = stream.offer(token);
+        if (count < 0) {
             return; // ended meanwhile: the token is not part of the stream
         }
-        long count = delivered;
+        delivered = count;
         if (firstTokenAt == 0) {
             firstTokenAt = now;
         }
@@ -410,7 +411,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         if (!TERMINATION.compareAndSet(this, null, ending)) {
             return false;
         }
-        stream.end(() -> outcome(ending, System.nanoTime()));
+        stream.end(status, tokens -> outcome(ending, System.nanoTime(), tokens));
         if (started.compareAndSet(false, true)) {
             retireStep(); // never started: the queue's guard goes, and it finishes now
             return true;
@@ -451,7 +452,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
         long endedAt = System.nanoTime();
         orchestrator.freeMemory();
-        Outcome outcome = outcome(termination, endedAt);
+        Outcome outcome = outcome(termination, endedAt, stream.tokensAtEnd());
         TraceRecorder trace = device.trace();
         if (trace != null) {
             trace.recordShared(TraceEvent.Kind.REQUEST, submittedAt, endedAt, TraceEvent.OTHER, id, -1, -1, null,
@@ -462,14 +463,15 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         onFinished.accept(this); // and only then may the owner report itself drained
     }
 
-    private Outcome outcome(Ending ending, long now) {
+    /** @param tokens the tokens the stream counts as received: {@link TokenStreamImpl#tokensAtEnd} */
+    private Outcome outcome(Ending ending, long now, long tokens) {
         long start = startedAt;
         long first = firstTokenAt;
         return new Outcome(
                 id,
                 ending.status(),
                 ending.cause(),
-                delivered,
+                tokens,
                 Duration.ofNanos(start == 0 ? now - submittedAt : start - submittedAt),
                 first == 0 ? null : Duration.ofNanos(first - submittedAt),
                 Duration.ofNanos(now - submittedAt));
