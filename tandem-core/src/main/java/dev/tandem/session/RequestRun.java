@@ -66,7 +66,9 @@ import java.util.function.Consumer;
  *
  * <p><b>Run-ahead gate.</b> The program parks in {@code endStep} while
  * {@code built − handedOver ≥ runAhead} (the device is behind) or
- * {@code delivered − taken ≥ streamBuffer} (the caller is behind). It sets {@code hostParked}
+ * {@code built − taken ≥ streamBuffer} (the caller is behind: each built step may still
+ * deliver a token, so {@code delivered − taken} never exceeds {@code streamBuffer}, even for
+ * steps that were in flight when the gate was passed). It sets {@code hostParked}
  * and re-checks before parking; wakers update their counter, then read {@code hostParked}
  * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
  * wait relies on a timeout. Termination wakes (and interrupts) the program too.
@@ -313,9 +315,38 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
     }
 
+    /**
+     * Parks the program while {@code step}, being built, has more than {@code lowWater} tasks
+     * in flight. Same handshake as the run-ahead gate: {@code hostParked}, re-check, park; the
+     * core whose finish brings them to {@code lowWater} wakes it ({@link #roomInStep}), and so
+     * does termination.
+     */
+    void awaitRoom(Step step, int lowWater) {
+        while (true) {
+            checkRunning();
+            if (step.inFlight() <= lowWater) {
+                return;
+            }
+            hostParked = true;
+            if (!isRunning() || step.inFlight() <= lowWater) {
+                hostParked = false;
+                continue;
+            }
+            LockSupport.park(this);
+            hostParked = false;
+        }
+    }
+
+    @Override
+    public void roomInStep(Step step) {
+        wakeHost();
+    }
+
     private boolean gateOpen(long built) {
+        // Every built step delivers at most one token, so counting built (not delivered) steps
+        // keeps delivered − taken ≤ streamBuffer at all times, however far delivery lags.
         return built - sequencer.next() < spec.run().runAhead()
-                && delivered - taken.get() < spec.run().streamBuffer();
+                && built - taken.get() < spec.run().streamBuffer();
     }
 
     private void wakeHost() {

@@ -60,7 +60,8 @@ public final class SessionImpl<I> implements Session<I> {
         this.runOptions = RunOptions.defaults()
                 .withRunAhead(config.runAhead())
                 .withPublishBatch(config.publishBatch())
-                .withStreamBuffer(config.streamBuffer());
+                .withStreamBuffer(config.streamBuffer())
+                .withMaxTasksInFlight(config.maxTasksInFlight());
         var memory = host.device().memory();
         this.admission = new Admission<>(config.maxActive(), config.maxQueued(), config.memoryPerRequest(),
                 memory::tryReserve, memory::release);
