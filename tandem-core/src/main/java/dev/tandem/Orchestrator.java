@@ -10,6 +10,11 @@ import java.lang.foreign.MemorySegment;
  * <p>Single-threaded: only the request's program thread may call it. Every call throws
  * {@link RequestTerminatedException} once the request has ended (cancelled, failed, past its
  * deadline or its token limit), which unwinds the program.
+ *
+ * <p>One rule for errors: every exception a call throws for a bad argument or a lack of
+ * memory ({@link InvalidTaskException}, {@link DeviceOutOfMemoryException},
+ * {@link IllegalArgumentException}) has failed the request already — catching it does not
+ * undo that; the next call throws {@link RequestTerminatedException}.
  */
 public interface Orchestrator {
 
@@ -22,7 +27,11 @@ public interface Orchestrator {
     /** Allocates request-scoped device memory, freed when the request ends. Zero-filled. */
     Buffer allocate(long bytes);
 
-    /** Allocates {@code count} elements of {@code element} as request-scoped memory. */
+    /**
+     * Allocates {@code count} elements of {@code element} as request-scoped memory.
+     *
+     * @throws IllegalArgumentException for a negative count or a size that overflows a long
+     */
     default Buffer allocate(MemoryLayout element, long count) {
         if (count < 0) {
             throw new IllegalArgumentException("allocate: count must be >= 0, was " + count);
@@ -41,7 +50,11 @@ public interface Orchestrator {
         submit(kernel, NO_SCALARS, accesses);
     }
 
-    /** Submits one task of {@code kernel} with scalar arguments that accesses the given regions. */
+    /**
+     * Submits one task of {@code kernel} with scalar arguments that accesses the given regions.
+     * Parks (like {@link #endStep}) while the step being built has {@code maxTasksInFlight}
+     * tasks submitted and not yet finished.
+     */
     void submit(Kernel kernel, long[] scalars, Access... accesses);
 
     /** Copies host bytes into a region, in order with the tasks around it (a write task). */

@@ -8,7 +8,8 @@ import java.time.Duration;
  * @param requestId       the request
  * @param status          how it ended
  * @param cause           why, for {@link Status#FAILED} (else null)
- * @param tokens          tokens handed to the stream
+ * @param tokens          tokens of the stream: all it was handed for COMPLETED, else the tokens its
+ *                        reader (iterator, poll or subscriber) received before the end
  * @param queued          time from submission to the start of its program
  * @param timeToFirstToken time from submission to its first token, or null without one
  * @param total           time from submission to the end of its last task

@@ -1,12 +1,18 @@
 package dev.tandem;
 
+import java.time.Duration;
+import java.util.List;
+
 /**
  * A front door for requests of one program: bounded admission, a concurrency limit, and a
  * stream per request. Several sessions may share one {@link Worker} and its device.
  *
  * <p>Thread-safe. {@link #submit} never blocks. {@link #close()} stops admission, cancels
- * what is queued or running and returns once everything has drained; it is idempotent and
- * safe from a token subscriber or a program thread (it then does not wait on itself).
+ * what is queued or running and returns once everything has drained; it is idempotent, safe
+ * from many threads at once and from every callback — a kernel, a program, a
+ * {@code stopWhen} predicate, a subscriber, a {@code completion()} dependent, the deadline
+ * timer: on one of the worker's own threads it starts the shutdown and returns at once (the
+ * last request to drain completes it). {@link #close(Duration)} waits at most its timeout.
  *
  * @param <I> the program's input
  */
@@ -31,4 +37,13 @@ public interface Session<I> extends AutoCloseable {
 
     @Override
     void close();
+
+    /**
+     * Closes as {@link #close()} does, but waits at most {@code timeout} for the drain (not at
+     * all on one of the worker's own threads).
+     *
+     * @return the ids of the requests that had not drained when it returned, ascending; empty
+     *         when the session is fully closed
+     */
+    List<Long> close(Duration timeout);
 }

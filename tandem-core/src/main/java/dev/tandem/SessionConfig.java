@@ -13,10 +13,12 @@ import java.util.Objects;
  * @param runAhead         built-but-unfinished steps a request may have
  * @param publishBatch     tasks between publications
  * @param streamBuffer     tokens delivered but not taken before a request waits for its caller
+ * @param maxTasksInFlight tasks of a request's step being built that may be submitted and not
+ *                         yet finished before its {@code submit} parks
  */
 public record SessionConfig(
         int maxActive, int maxQueued, long memoryPerRequest, SchedulingPolicy policy, int runAhead, int publishBatch,
-        int streamBuffer) {
+        int streamBuffer, int maxTasksInFlight) {
 
     public static final long DEFAULT_MEMORY_PER_REQUEST = 64L << 20;
 
@@ -32,39 +34,46 @@ public record SessionConfig(
         positive("runAhead", runAhead);
         positive("publishBatch", publishBatch);
         positive("streamBuffer", streamBuffer);
+        positive("maxTasksInFlight", maxTasksInFlight);
     }
 
     public static SessionConfig defaults() {
         return new SessionConfig(8, 64, DEFAULT_MEMORY_PER_REQUEST, SchedulingPolicy.FIRST_TOKEN_FIRST,
-                RunOptions.DEFAULT_RUN_AHEAD, RunOptions.DEFAULT_PUBLISH_BATCH, RunOptions.DEFAULT_STREAM_BUFFER);
+                RunOptions.DEFAULT_RUN_AHEAD, RunOptions.DEFAULT_PUBLISH_BATCH, RunOptions.DEFAULT_STREAM_BUFFER,
+                RunOptions.DEFAULT_MAX_TASKS_IN_FLIGHT);
     }
 
     public SessionConfig maxActive(int value) {
-        return new SessionConfig(value, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer);
+        return new SessionConfig(value, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig maxQueued(int value) {
-        return new SessionConfig(maxActive, value, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer);
+        return new SessionConfig(maxActive, value, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig memoryPerRequest(long value) {
-        return new SessionConfig(maxActive, maxQueued, value, policy, runAhead, publishBatch, streamBuffer);
+        return new SessionConfig(maxActive, maxQueued, value, policy, runAhead, publishBatch, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig policy(SchedulingPolicy value) {
-        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, value, runAhead, publishBatch, streamBuffer);
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, value, runAhead, publishBatch, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig runAhead(int value) {
-        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, value, publishBatch, streamBuffer);
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, value, publishBatch, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig publishBatch(int value) {
-        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, value, streamBuffer);
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, value, streamBuffer, maxTasksInFlight);
     }
 
     public SessionConfig streamBuffer(int value) {
-        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, value);
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, value, maxTasksInFlight);
+    }
+
+    public SessionConfig maxTasksInFlight(int value) {
+        return new SessionConfig(maxActive, maxQueued, memoryPerRequest, policy, runAhead, publishBatch, streamBuffer,
+                value);
     }
 
     private static void positive(String name, int value) {

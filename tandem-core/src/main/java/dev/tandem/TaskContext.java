@@ -36,4 +36,14 @@ public interface TaskContext {
 
     /** Index of the task's step within its request. */
     long step();
+
+    /**
+     * Whether the task's request has ended (cancelled, failed, past its deadline or its token
+     * limit) while the task runs. A long kernel may poll it and return early: its results are
+     * never delivered then, and the request's {@code completion()} waits for it to return.
+     * A volatile read; false for a context outside the runtime.
+     */
+    default boolean cancelled() {
+        return false;
+    }
 }

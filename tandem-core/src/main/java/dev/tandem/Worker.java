@@ -7,12 +7,14 @@ import dev.tandem.session.DeviceParts;
 import dev.tandem.session.RequestHost;
 import dev.tandem.session.RequestRun;
 import dev.tandem.session.RequestSpec;
+import dev.tandem.session.RuntimeThreads;
 import dev.tandem.session.SessionImpl;
 import dev.tandem.trace.DeviceProbe;
 import dev.tandem.trace.PerfettoTraceWriter;
 import dev.tandem.trace.TraceRecorder;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -38,9 +40,12 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p>Thread-safe. {@link #close()} cancels what still runs and waits until every request has
- * drained, except when called from one of the worker's own threads (a core or a request's
- * program), where it never waits on itself: the last request to drain then finishes the
- * shutdown.
+ * drained, except when called from one of the worker's own threads (a core running a kernel,
+ * a request's program, a delivery thread running {@code stopWhen}, a subscriber, a teardown
+ * running {@code completion()} dependents), where it never waits on itself: the last request
+ * to drain then finishes the shutdown. {@link #close(Duration)} waits at most its timeout and
+ * says what had not drained. User code never runs on a core except kernels and the
+ * scheduling policy's {@code lane}.
  */
 public final class Worker implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Worker.class);
@@ -54,6 +59,7 @@ public final class Worker implements AutoCloseable {
     private final PerfettoTraceWriter traceWriter;
     private final CpuCores cores;
     private final DeviceParts parts;
+    private final RuntimeThreads threads;
     private final Arena sharedArena = Arena.ofShared();
     private final List<DeviceBuffer> sharedBuffers = new ArrayList<>();
     private long sharedBytes;
@@ -79,7 +85,8 @@ public final class Worker implements AutoCloseable {
                 trace, new Probe(), traceConfig.file(), name, (number - 1) % 0xFFFF + 1,
                 traceConfig.flushInterval().toNanos());
         this.cores = new CpuCores(deviceConfig.cores(), deviceConfig.spinNanos(), trace, name);
-        this.parts = new DeviceParts(cores, memory, trace);
+        this.threads = new RuntimeThreads(name);
+        this.parts = new DeviceParts(cores, memory, trace, threads);
         if (traceWriter != null) {
             traceWriter.start();
         }
@@ -198,7 +205,7 @@ public final class Worker implements AutoCloseable {
             // Lost a race with close(): end it before it starts.
             request.terminate(Status.CANCELLED, null);
         }
-        request.start(host.threadName(id));
+        request.start();
         return request.stream();
     }
 
@@ -263,11 +270,6 @@ public final class Worker implements AutoCloseable {
         }
 
         @Override
-        public String threadName(long requestId) {
-            return name + "-request-" + requestId;
-        }
-
-        @Override
         public void register(RequestRun request) {
             live.add(request);
         }
@@ -291,6 +293,15 @@ public final class Worker implements AutoCloseable {
     /** Requests that have not finished draining. */
     public int liveRequests() {
         return live.size();
+    }
+
+    /**
+     * The worker's virtual threads that have not ended: request programs, step delivery,
+     * stream subscribers and request teardown (not its cores, timer or trace writer). Empty
+     * once the worker has terminated and they have returned; a leak check.
+     */
+    public Set<Thread> runtimeThreads() {
+        return threads.live();
     }
 
     /** Total time the cores spent running tasks, in nanoseconds. */
@@ -323,6 +334,42 @@ public final class Worker implements AutoCloseable {
 
     @Override
     public void close() {
+        beginClose();
+        if (parts.isOwnThread()) {
+            return; // never wait on ourselves; the last request to drain shuts down
+        }
+        terminated.join();
+    }
+
+    /**
+     * Closes as {@link #close()} does, but waits at most {@code timeout} (not at all on one of
+     * the worker's own threads). A program that ignores its interrupt keeps its request, and
+     * the cores, alive until it returns; the worker shuts down then.
+     *
+     * @return the ids of the requests that had not drained when it returned, ascending; empty
+     *         when the worker has terminated
+     */
+    public List<Long> close(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        beginClose();
+        if (!parts.isOwnThread()) {
+            try {
+                terminated.get(Math.max(0, timeout.toNanos()), java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (java.util.concurrent.TimeoutException e) {
+                // reported below
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (java.util.concurrent.ExecutionException e) {
+                throw new IllegalStateException(name + ": shutdown failed", e.getCause());
+            }
+        }
+        if (terminated.isDone()) {
+            return List.of();
+        }
+        return live.stream().map(RequestRun::id).sorted().toList();
+    }
+
+    private void beginClose() {
         if (closed.compareAndSet(false, true)) {
             for (SessionImpl<?> session : sessions) {
                 session.shutdown();
@@ -334,19 +381,6 @@ public final class Worker implements AutoCloseable {
                 shutDown();
             }
         }
-        if (cores.isCoreThread() || isProgramThread() || dev.tandem.session.RuntimeThreads.inCallback()) {
-            return; // never wait on ourselves; the last request to drain shuts down
-        }
-        terminated.join();
-    }
-
-    private boolean isProgramThread() {
-        for (RequestRun request : live) {
-            if (request.isProgramThread()) {
-                return true;
-            }
-        }
-        return false;
     }
 
     private void shutDown() {

@@ -110,7 +110,8 @@ class ScaleTest {
                 }
                 o.endStep(x.region()); // publishes the whole step; run-ahead 2 lets the program on
                 gate.countDown();
-            }, TASKS, RunOptions.defaults().withPublishBatch(Integer.MAX_VALUE));
+                // The whole step is wired before its gate opens, so it needs no bound on tasks in flight.
+            }, TASKS, RunOptions.defaults().withPublishBatch(Integer.MAX_VALUE).withMaxTasksInFlight(Integer.MAX_VALUE));
             assertThat(tokens(stream)).as("token of a chain of %d increments", TASKS).containsExactly((long) TASKS);
             assertCompletedAndDrained(worker, stream);
         }

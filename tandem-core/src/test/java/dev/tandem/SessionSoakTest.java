@@ -132,10 +132,22 @@ class SessionSoakTest {
         assertThat(endsPerRequest.values()).as("ended exactly once").containsOnly(1L);
         assertThat(worker.memoryInUse()).as("device memory after the soak").isZero();
         assertThat(session.stats().finished().values().stream().mapToLong(Long::longValue).sum()).isEqualTo(requests);
+        // Programs, deliveries, subscribers and teardowns run on virtual threads, which
+        // Thread.getAllStackTraces() cannot see: the worker's own registry tracks each from
+        // before it starts until its last action. Once terminated, nothing may still run
+        // runtime or user code except threads finishing their last instructions.
+        assertThat(worker.terminated()).isDone();
+        for (Thread thread : worker.runtimeThreads()) {
+            thread.join(TimeUnit.SECONDS.toMillis(10));
+        }
+        assertThat(worker.runtimeThreads()).as("runtime virtual threads after close").isEmpty();
         Set<Thread> left = Thread.getAllStackTraces().keySet().stream()
-                .filter(t -> t.getName().startsWith("tandem-") && t.isAlive())
+                .filter(t -> t.getName().startsWith(worker.name() + "-") && t.isAlive())
                 .collect(Collectors.toSet());
-        assertThat(left).as("runtime threads after close").isEmpty();
+        for (Thread thread : left) {
+            thread.join(TimeUnit.SECONDS.toMillis(10)); // cores and the timer exit once shut down
+        }
+        assertThat(left).as("runtime platform threads after close").noneMatch(Thread::isAlive);
         // Every kind of end happened, so the soak exercised what it claims to.
         assertThat(byStatus.keySet()).as("statuses seen: %s", byStatus)
                 .contains(Status.COMPLETED, Status.CANCELLED, Status.FAILED, Status.DEADLINE_EXCEEDED);

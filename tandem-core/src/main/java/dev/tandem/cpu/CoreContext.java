@@ -65,4 +65,9 @@ public final class CoreContext implements TaskContext {
     public long step() {
         return task.step().index();
     }
+
+    @Override
+    public boolean cancelled() {
+        return !task.step().owner().isRunning();
+    }
 }

@@ -15,6 +15,13 @@ import java.lang.invoke.VarHandle;
  * reports the step done to its owner, exactly once. The token bytes are written by the
  * step's readback task before that task's decrement, so the release/acquire pair of the
  * counter makes them visible to whoever sees the step done.
+ *
+ * <p><b>Room.</b> The host bounds the step's tasks in flight ({@code remaining − 1} once
+ * published): at the bound it parks until they are down to a low-water mark, and the
+ * decrement that brings them to that mark ({@code remaining} from {@code roomAt} = mark + 2,
+ * final, to mark + 1) tells the owner there is room again ({@link StepOwner#roomInStep}). Decrements are by one, so every value is passed exactly once
+ * per crossing; the check is a compare with a final field on the value the decrement returned,
+ * so it costs the cores nothing else.
  */
 public final class Step {
     private final StepOwner owner;
@@ -24,10 +31,18 @@ public final class Step {
     private volatile int remaining = 1;
     private volatile boolean done;
     private int taskCount; // host-only
+    private final int roomAt;
 
+    /** A step without a bound on its tasks in flight. */
     public Step(StepOwner owner, long index) {
+        this(owner, index, Integer.MAX_VALUE);
+    }
+
+    /** @param lowWater tasks in flight at which a host waiting for room is told there is room */
+    public Step(StepOwner owner, long index, int lowWater) {
         this.owner = owner;
         this.index = index;
+        this.roomAt = lowWater >= Integer.MAX_VALUE - 2 ? Integer.MAX_VALUE : lowWater + 2;
     }
 
     public long index() {
@@ -59,10 +74,18 @@ public final class Step {
 
     /** A task of this step has finished (ran, failed or was skipped). Any thread. */
     public void taskDone() {
-        if ((int) REMAINING.getAndAdd(this, -1) == 1) {
+        int before = (int) REMAINING.getAndAdd(this, -1);
+        if (before == 1) {
             done = true;
             owner.stepDone(this);
+        } else if (before == roomAt) {
+            owner.roomInStep(this);
         }
+    }
+
+    /** Published tasks of this step not yet finished (while it is being built). */
+    public int inFlight() {
+        return remaining - 1;
     }
 
     /** Host: the step is fully built; drops the build guard. */

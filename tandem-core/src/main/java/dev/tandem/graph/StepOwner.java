@@ -17,6 +17,12 @@ public interface StepOwner {
     /** A kernel of this request threw. Called on the core thread, once per failing task. */
     void taskFailed(TaskNode task, Throwable cause);
 
+    /**
+     * {@code step}'s tasks in flight fell below its bound: a host waiting for room may go on.
+     * Called on the core that finished a task; must be cheap.
+     */
+    void roomInStep(Step step);
+
     /** Every task of {@code step} is done. Called once per step, on the thread that finished it. */
     void stepDone(Step step);
 }

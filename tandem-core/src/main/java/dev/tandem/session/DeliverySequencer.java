@@ -3,6 +3,7 @@ package dev.tandem.session;
 import dev.tandem.graph.Step;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.Consumer;
 
@@ -12,9 +13,13 @@ import java.util.function.Consumer;
  *
  * <p>Implementation Overview. A finished step is stored in {@code ring[index % capacity]} with a
  * release store; then the thread increments {@code wip}. The thread that moved {@code wip} from
- * 0 becomes the drainer: it hands over consecutive steps from {@code next} while their slots
+ * 0 starts the drainer on the sequencer's executor (the request's: a fresh virtual thread when
+ * the producer is a core, so the consumer — delivery, {@code stopWhen}, teardown — never runs
+ * on a core). The drainer hands over consecutive steps from {@code next} while their slots
  * hold them, then subtracts the work it has seen from {@code wip} and drains again if others
- * signalled meanwhile (the "missed" loop). Invariants:
+ * signalled meanwhile (the "missed" loop). Handing the drain to another thread changes no
+ * invariant: exactly one drain is started per move of {@code wip} from 0, and it ends only by
+ * the decrement that returns it to 0. Invariants:
  * <ul>
  *   <li>at most one thread drains at a time, so {@code next} has a single writer and the
  *       consumer is never called concurrently;
@@ -31,16 +36,24 @@ public final class DeliverySequencer {
     private final Step[] ring;
     private final AtomicInteger wip = new AtomicInteger();
     private final Consumer<Step> consumer;
+    private final Executor drainer;
     private volatile long next;
+
+    /** A sequencer whose drain runs on the thread that finished the step which started it. */
+    public DeliverySequencer(int inFlight, Consumer<Step> consumer) {
+        this(inFlight, consumer, Runnable::run);
+    }
 
     /**
      * @param inFlight the most steps past the next one to deliver that can be finished at once
      * @param consumer called with each step in order; called by one thread at a time; must
      *                 not throw (a throw would leave {@code wip} raised and stop delivery)
+     * @param drainer  runs each drain: inline ({@code Runnable::run}) or on another thread
      */
-    public DeliverySequencer(int inFlight, Consumer<Step> consumer) {
+    public DeliverySequencer(int inFlight, Consumer<Step> consumer, Executor drainer) {
         this.ring = new Step[Integer.highestOneBit(Math.max(1, inFlight)) << 1];
         this.consumer = consumer;
+        this.drainer = drainer;
     }
 
     /** Index of the next step to hand over: the number handed over so far. */
@@ -59,6 +72,11 @@ public final class DeliverySequencer {
         if (wip.getAndIncrement() != 0) {
             return;
         }
+        drainer.execute(this::drain);
+    }
+
+    private void drain() {
+        int mask = ring.length - 1;
         int missed = 1;
         while (true) {
             while (true) {

@@ -15,6 +15,7 @@ import dev.tandem.graph.TensorMap;
 import dev.tandem.memory.DeviceBuffer;
 import dev.tandem.trace.TraceBuffer;
 import java.lang.foreign.Arena;
+import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
@@ -35,6 +36,8 @@ final class OrchestratorImpl implements Orchestrator {
     private final RequestRun request;
     private final DeviceParts device;
     private final int publishBatch;
+    private final int maxTasksInFlight;
+    private final int roomLowWater; // at the bound, wait until the step's tasks in flight are down to this
     private final TensorMap tensorMap = new TensorMap();
 
     // Memory (host-only until the request finishes; freeMemory runs after the program returned).
@@ -72,6 +75,10 @@ final class OrchestratorImpl implements Orchestrator {
         this.request = request;
         this.device = device;
         this.publishBatch = options.publishBatch();
+        this.maxTasksInFlight = options.maxTasksInFlight();
+        // Wait for a batch's worth of room, not one task's: a step far past the bound then
+        // parks once per batch instead of once per submit.
+        this.roomLowWater = maxTasksInFlight - Math.max(1, Math.min(publishBatch, maxTasksInFlight / 2));
         this.memoryQuota = memoryQuota;
     }
 
@@ -98,6 +105,27 @@ final class OrchestratorImpl implements Orchestrator {
                 "r" + request.id() + "/b" + buffers.size(), segment, Buffer.Scope.REQUEST, request, null);
         buffers.add(buffer);
         return buffer;
+    }
+
+    @Override
+    public Buffer allocate(MemoryLayout element, long count) {
+        checkCaller("allocate");
+        if (element == null) {
+            throw failRequest(new NullPointerException("request " + request.id() + ": allocate of a null layout"));
+        }
+        if (count < 0) {
+            throw failRequest(new IllegalArgumentException("request " + request.id() + ", step " + stepIndex
+                    + ": allocate of a negative count " + count + " of " + element));
+        }
+        long bytes;
+        try {
+            bytes = Math.multiplyExact(element.byteSize(), count);
+        } catch (ArithmeticException overflow) {
+            throw failRequest(new IllegalArgumentException("request " + request.id() + ", step " + stepIndex
+                    + ": allocate of " + count + " × " + element + " (" + element.byteSize()
+                    + " bytes each) overflows a long", overflow));
+        }
+        return allocate(bytes);
     }
 
     @Override
@@ -129,15 +157,25 @@ final class OrchestratorImpl implements Orchestrator {
                 step);
     }
 
+    /**
+     * Reserves and allocates. Running out of memory fails the request, like an invalid task,
+     * even if the program catches the exception: one rule for every error the orchestrator
+     * reports.
+     */
     private MemorySegment reserveAndAllocate(long bytes, String what) {
         String who = "request " + request.id() + ", step " + stepIndex + ", " + what;
         if (memoryQuota >= 0) {
             if (bytes > memoryQuota - reservedBytes) {
-                throw new DeviceOutOfMemoryException(who + ": allocating " + bytes + " bytes would exceed the request's"
-                        + " memory (" + reservedBytes + " of " + memoryQuota + " bytes of memoryPerRequest in use)");
+                throw failRequest(new DeviceOutOfMemoryException(who + ": allocating " + bytes + " bytes would exceed the"
+                        + " request's memory (" + reservedBytes + " of " + memoryQuota
+                        + " bytes of memoryPerRequest in use)"));
             }
         } else {
-            device.memory().reserve(bytes, who);
+            try {
+                device.memory().reserve(bytes, who);
+            } catch (DeviceOutOfMemoryException outOfMemory) {
+                throw failRequest(outOfMemory);
+            }
         }
         reservedBytes += bytes;
         if (arena == null) {
@@ -227,6 +265,13 @@ final class OrchestratorImpl implements Orchestrator {
         if (batchSize >= publishBatch) {
             publish();
         }
+        // Bound on the step's tasks in flight (published and unfinished, plus the batch). The
+        // host-only count spares steps below the bound any shared read.
+        Step step = task.step();
+        if (step.taskCount() >= maxTasksInFlight && batchSize + step.inFlight() >= maxTasksInFlight) {
+            publish();
+            request.awaitRoom(step, roomLowWater);
+        }
     }
 
     /** Makes the batched tasks visible to the device, in submission order. */
@@ -257,7 +302,7 @@ final class OrchestratorImpl implements Orchestrator {
     private Step openStep() {
         Step step = openStep;
         if (step == null) {
-            step = new Step(request, stepIndex);
+            step = new Step(request, stepIndex, roomLowWater);
             request.stepCreated();
             openStep = step;
             stepBuildStart = trace != null ? trace.spanStart(TraceEvent.Kind.STEP_BUILD) : 0;

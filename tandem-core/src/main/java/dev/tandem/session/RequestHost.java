@@ -13,9 +13,6 @@ public interface RequestHost {
     /** The worker's deadline timer. */
     ScheduledExecutorService timer();
 
-    /** Name for a request's program thread. */
-    String threadName(long requestId);
-
     /** A request was created; the worker tracks it until it finishes. */
     void register(RequestRun request);
 

@@ -45,21 +45,30 @@ import java.util.function.Consumer;
  * counters drain), the orchestrator throws {@link RequestTerminatedException} and no token
  * is delivered. {@code liveSteps} counts created steps not yet handed over plus one guard
  * held by the program until it has returned and closed its last step (or by the queue, for a
- * request that never starts); whoever brings it to zero runs {@link #finish}: decide
- * COMPLETED if nothing ended the request before, free the request's memory and complete
- * {@link #completion()}. So a stream completes only after every task of the request is done
+ * request that never starts); whoever brings it to zero runs {@link #finish} — inline if it is
+ * one of the worker's virtual threads (the program's or a delivery thread), else on a fresh
+ * one (a caller cancelling a queued request, a core, the deadline timer), so teardown and the
+ * completion dependents it runs never execute on a core or inside a caller's
+ * {@code cancel()}: decide COMPLETED if nothing ended the request before, free the request's
+ * memory, give back its slot, complete {@link #completion()} (its dependents run here, on a
+ * worker thread, so a {@code close()} they make does not wait on itself) and tell the owner. So a stream completes only after every task of the request is done
  * (no trailing task can fail unnoticed), and memory is freed only when no task can touch it.
  *
  * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer}
  * hands them over in step order, one thread at a time, so only that thread writes
- * {@code delivered}. Handing over a step delivers its token (if the request still runs),
- * wakes the program and retires the step. At most {@code runAhead} steps are built and
+ * {@code delivered}. A drain started by a core runs on a fresh virtual thread of the request
+ * (a drain started by the program, closing a step whose tasks are done, runs inline), so no
+ * user code — {@code stopWhen}, completion dependents, stream subscribers — and no teardown
+ * ever runs on a core. Handing over a step delivers its token (if the request still runs),
+ * evaluates {@code stopWhen}, wakes the program and retires the step. At most {@code runAhead} steps are built and
  * unfinished, plus the one being built (or closed by an abandoning program), so
  * {@code runAhead + 2} slots suffice.
  *
  * <p><b>Run-ahead gate.</b> The program parks in {@code endStep} while
  * {@code built − handedOver ≥ runAhead} (the device is behind) or
- * {@code delivered − taken ≥ streamBuffer} (the caller is behind). It sets {@code hostParked}
+ * {@code built − taken ≥ streamBuffer} (the caller is behind: each built step may still
+ * deliver a token, so {@code delivered − taken} never exceeds {@code streamBuffer}, even for
+ * steps that were in flight when the gate was passed). It sets {@code hostParked}
  * and re-checks before parking; wakers update their counter, then read {@code hostParked}
  * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
  * wait relies on a timeout. Termination wakes (and interrupts) the program too.
@@ -114,7 +123,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         this.submittedAt = System.nanoTime();
         this.deadlineNanos = spec.deadline() == null ? Long.MAX_VALUE : submittedAt + spec.deadline().toNanos();
         this.stream = new TokenStreamImpl(this);
-        this.sequencer = new DeliverySequencer(spec.run().runAhead() + 2, this::handOver);
+        this.sequencer = new DeliverySequencer(spec.run().runAhead() + 2, this::handOver, this::drainOffCore);
         this.orchestrator = new OrchestratorImpl(this, device, spec.run(), spec.memoryQuota());
     }
 
@@ -138,12 +147,31 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
      *
      * @return whether the program was started
      */
-    public boolean start(String threadName) {
+    public boolean start() {
         if (!started.compareAndSet(false, true)) {
             return false;
         }
-        Thread.ofVirtual().name(threadName).start(this::runProgram);
+        device.threads().start(threadName(""), this::runProgram);
         return true;
+    }
+
+    /** The name (after the worker's prefix) of one of this request's threads. */
+    String threadName(String role) {
+        return "request-" + id + role;
+    }
+
+    /** The worker's registry of the virtual threads it runs user code on. */
+    RuntimeThreads threads() {
+        return device.threads();
+    }
+
+    /** Runs a delivery drain: on a fresh virtual thread when a core started it, else inline. */
+    private void drainOffCore(Runnable drain) {
+        if (device.cores().isCoreThread()) {
+            device.threads().start(threadName("-delivery"), drain);
+        } else {
+            drain.run();
+        }
     }
 
     public TokenStream stream() {
@@ -191,9 +219,27 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return spec.priority();
     }
 
+    /**
+     * The policy's lane for a task of {@code step}. Runs on a core: a policy that throws or
+     * returns a lane outside {@code [0, LANES)} fails this request (once) and the task goes to
+     * the normal lane, so its successors are still released and the core lives on.
+     */
     @Override
     public int laneOf(Step step) {
-        return spec.policy().lane(this, step.index());
+        int lane;
+        try {
+            lane = spec.policy().lane(this, step.index());
+        } catch (RuntimeException | Error failure) {
+            terminate(Status.FAILED, new IllegalStateException(
+                    "request " + id + ": scheduling policy " + spec.policy() + " threw", failure));
+            return SchedulingPolicy.NORMAL_LANE;
+        }
+        if (lane < 0 || lane >= SchedulingPolicy.LANES) {
+            terminate(Status.FAILED, new IllegalStateException("request " + id + ": scheduling policy "
+                    + spec.policy() + " returned lane " + lane + ", outside [0, " + SchedulingPolicy.LANES + ")"));
+            return SchedulingPolicy.NORMAL_LANE;
+        }
+        return lane;
     }
 
     /** The request's status if it has ended, else null. */
@@ -269,9 +315,38 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
     }
 
+    /**
+     * Parks the program while {@code step}, being built, has more than {@code lowWater} tasks
+     * in flight. Same handshake as the run-ahead gate: {@code hostParked}, re-check, park; the
+     * core whose finish brings them to {@code lowWater} wakes it ({@link #roomInStep}), and so
+     * does termination.
+     */
+    void awaitRoom(Step step, int lowWater) {
+        while (true) {
+            checkRunning();
+            if (step.inFlight() <= lowWater) {
+                return;
+            }
+            hostParked = true;
+            if (!isRunning() || step.inFlight() <= lowWater) {
+                hostParked = false;
+                continue;
+            }
+            LockSupport.park(this);
+            hostParked = false;
+        }
+    }
+
+    @Override
+    public void roomInStep(Step step) {
+        wakeHost();
+    }
+
     private boolean gateOpen(long built) {
+        // Every built step delivers at most one token, so counting built (not delivered) steps
+        // keeps delivered − taken ≤ streamBuffer at all times, however far delivery lags.
         return built - sequencer.next() < spec.run().runAhead()
-                && delivered - taken.get() < spec.run().streamBuffer();
+                && built - taken.get() < spec.run().streamBuffer();
     }
 
     private void wakeHost() {
@@ -319,10 +394,11 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
         long now = System.nanoTime();
         Token token = new Token(id, step.index(), step.token());
-        if (!stream.offer(token, () -> delivered = delivered + 1)) {
+        long count = stream.offer(token);
+        if (count < 0) {
             return; // ended meanwhile: the token is not part of the stream
         }
-        long count = delivered;
+        delivered = count;
         if (firstTokenAt == 0) {
             firstTokenAt = now;
         }
@@ -366,7 +442,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         if (!TERMINATION.compareAndSet(this, null, ending)) {
             return false;
         }
-        stream.end(() -> outcome(ending, System.nanoTime()));
+        stream.end(status, tokens -> outcome(ending, System.nanoTime(), tokens));
         if (started.compareAndSet(false, true)) {
             retireStep(); // never started: the queue's guard goes, and it finishes now
             return true;
@@ -385,13 +461,21 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
 
     private void retireStep() {
         if (liveSteps.decrementAndGet() == 0) {
-            finish();
+            if (device.threads().isRuntimeThread()) {
+                finish();
+            } else {
+                device.threads().start(threadName("-end"), this::finish);
+            }
         }
     }
 
-    /** Runs once, when the program has returned (or never started) and every step is done. */
+    /**
+     * Runs once, when the program has returned (or never started) and every step is done, on a
+     * virtual thread of the worker (never a core, never a caller's thread).
+     */
     private void finish() {
         terminate(Status.COMPLETED, null);
+        Thread.interrupted(); // on the program thread, a late cancel may have interrupted it
         finished = true;
         ScheduledFuture<?> timer = deadlineTimer;
         if (timer != null) {
@@ -399,25 +483,26 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
         long endedAt = System.nanoTime();
         orchestrator.freeMemory();
-        Outcome outcome = outcome(termination, endedAt);
+        Outcome outcome = outcome(termination, endedAt, stream.tokensAtEnd());
         TraceRecorder trace = device.trace();
         if (trace != null) {
             trace.recordShared(TraceEvent.Kind.REQUEST, submittedAt, endedAt, TraceEvent.OTHER, id, -1, -1, null,
                     outcome.status().ordinal());
         }
         onReleased.accept(this); // what the owner reserved is back before the caller sees the end
-        completion.complete(outcome);
+        completion.complete(outcome); // user dependents run here: on a worker thread, off the cores
         onFinished.accept(this); // and only then may the owner report itself drained
     }
 
-    private Outcome outcome(Ending ending, long now) {
+    /** @param tokens the tokens the stream counts as received: {@link TokenStreamImpl#tokensAtEnd} */
+    private Outcome outcome(Ending ending, long now, long tokens) {
         long start = startedAt;
         long first = firstTokenAt;
         return new Outcome(
                 id,
                 ending.status(),
                 ending.cause(),
-                delivered,
+                tokens,
                 Duration.ofNanos(start == 0 ? now - submittedAt : start - submittedAt),
                 first == 0 ? null : Duration.ofNanos(first - submittedAt),
                 Duration.ofNanos(now - submittedAt));

@@ -10,11 +10,17 @@ import dev.tandem.SessionConfig;
 import dev.tandem.SessionStats;
 import dev.tandem.Status;
 import dev.tandem.TokenStream;
+import java.time.Duration;
 import java.util.EnumMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -28,6 +34,13 @@ import java.util.concurrent.atomic.AtomicLong;
  * (the session may then report itself drained). A request cancelled while queued finishes
  * without ever starting; one admitted at the moment it is cancelled has its
  * {@link RequestRun#start} refused and finishes the same way.
+ *
+ * <p>Close rules: {@link #close()} and {@link #close(Duration)} may be called from any thread,
+ * any number of times, concurrently. Each stops admission and cancels what is live; a caller
+ * that is one of the worker's own threads (a core running a kernel, a program, a delivery
+ * thread running {@code stopWhen}, a subscriber, a teardown running completion dependents)
+ * never waits — the last request to drain completes the close — and every other caller waits
+ * for the drain, without bound or up to its timeout.
  */
 public final class SessionImpl<I> implements Session<I> {
     private final RequestHost host;
@@ -38,6 +51,7 @@ public final class SessionImpl<I> implements Session<I> {
     private final CompletableFuture<Void> drained = new CompletableFuture<>();
     private final Map<Status, AtomicLong> finishedByStatus = new EnumMap<>(Status.class);
     private final AtomicLong tokensDelivered = new AtomicLong();
+    private final Set<RequestRun> unfinished = ConcurrentHashMap.newKeySet();
 
     public SessionImpl(RequestHost host, Program<I> program, SessionConfig config) {
         this.host = Objects.requireNonNull(host, "host");
@@ -46,7 +60,8 @@ public final class SessionImpl<I> implements Session<I> {
         this.runOptions = RunOptions.defaults()
                 .withRunAhead(config.runAhead())
                 .withPublishBatch(config.publishBatch())
-                .withStreamBuffer(config.streamBuffer());
+                .withStreamBuffer(config.streamBuffer())
+                .withMaxTasksInFlight(config.maxTasksInFlight());
         var memory = host.device().memory();
         this.admission = new Admission<>(config.maxActive(), config.maxQueued(), config.memoryPerRequest(),
                 memory::tryReserve, memory::release);
@@ -69,6 +84,7 @@ public final class SessionImpl<I> implements Session<I> {
         RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.device(),
                 this::requestReleased, this::requestFinished);
         admission.offer(request, options.id()); // throws with the reason; nothing was started
+        unfinished.add(request);
         host.register(request); // registered before anything can start or end it
         request.armDeadline(host.timer());
         admit();
@@ -78,7 +94,7 @@ public final class SessionImpl<I> implements Session<I> {
     /** Starts queued requests, head first, while slots and memory are free. Any thread. */
     public void admit() {
         for (RequestRun request : admission.admitReady()) {
-            request.start(host.threadName(request.id())); // refused if it ended meanwhile; it then finishes
+            request.start(); // refused if it ended meanwhile; it then finishes
         }
     }
 
@@ -90,6 +106,7 @@ public final class SessionImpl<I> implements Session<I> {
     }
 
     private void requestFinished(RequestRun request) {
+        unfinished.remove(request);
         host.finished(request);
         if (admission.finished()) {
             completeDrain();
@@ -132,24 +149,38 @@ public final class SessionImpl<I> implements Session<I> {
     @Override
     public void close() {
         shutdown();
-        if (RuntimeThreads.inCallback() || host.device().cores().isCoreThread() || isProgramThreadOfThisSession()) {
+        if (host.device().isOwnThread()) {
             return; // never wait on ourselves: the last request to drain completes the close
         }
         drained.join();
     }
 
+    @Override
+    public List<Long> close(Duration timeout) {
+        Objects.requireNonNull(timeout, "timeout");
+        shutdown();
+        if (!host.device().isOwnThread()) {
+            awaitBounded(drained, timeout);
+        }
+        return drained.isDone() ? List.of() : unfinished.stream().map(RequestRun::id).sorted().toList();
+    }
+
+    /** Waits for {@code future} at most {@code timeout}; keeps an interrupt for the caller. */
+    static void awaitBounded(CompletableFuture<?> future, Duration timeout) {
+        try {
+            future.get(Math.max(0, timeout.toNanos()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            // reported by the caller as what is still running
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("the drain failed", e.getCause());
+        }
+    }
+
     /** Completes when the session is closed and every request of it has drained. */
     public CompletableFuture<Void> drained() {
         return drained.copy();
-    }
-
-    private boolean isProgramThreadOfThisSession() {
-        for (RequestRun request : admission.running()) {
-            if (request.isProgramThread()) {
-                return true;
-            }
-        }
-        return false;
     }
 
     @Override
