@@ -259,7 +259,12 @@ public final class GgufFile implements AutoCloseable {
                 }
                 long offset = u64("offset of tensor " + name);
                 long rowLength = nDims == 0 ? 1 : dims[0];
-                long rowBytes = type.rowBytes(rowLength);
+                long rowBytes;
+                try {
+                    rowBytes = type.rowBytes(rowLength);
+                } catch (ArithmeticException e) {
+                    throw fail("tensor " + name + " has rows of more than 2^63 bytes");
+                }
                 if (rowBytes < 0) {
                     throw fail("tensor " + name + " of type " + type.name() + " has rows of " + rowLength
                             + " elements, not a multiple of its block size " + type.blockSize());

@@ -147,7 +147,7 @@ public final class SafetensorsFile implements AutoCloseable {
                 for (Iterator<Map.Entry<String, JsonNode>> m = value.fields(); m.hasNext(); ) {
                     Map.Entry<String, JsonNode> e = m.next();
                     if (!e.getValue().isTextual()) {
-                        throw fail(path, METADATA_KEY + "." + e.getKey() + " is not a string");
+                        throw fail(path, METADATA_KEY + "." + oneLine(e.getKey()) + " is not a string");
                     }
                     metadata.put(e.getKey(), e.getValue().textValue());
                 }
@@ -161,15 +161,15 @@ public final class SafetensorsFile implements AutoCloseable {
             SafetensorsTensor a = byOffset.get(i - 1);
             SafetensorsTensor b = byOffset.get(i);
             if (b.begin() < a.end()) {
-                throw fail(path, "tensors " + a.name() + " " + range(a) + " and " + b.name() + " " + range(b)
-                        + " overlap");
+                throw fail(path, "tensors " + oneLine(a.name()) + " " + range(a) + " and " + oneLine(b.name()) + " "
+                        + range(b) + " overlap");
             }
         }
         return new SafetensorsFile(path, arena, in, dataStart, metadata, tensors);
     }
 
     private static SafetensorsTensor tensor(Path path, String name, JsonNode info, long dataBytes) {
-        String what = "tensor " + name;
+        String what = "tensor " + oneLine(name);
         if (!info.isObject()) {
             throw fail(path, what + " is not an object with dtype, shape and data_offsets");
         }
@@ -213,9 +213,10 @@ public final class SafetensorsFile implements AutoCloseable {
             throw fail(path, what + " starts at data offset " + begin + ", not a multiple of its " + dtype + " size "
                     + dtype.bytes());
         }
-        if (elements > Long.MAX_VALUE / dtype.bytes() || elements * dtype.bytes() != end - begin) {
+        boolean huge = elements > Long.MAX_VALUE / dtype.bytes();
+        if (huge || elements * dtype.bytes() != end - begin) {
             throw fail(path, what + " has shape " + Arrays.toString(shape) + " of " + dtype + ", "
-                    + (elements > Long.MAX_VALUE / dtype.bytes() ? "more than 2^63" : String.valueOf(elements * dtype.bytes()))
+                    + (huge ? "more than 2^63" : String.valueOf(elements * dtype.bytes()))
                     + " bytes, but data_offsets [" + begin + ", " + end + "] hold " + (end - begin));
         }
         return new SafetensorsTensor(name, dtype, shape, begin, end);
