@@ -103,6 +103,28 @@ class CallbackSafetyTest {
         assertThat(session.close(Duration.ofSeconds(20))).as("still running after close").isEmpty();
     }
 
+    /** The program retires the request's last step, so teardown runs on the program's thread. */
+    @Test
+    void closeFromACompletionDependentRunOnTheProgramThread() throws Exception {
+        Worker worker = worker(2);
+        CountDownLatch returnNow = new CountDownLatch(1);
+        gates.add(returnNow);
+        Program<Integer> lingering = (o, n) -> {
+            COUNTER.run(o, n);
+            returnNow.await(); // every step is handed over before the program returns
+        };
+        Session<Integer> session = worker.openSession(lingering, config());
+        TokenStream stream = session.submit(3);
+        Iterator<Token> tokens = stream.iterator();
+        for (int i = 0; i < 3; i++) {
+            tokens.next(); // all three tokens: every step has been handed over
+        }
+        CompletableFuture<Void> closed = stream.completion().thenRun(session::close);
+        returnNow.countDown();
+        closed.get(20, TimeUnit.SECONDS);
+        assertThat(stream.completion().join().status()).isEqualTo(Status.COMPLETED);
+    }
+
     @Test
     void cancelOfAQueuedRequestReturnsWhenItsCompletionDependentClosesTheSession() throws Exception {
         Worker worker = worker(2);
