@@ -103,6 +103,28 @@ class CallbackSafetyTest {
         assertThat(session.close(Duration.ofSeconds(20))).as("still running after close").isEmpty();
     }
 
+    /** The program retires the request's last step, so teardown runs on the program's thread. */
+    @Test
+    void closeFromACompletionDependentRunOnTheProgramThread() throws Exception {
+        Worker worker = worker(2);
+        CountDownLatch returnNow = new CountDownLatch(1);
+        gates.add(returnNow);
+        Program<Integer> lingering = (o, n) -> {
+            COUNTER.run(o, n);
+            returnNow.await(); // every step is handed over before the program returns
+        };
+        Session<Integer> session = worker.openSession(lingering, config());
+        TokenStream stream = session.submit(3);
+        Iterator<Token> tokens = stream.iterator();
+        for (int i = 0; i < 3; i++) {
+            tokens.next(); // all three tokens: every step has been handed over
+        }
+        CompletableFuture<Void> closed = stream.completion().thenRun(session::close);
+        returnNow.countDown();
+        closed.get(20, TimeUnit.SECONDS);
+        assertThat(stream.completion().join().status()).isEqualTo(Status.COMPLETED);
+    }
+
     @Test
     void cancelOfAQueuedRequestReturnsWhenItsCompletionDependentClosesTheSession() throws Exception {
         Worker worker = worker(2);
@@ -129,8 +151,12 @@ class CallbackSafetyTest {
         Session<Integer> session = worker.openSession(gated(gate, entered), config().maxActive(1));
         session.submit(3);
         entered.await();
-        TokenStream late = session.submit(3, RequestOptions.defaults().deadline(Duration.ofMillis(1)));
-        CompletableFuture<Void> closed = late.completion().thenRun(worker::close);
+        // The deadline is far enough off for the dependent to be attached first, so it runs
+        // in the request's teardown, started by the timer.
+        TokenStream late = session.submit(3, RequestOptions.defaults().deadline(Duration.ofMillis(500)));
+        CompletableFuture<Outcome> completion = late.completion();
+        assertThat(completion).as("ended before its dependent was attached").isNotDone();
+        CompletableFuture<Void> closed = completion.thenRun(worker::close);
         closed.get(20, TimeUnit.SECONDS);
         assertThat(late.completion().join().status()).isEqualTo(Status.DEADLINE_EXCEEDED);
     }
@@ -234,7 +260,8 @@ class CallbackSafetyTest {
     @Test
     void callbacksRunOnVirtualThreadsNeverOnACore() throws Exception {
         Worker worker = worker(1);
-        Session<Integer> session = worker.openSession(COUNTER, config());
+        // A stream buffer of 1: the request cannot end before the dependent is attached.
+        Session<Integer> session = worker.openSession(COUNTER, config().streamBuffer(1));
         List<String> threads = new CopyOnWriteArrayList<>();
         TokenStream stream = session.submit(5, RequestOptions.defaults().stopWhen(token -> {
             threads.add(Thread.currentThread().getName());
@@ -304,14 +331,16 @@ class CallbackSafetyTest {
         // A completion dependent that takes 2 s.
         CountDownLatch inDependent = new CountDownLatch(1);
         AtomicBoolean dependentDone = new AtomicBoolean();
-        CountDownLatch gate = new CountDownLatch(1);
-        gates.add(gate);
-        TokenStream ending = session.submit(1);
+        // A stream buffer of 1 holds the request until its token is taken, so the dependent is
+        // attached before the request can end and runs in its teardown.
+        Session<Integer> held = worker.openSession(COUNTER, config().streamBuffer(1));
+        TokenStream ending = held.submit(1);
         ending.completion().thenRun(() -> {
             inDependent.countDown();
             slowly();
             dependentDone.set(true);
         });
+        ending.iterator().next();
         inDependent.await();
         long duringDependent = maxGapNanos(tokens, 20);
         assertThat(dependentDone).as("measured while the dependent ran").isFalse();

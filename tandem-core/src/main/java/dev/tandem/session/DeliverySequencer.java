@@ -14,8 +14,7 @@ import java.util.function.Consumer;
  * <p>Implementation Overview. A finished step is stored in {@code ring[index % capacity]} with a
  * release store; then the thread increments {@code wip}. The thread that moved {@code wip} from
  * 0 starts the drainer on the sequencer's executor (the request's: a fresh virtual thread when
- * the producer is a core, so the consumer — delivery, {@code stopWhen}, teardown — never runs
- * on a core). The drainer hands over consecutive steps from {@code next} while their slots
+ * the producer is a core and the consumer would run user code, {@code stopWhen}; else inline). The drainer hands over consecutive steps from {@code next} while their slots
  * hold them, then subtracts the work it has seen from {@code wip} and drains again if others
  * signalled meanwhile (the "missed" loop). Handing the drain to another thread changes no
  * invariant: exactly one drain is started per move of {@code wip} from 0, and it ends only by

@@ -57,10 +57,11 @@ import java.util.function.Consumer;
  * <p><b>Delivery.</b> Steps finish on any core in any order; a {@link DeliverySequencer}
  * hands them over in step order, one thread at a time, so only that thread writes
  * {@code delivered}. A drain started by a core runs on a fresh virtual thread of the request
- * (a drain started by the program, closing a step whose tasks are done, runs inline), so no
- * user code — {@code stopWhen}, completion dependents, stream subscribers — and no teardown
- * ever runs on a core. Handing over a step delivers its token (if the request still runs),
- * evaluates {@code stopWhen}, wakes the program and retires the step. At most {@code runAhead} steps are built and
+ * when the request has a {@code stopWhen} predicate, else inline (it then runs no user code);
+ * teardown always leaves the core ({@link #retireStep}), and stream subscribers have threads
+ * of their own — so no user code and no teardown ever runs on a core. Handing over a step
+ * delivers its token (if the request still runs), evaluates {@code stopWhen}, wakes the
+ * program and retires the step. At most {@code runAhead} steps are built and
  * unfinished, plus the one being built (or closed by an abandoning program), so
  * {@code runAhead + 2} slots suffice.
  *
@@ -165,9 +166,15 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return device.threads();
     }
 
-    /** Runs a delivery drain: on a fresh virtual thread when a core started it, else inline. */
+    /**
+     * Runs a delivery drain: on a fresh virtual thread when a core started it and the request
+     * has a {@code stopWhen} predicate (user code), else inline. Without a predicate a hand-over
+     * runs no user code — it appends to the stream, wakes the program, retires the step — and
+     * its one heavy part, teardown, moves off the core by itself ({@link #retireStep}); so the
+     * common case costs no thread hop per token.
+     */
     private void drainOffCore(Runnable drain) {
-        if (device.cores().isCoreThread()) {
+        if (spec.stopWhen() != null && device.cores().isCoreThread()) {
             device.threads().start(threadName("-delivery"), drain);
         } else {
             drain.run();
@@ -408,7 +415,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         }
         boolean stop;
         try {
-            stop = count >= spec.run().maxTokens() || spec.stopWhen().test(token);
+            stop = count >= spec.run().maxTokens() || (spec.stopWhen() != null && spec.stopWhen().test(token));
         } catch (RuntimeException | Error failure) {
             terminate(Status.FAILED, new IllegalStateException(
                     "request " + id + ": the stopWhen predicate threw on the token of step " + step.index(), failure));

@@ -12,7 +12,7 @@ import java.util.function.Predicate;
  *
  * @param name        the caller's id, or null
  * @param run         pipelining and token limit
- * @param stopWhen    a token matching it is the last delivered
+ * @param stopWhen    a token matching it is the last delivered; null for none
  * @param deadline    time from submission to DEADLINE_EXCEEDED, or null
  * @param priority    for custom scheduling policies
  * @param policy      lane choice of the request's ready tasks
@@ -25,6 +25,6 @@ public record RequestSpec(
         SchedulingPolicy policy, long memoryQuota) {
 
     public static RequestSpec of(RunOptions run, SchedulingPolicy policy) {
-        return new RequestSpec(null, run, token -> false, null, 0, policy, -1);
+        return new RequestSpec(null, run, null, null, 0, policy, -1);
     }
 }

@@ -43,6 +43,9 @@ import java.util.concurrent.atomic.AtomicLong;
  * for the drain, without bound or up to its timeout.
  */
 public final class SessionImpl<I> implements Session<I> {
+    /** The default predicate, which never matches: such a request has no stopWhen to run. */
+    private static final Object NO_STOP = RequestOptions.defaults().stopWhen();
+
     private final RequestHost host;
     private final Program<I> program;
     private final SessionConfig config;
@@ -80,7 +83,7 @@ public final class SessionImpl<I> implements Session<I> {
                     + " bytes (memoryPerRequest) but the device budget is " + budget + " bytes");
         }
         RequestSpec spec = new RequestSpec(options.id(), runOptions.withMaxTokens(options.maxTokens()),
-                options.stopWhen(), options.deadline(), options.priority(), config.policy(), config.memoryPerRequest());
+                options.stopWhen() == NO_STOP ? null : options.stopWhen(), options.deadline(), options.priority(), config.policy(), config.memoryPerRequest());
         RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.device(),
                 this::requestReleased, this::requestFinished);
         admission.offer(request, options.id()); // throws with the reason; nothing was started

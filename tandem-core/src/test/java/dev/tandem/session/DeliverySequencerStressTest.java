@@ -100,13 +100,34 @@ class DeliverySequencerStressTest {
      * {@code inFlight} of delivery, and finishes it.
      */
     static OrderChecker deliver(int[] order, int inFlight, int slowEvery) throws InterruptedException {
+        return deliver(order, inFlight, slowEvery, null);
+    }
+
+    /**
+     * As above, with each drain handed to a fresh virtual thread when {@code handOff} is set
+     * (as a request does when a core finishes a step), counting drains so the checks below
+     * run after the last one returned.
+     */
+    static OrderChecker deliver(int[] order, int inFlight, int slowEvery, AtomicInteger handOff)
+            throws InterruptedException {
         StepOwner owner = DeliverySequencerLincheckTest.noOwner();
         Step[] steps = new Step[order.length];
         for (int i = 0; i < steps.length; i++) {
             steps[i] = new Step(owner, i);
         }
         OrderChecker checker = new OrderChecker(slowEvery);
-        DeliverySequencer sequencer = new DeliverySequencer(inFlight, checker);
+        DeliverySequencer sequencer = handOff == null
+                ? new DeliverySequencer(inFlight, checker)
+                : new DeliverySequencer(inFlight, checker, drain -> {
+                    handOff.incrementAndGet();
+                    Thread.ofVirtual().start(() -> {
+                        try {
+                            drain.run();
+                        } finally {
+                            handOff.decrementAndGet();
+                        }
+                    });
+                });
         AtomicInteger cursor = new AtomicInteger();
         CyclicBarrier start = new CyclicBarrier(THREADS);
         long deadline = System.nanoTime() + PATIENCE_NANOS;
@@ -139,6 +160,9 @@ class DeliverySequencerStressTest {
             thread.join(TimeUnit.NANOSECONDS.toMillis(PATIENCE_NANOS) + 10_000);
             assertThat(thread.isAlive()).as("%s finished", thread.getName()).isFalse();
         }
+        while (handOff != null && handOff.get() > 0 && System.nanoTime() - deadline < 0) {
+            Thread.yield(); // the last drain runs on its own thread
+        }
         assertThat(checker.failure.get()).isNull();
         assertThat(checker.expected).isEqualTo(order.length);
         assertThat(sequencer.next()).isEqualTo(order.length);
@@ -152,6 +176,16 @@ class DeliverySequencerStressTest {
         SplittableRandom random = new SplittableRandom(0xde11_7e5L);
         int steps = 100_000 * SCALE;
         deliver(windowShuffled(steps, 4, random), 4, 64);
+    }
+
+    /** The same with every drain on a thread of its own: one drain at a time, in order, none lost. */
+    @Test
+    void drainsHandedToOtherThreadsKeepOrderAndLoseNothing() throws InterruptedException {
+        SplittableRandom random = new SplittableRandom(0x0ff_c0deL);
+        int steps = 50_000 * SCALE;
+        AtomicInteger drains = new AtomicInteger();
+        deliver(windowShuffled(steps, 4, random), 4, 64, drains);
+        assertThat(drains.get()).isZero();
     }
 
     /** No wrap-around, but any step may finish first: arbitrary order across all steps. */
