@@ -6,6 +6,9 @@ import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
 import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.safetensors.SafetensorsFile;
+import dev.tandem.llm.safetensors.SafetensorsModel;
+import dev.tandem.llm.safetensors.SafetensorsTensor;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.Locale;
@@ -22,7 +25,7 @@ import picocli.CommandLine.Option;
 public final class InspectCommand implements Runnable {
 
     @Option(names = "--model", required = true, paramLabel = "PATH|" + EmbeddedModel.NAME,
-            description = "A GGUF file, or " + EmbeddedModel.NAME + " for the embedded model.")
+            description = "A GGUF file, a Hugging Face model directory, or " + EmbeddedModel.NAME + " for the embedded model.")
     String model;
 
     @Option(names = "--metadata", description = "Also list every metadata key and value.")
@@ -32,6 +35,10 @@ public final class InspectCommand implements Runnable {
     public void run() {
         PrintStream out = System.out;
         Path path = EmbeddedModel.resolve(model);
+        if (java.nio.file.Files.isDirectory(path)) {
+            inspectDirectory(out, path);
+            return;
+        }
         try (GgufFile file = GgufFile.open(path)) {
             var m = file.metadata();
             out.printf(Locale.ROOT, "file          %s (GGUF v%d, %s)%n", path, file.version(), bytes(file.fileBytes()));
@@ -77,6 +84,37 @@ public final class InspectCommand implements Runnable {
                     out.printf(Locale.ROOT, "  %s = %s%n", e.getKey(), e.getValue());
                 }
             }
+        }
+    }
+
+    private static void inspectDirectory(PrintStream out, Path dir) {
+        try (SafetensorsModel weights = SafetensorsModel.open(dir)) {
+            long bytes = 0;
+            Map<String, long[]> types = new TreeMap<>();
+            for (SafetensorsFile f : weights.files()) {
+                bytes += f.fileBytes();
+                for (SafetensorsTensor t : f.tensors()) {
+                    long[] cb = types.computeIfAbsent(t.dtype().name(), k -> new long[2]);
+                    cb[0]++;
+                    cb[1] += t.bytes();
+                }
+            }
+            StringBuilder summary = new StringBuilder();
+            types.forEach((type, cb) -> summary.append(summary.isEmpty() ? "" : ", ")
+                    .append(type).append(" x").append(cb[0]).append(" (").append(bytes(cb[1])).append(')'));
+            LlamaConfig c = weights.config();
+            out.printf(Locale.ROOT, "directory     %s (safetensors, %d file(s), %s)%n", dir, weights.files().size(),
+                    bytes(bytes));
+            out.printf(Locale.ROOT, "architecture  %s%n", weights.modelType());
+            out.printf(Locale.ROOT, "tensors       %s%n", summary);
+            out.printf(Locale.ROOT, "shape         dim %d, %d layers, %d heads over %d KV heads (head dim %d), FFN %d,"
+                            + " vocab %d, context %d%n", c.dim(), c.layers(), c.heads(), c.kvHeads(), c.headDim(),
+                    c.ffnDim(), c.vocab(), c.contextLength());
+            out.printf(Locale.ROOT, "variants      rope %s theta %.0f%s, eps %.1e%s%s%s%n", c.ropeStyle(), c.ropeTheta(),
+                    c.ropeFactors() ? " with frequency factors" : "", c.normEps(),
+                    c.attentionBias() ? ", q/k/v bias" : "", c.qkNorm() ? ", q/k norm" : "",
+                    c.tiedEmbeddings() ? ", tied embeddings" : "");
+            out.printf(Locale.ROOT, "on a worker   %s weights, %s%n", c.weightType(), bytes(c.weightBytes()));
         }
     }
 

@@ -147,4 +147,35 @@ class ModelCommandsTest {
         Run broken = execute("inspect", "--model", junk.toString());
         assertThat(broken.err().strip()).contains("not a GGUF file").doesNotContain("\n");
     }
+
+    @Test
+    void inspectAndGenerateReadAHuggingFaceDirectory() throws IOException {
+        // A random Qwen2-style model (q/k/v biases, tied embeddings) with the embedded model's vocabulary size.
+        dev.tandem.llm.LlamaConfig c = new dev.tandem.llm.LlamaConfig(64, 2, 4, 2, 128, 512, 256, 10000f, 1e-6f,
+                dev.tandem.llm.WeightType.F32).withRope(dev.tandem.llm.RopeStyle.NEOX, false).withVariants(true, false, true);
+        dev.tandem.llm.RandomWeights weights = new dev.tandem.llm.RandomWeights(c, 3);
+        Path model = Files.createDirectories(dir.resolve("qwen2-random"));
+        dev.tandem.llm.safetensors.SafetensorsWriter w = new dev.tandem.llm.safetensors.SafetensorsWriter();
+        for (dev.tandem.llm.LlamaWeights.Tensor t : dev.tandem.llm.LlamaWeights.Tensor.values()) {
+            if (!t.present(c) || t == dev.tandem.llm.LlamaWeights.Tensor.OUTPUT) {
+                continue;
+            }
+            for (int l = 0; l < (t.perLayer() ? c.layers() : 1); l++) {
+                long[] shape = t.norm() ? new long[] {t.cols(c)} : new long[] {t.rows(c), t.cols(c)};
+                w.tensor(dev.tandem.llm.safetensors.SafetensorsModel.name(t, l),
+                        dev.tandem.llm.safetensors.SafetensorsDtype.F32, shape, weights.tensor(t, l));
+            }
+        }
+        w.write(model.resolve("model.safetensors"));
+        Files.writeString(model.resolve("config.json"), """
+                {"model_type": "qwen2", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+                 "num_key_value_heads": 2, "intermediate_size": 128, "vocab_size": 512,
+                 "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
+                 "tie_word_embeddings": true, "hidden_act": "silu"}
+                """);
+        Run inspect = execute("inspect", "--model", model.toString());
+        assertThat(inspect.exitCode()).as("stderr: %s", inspect.err()).isZero();
+        assertThat(inspect.out()).contains("architecture  qwen2").contains("dim 64, 2 layers, 4 heads over 2 KV heads")
+                .contains("q/k/v bias").contains("tied embeddings").contains("NEOX");
+    }
 }
