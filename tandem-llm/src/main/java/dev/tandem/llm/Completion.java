@@ -16,7 +16,8 @@ import java.util.NoSuchElementException;
  * tokens arrives with the token that completes it) and never holds the start of a stop string
  * before it is clear that the string does not follow (the held text comes with a later delta).
  *
- * <p>It ends at the model's end-of-sequence token or a stop string ({@link FinishReason#STOP},
+ * <p>It ends at the model's end-of-sequence token (or a control token that ends a chat turn,
+ * {@link LanguageModel#endsGeneration}) or a stop string ({@link FinishReason#STOP},
  * neither included in the text), at the token limit ({@link FinishReason#LENGTH}), or when the
  * request ends otherwise ({@link FinishReason#ABORTED}: cancelled, past its deadline, failed;
  * see {@link #outcome()}). Ending early cancels the request, so the device stops working on it.
@@ -128,7 +129,7 @@ public final class Completion implements Iterable<Completion.Delta> {
                         if (token == LlamaRequest.FINISHED) {
                             continue;
                         }
-                        if (token == model.eos() && !options.ignoreEos()) {
+                        if (model.endsGeneration(token) && !options.ignoreEos()) {
                             end(FinishReason.STOP);
                             next = new Delta(token, "");
                             return true;

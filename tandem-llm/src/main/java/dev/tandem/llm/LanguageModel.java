@@ -40,6 +40,7 @@ public final class LanguageModel {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final boolean hasTemplate;
+    private final java.util.BitSet endOfGeneration = new java.util.BitSet();
 
     private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
         this.name = name;
@@ -50,7 +51,25 @@ public final class LanguageModel {
         String bos = tokenizer.bos() >= 0 ? tokenizer.piece(tokenizer.bos()) : "";
         String eos = tokenizer.eos() >= 0 ? tokenizer.piece(tokenizer.eos()) : "";
         this.template = ChatTemplate.forModel(template, bos, eos);
+        if (tokenizer.eos() >= 0) {
+            endOfGeneration.set(tokenizer.eos());
+        }
+        for (String piece : END_OF_TURN) {
+            tokenizer.id(piece).ifPresent(id -> {
+                if (tokenizer.tokenType(id) == dev.tandem.llm.tokenizer.TokenType.CONTROL) {
+                    endOfGeneration.set(id);
+                }
+            });
+        }
     }
+
+    /**
+     * Control tokens that end an assistant's turn in the chat formats of the supported families
+     * (Llama 3's {@code <|eot_id|>}, Qwen's {@code <|im_end|>}, ...): a completion ends at them as it
+     * does at EOS, since a chat model's file often names another token as EOS.
+     */
+    private static final List<String> END_OF_TURN = List.of("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
+            "<|endoftext|>", "<end_of_turn>", "<|end_of_text|>");
 
     /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most 4096). */
     public static LanguageModel load(Worker worker, Path path) {
@@ -184,6 +203,11 @@ public final class LanguageModel {
     /** The end-of-sequence token, or -1. */
     public int eos() {
         return tokenizer.eos();
+    }
+
+    /** Whether {@code token} ends a completion: the EOS token, or a control token that ends a turn. */
+    public boolean endsGeneration(int token) {
+        return token >= 0 && endOfGeneration.get(token);
     }
 
     @Override

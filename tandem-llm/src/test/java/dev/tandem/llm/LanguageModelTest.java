@@ -139,6 +139,40 @@ class LanguageModelTest {
     }
 
     @Test
+    void aControlTokenThatEndsAChatTurnEndsTheCompletionLikeEos(@TempDir Path dir) throws IOException {
+        String greedy = run("Once upon a time", GenerateOptions.defaults().withMaxTokens(40)).await();
+        int period = model.tokenizer().id(".").orElseThrow();
+        Path copy = dir.resolve("im-end.gguf");
+        try (GgufFile source = GgufFile.open(EmbeddedModel.path())) {
+            GgufWriter w = new GgufWriter().version(source.version());
+            source.metadata().asMap().forEach(w::put);
+            String[] tokens = source.metadata().strings("tokenizer.ggml.tokens").toArray(String[]::new);
+            tokens[period] = "<|im_end|>";
+            w.put("tokenizer.ggml.tokens", dev.tandem.llm.gguf.GgufValue.strings(tokens));
+            int[] types = source.metadata().ints("tokenizer.ggml.token_type");
+            long[] newTypes = Arrays.stream(types).asLongStream().toArray();
+            newTypes[period] = 3; // CONTROL
+            w.put("tokenizer.ggml.token_type", dev.tandem.llm.gguf.GgufValue.integers(
+                    dev.tandem.llm.gguf.GgufValueType.INT32, newTypes));
+            for (GgufTensor t : source.tensors()) {
+                w.tensor(t.name(), t.type(), t.dims(), source.data(t));
+            }
+            w.write(copy);
+        }
+        try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+            LanguageModel m = LanguageModel.load(own, copy, 512);
+            assertThat(m.endsGeneration(period)).isTrue();
+            assertThat(m.eos()).isEqualTo(2);
+            int[] prompt = m.encode("Once upon a time");
+            GenerateOptions options = GenerateOptions.defaults().withMaxTokens(40);
+            Completion c = m.start(own.run(m.program(), m.request(prompt, options), m.runOptions(options)), prompt,
+                    options);
+            assertThat(c.await()).isEqualTo(greedy.substring(0, greedy.indexOf('.')));
+            assertThat(c.finishReason()).isEqualTo(FinishReason.STOP);
+        }
+    }
+
+    @Test
     void aStopStringSplitAcrossTokensEndsTheTextBeforeIt() {
         String full = run("Once upon a time", GenerateOptions.defaults().withMaxTokens(60)).await();
         // A stop string that spans token boundaries in the greedy text: "little girl" is several tokens.
