@@ -1,0 +1,37 @@
+package dev.tandem.bench;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Layering: this module reaches the runtime through its public API ({@code dev.tandem}) only,
+ * never through the core's implementation packages.
+ */
+class ArchitectureTest {
+    private static final JavaClasses CLASSES = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.tandem.bench");
+
+    @Test
+    void usesOnlyThePublicApiOfTheCore() {
+        noClasses().should().dependOnClassesThat().resideInAnyPackage("dev.tandem.graph..", "dev.tandem.sched..",
+                "dev.tandem.cpu..", "dev.tandem.session..", "dev.tandem.memory..", "dev.tandem.trace..")
+                .check(CLASSES);
+    }
+
+    @Test
+    void neverPrints() {
+        // The CLI owns stdout; benchmarks return results and log through SLF4J.
+        noClasses().should().accessField(System.class, "out").orShould().accessField(System.class, "err")
+                .check(CLASSES);
+    }
+
+    @Test
+    void doesNotDependOnTheCli() {
+        noClasses().should().dependOnClassesThat().resideInAPackage("dev.tandem.cli..").check(CLASSES);
+    }
+}

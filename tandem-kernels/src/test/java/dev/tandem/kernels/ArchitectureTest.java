@@ -1,0 +1,28 @@
+package dev.tandem.kernels;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/** The kernels are a leaf: the JDK (and its Vector API) and SLF4J only, nothing of the runtime above them. */
+class ArchitectureTest {
+    private static final JavaClasses KERNELS = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("dev.tandem.kernels");
+
+    @Test
+    void dependOnTheJdkOnly() {
+        noClasses().should().dependOnClassesThat()
+                .resideOutsideOfPackages("dev.tandem.kernels..", "java..", "jdk.incubator.vector..", "jdk.internal..", "org.slf4j..")
+                .check(KERNELS);
+    }
+
+    @Test
+    void neverPrint() {
+        noClasses().should().accessField(System.class, "out").orShould().accessField(System.class, "err")
+                .check(KERNELS);
+    }
+}
