@@ -144,6 +144,25 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         return IntStream.range(0, tokens.size()).parallel().mapToObj(i -> check(i, tokens.get(i))).toList();
     }
 
+    /**
+     * Null when a greedy one-sequence stream's tokens are the reference's (ties allowed, see
+     * {@link LlamaReference#verify}) and it ran to its limit or its stop token; else what differs.
+     */
+    static String checkGreedy(LlamaReference reference, LlamaRequest request, List<Token> tokens) {
+        int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
+        LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
+        if (!verdict.ok()) {
+            return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
+                    actual[verdict.mismatch()], verdict.expected());
+        }
+        boolean stopped = actual.length > 0 && actual[actual.length - 1] == request.stopToken();
+        if (actual.length != request.maxTokens() && !stopped) {
+            return "the stream ended after " + actual.length + " of " + request.maxTokens()
+                    + " tokens without the stop token";
+        }
+        return null;
+    }
+
     @Override
     public void close() {
         if (session != null) {
@@ -232,19 +251,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         String check(int index, List<Token> tokens) {
-            LlamaRequest request = requests.get(index);
-            int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
-            LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
-            if (!verdict.ok()) {
-                return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
-                        actual[verdict.mismatch()], verdict.expected());
-            }
-            boolean stopped = actual.length > 0 && actual[actual.length - 1] == request.stopToken();
-            if (actual.length != request.maxTokens() && !stopped) {
-                return "the stream ended after " + actual.length + " of " + request.maxTokens()
-                        + " tokens without the stop token";
-            }
-            return null;
+            return checkGreedy(reference, requests.get(index), tokens);
         }
     }
 
@@ -356,19 +363,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         String check(int index, List<Token> tokens) {
-            LlamaRequest request = requests.get(index);
-            int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
-            LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
-            if (!verdict.ok()) {
-                return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
-                        actual[verdict.mismatch()], verdict.expected());
-            }
-            boolean stopped = actual.length > 0 && actual[actual.length - 1] == request.stopToken();
-            if (actual.length != request.maxTokens() && !stopped) {
-                return "the stream ended after " + actual.length + " of " + request.maxTokens()
-                        + " tokens without the stop token";
-            }
-            return null;
+            return checkGreedy(reference, requests.get(index), tokens);
         }
     }
 

@@ -2,33 +2,15 @@ package dev.tandem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayOutputStream;
-import java.io.PrintStream;
-import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class DemoCommandTest {
 
-    /** What one command line printed and returned. */
-    record Run(int exitCode, String out, String err) {}
-
-    private static synchronized Run execute(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
-        ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(outBytes, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(errBytes, true, StandardCharsets.UTF_8));
-            int code = Main.execute(args);
-            return new Run(code, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
+    private static CliRun.Run execute(String... args) {
+        return CliRun.execute(args);
     }
 
-    private static void assertBadInput(Run run, String message) {
+    private static void assertBadInput(CliRun.Run run, String message) {
         assertThat(run.exitCode()).as("exit code; stderr: %s", run.err()).isEqualTo(2);
         assertThat(run.err().strip()).isEqualTo("tandem: " + message);
         assertThat(run.out()).as("nothing presented as a result").isEmpty();
@@ -65,7 +47,7 @@ class DemoCommandTest {
 
     @Test
     void checkedLlamaDemoOnTheTinyModelExitsZeroInAPlainPipe() {
-        Run run = execute("demo", "--model", "tiny", "--requests", "2", "--tokens", "12", "--cores", "2", "--check");
+        CliRun.Run run = execute("demo", "--model", "tiny", "--requests", "2", "--tokens", "12", "--cores", "2", "--check");
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
         assertThat(run.out()).contains("check: 2 of 2 streams equal the reference").doesNotContain("\033[");
         assertThat(run.out().lines().filter(line -> line.startsWith("r1 ") || line.startsWith("r2 "))).hasSize(2);
@@ -73,7 +55,7 @@ class DemoCommandTest {
 
     @Test
     void checkedPagedAttentionDemoExitsZero() {
-        Run run = execute("demo", "--workload", "paged-attention", "--model", "tiny", "--requests", "2", "--tokens", "3",
+        CliRun.Run run = execute("demo", "--workload", "paged-attention", "--model", "tiny", "--requests", "2", "--tokens", "3",
                 "--check");
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
         assertThat(run.out()).contains("check: 2 of 2 streams equal the reference");
@@ -81,7 +63,7 @@ class DemoCommandTest {
 
     @Test
     void theDefaultDemoStreamsStoriesFromTheEmbeddedModelAndChecksThem() {
-        Run run = execute("demo", "--requests", "3", "--tokens", "40", "--cores", "2", "--check");
+        CliRun.Run run = execute("demo", "--requests", "3", "--tokens", "40", "--cores", "2", "--check");
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
         assertThat(run.out()).contains("stories260K").contains("check: 3 of 3 streams equal the reference");
         // Real English: the lanes hold words of the stories' vocabulary, not bytes.

@@ -4,9 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
-import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -20,22 +18,8 @@ class ModelCommandsTest {
     @TempDir
     Path dir;
 
-    record Run(int exitCode, String out, String err) {}
-
-    private static synchronized Run execute(String... args) {
-        PrintStream out = System.out;
-        PrintStream err = System.err;
-        ByteArrayOutputStream outBytes = new ByteArrayOutputStream();
-        ByteArrayOutputStream errBytes = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(outBytes, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(errBytes, true, StandardCharsets.UTF_8));
-            int code = Main.execute(args);
-            return new Run(code, outBytes.toString(StandardCharsets.UTF_8), errBytes.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(out);
-            System.setErr(err);
-        }
+    private static CliRun.Run execute(String... args) {
+        return CliRun.execute(args);
     }
 
     /** The shared real model files of the development and CI machines; fails, never skips, without them. */
@@ -59,7 +43,7 @@ class ModelCommandsTest {
         JsonNode reference = new ObjectMapper().readTree(shared("stories260K.greedy.json").toFile()).get("cases").get(0);
         assertThat(reference.get("prompt").asText()).isEqualTo("Once upon a time");
         int n = reference.get("greedy_tokens").size();
-        Run run = execute("generate", "--model", "stories260K", "--prompt", "Once upon a time", "--temperature", "0",
+        CliRun.Run run = execute("generate", "--model", "stories260K", "--prompt", "Once upon a time", "--temperature", "0",
                 "--max-tokens", Integer.toString(n), "--json");
         assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
         JsonNode json = lastJsonLine(run.out());
@@ -104,7 +88,7 @@ class ModelCommandsTest {
             }
             Path file = dir.resolve(vocab + ".jsonl");
             Files.write(file, lines, StandardCharsets.UTF_8);
-            Run run = execute("tokenize", "--model", shared("vocab/" + vocab).toString(), "--file", file.toString());
+            CliRun.Run run = execute("tokenize", "--model", shared("vocab/" + vocab).toString(), "--file", file.toString());
             assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
             List<String> out = run.out().lines().toList();
             assertThat(out).hasSize(expected.size());
@@ -128,23 +112,23 @@ class ModelCommandsTest {
 
     @Test
     void inspectShowsTheShapeAndVocabularyOfModelsAndVocabularyOnlyFiles() {
-        Run run = execute("inspect", "--model", "stories260K");
+        CliRun.Run run = execute("inspect", "--model", "stories260K");
         assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
         assertThat(run.out()).contains("architecture  llama").contains("dim 64, 5 layers, 8 heads over 4 KV heads")
                 .contains("512 tokens, llama").contains("F32 x");
-        Run vocab = execute("inspect", "--model", shared("vocab/ggml-vocab-llama-bpe.gguf").toString());
+        CliRun.Run vocab = execute("inspect", "--model", shared("vocab/ggml-vocab-llama-bpe.gguf").toString());
         assertThat(vocab.exitCode()).isZero();
         assertThat(vocab.out()).contains("gpt2 (pre llama-bpe)").doesNotContain("shape");
     }
 
     @Test
     void aMissingOrBrokenModelIsOneLine() throws IOException {
-        Run missing = execute("generate", "--model", dir.resolve("nope.gguf").toString(), "--prompt", "x");
+        CliRun.Run missing = execute("generate", "--model", dir.resolve("nope.gguf").toString(), "--prompt", "x");
         assertThat(missing.exitCode()).isNotZero();
         assertThat(missing.err().strip()).startsWith("tandem: ").contains("nope.gguf").doesNotContain("\n");
         Path junk = dir.resolve("junk.gguf");
         Files.writeString(junk, "this is not a model, only some text that is long enough");
-        Run broken = execute("inspect", "--model", junk.toString());
+        CliRun.Run broken = execute("inspect", "--model", junk.toString());
         assertThat(broken.err().strip()).contains("not a GGUF file").doesNotContain("\n");
     }
 
@@ -173,7 +157,7 @@ class ModelCommandsTest {
                  "max_position_embeddings": 256, "rms_norm_eps": 1e-6, "rope_theta": 10000.0,
                  "tie_word_embeddings": true, "hidden_act": "silu"}
                 """);
-        Run inspect = execute("inspect", "--model", model.toString());
+        CliRun.Run inspect = execute("inspect", "--model", model.toString());
         assertThat(inspect.exitCode()).as("stderr: %s", inspect.err()).isZero();
         assertThat(inspect.out()).contains("architecture  qwen2").contains("dim 64, 2 layers, 4 heads over 2 KV heads")
                 .contains("q/k/v bias").contains("tied embeddings").contains("NEOX");

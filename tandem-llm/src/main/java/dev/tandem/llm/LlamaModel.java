@@ -532,22 +532,7 @@ public final class LlamaModel {
                 int n = (int) c.scalar(0);
                 int blockCount = (int) c.scalar(1);
                 int stop = (int) c.scalar(2);
-                MemorySegment out = c.region(blockCount);
-                MemorySegment input = c.region(blockCount + 1);
-                long logitsAt = (long) n * Integer.BYTES;
-                for (int b = 0; b < n; b++) {
-                    long row = logitsAt + (long) b * vocab * F;
-                    gatherRow(c, 0, blockCount, n, b, out, row);
-                    int previous = out.getAtIndex(I32, b);
-                    if (stop >= 0 && (previous == stop || previous == LlamaRequest.FINISHED)) {
-                        out.setAtIndex(I32, b, LlamaRequest.FINISHED);
-                        input.setAtIndex(I32, b, stop);
-                    } else {
-                        int token = samplers[b].sample(out, row);
-                        out.setAtIndex(I32, b, token);
-                        input.setAtIndex(I32, b, token);
-                    }
-                }
+                sampleEach(c, n, blockCount, stop, vocab, (out, row, b) -> samplers[b].sample(out, row));
             });
         }
 
@@ -670,6 +655,36 @@ public final class LlamaModel {
         });
     }
 
+    /** Picks the token of sequence {@code b} from its logits row at byte {@code row} of {@code out}. */
+    @FunctionalInterface
+    private interface Pick {
+        int pick(MemorySegment out, long row, int b);
+    }
+
+    /**
+     * The body both sample kernels share: per sequence, gather its logits row into {@code out},
+     * then either mark it FINISHED (it yielded the stop token before) or pick its token; the
+     * token goes to {@code out} and to the next step's input.
+     */
+    private static void sampleEach(TaskContext c, int n, int blockCount, int stop, int vocab, Pick pick) {
+        MemorySegment out = c.region(blockCount);
+        MemorySegment input = c.region(blockCount + 1);
+        long logitsAt = (long) n * Integer.BYTES;
+        for (int b = 0; b < n; b++) {
+            long row = logitsAt + (long) b * vocab * F;
+            gatherRow(c, 0, blockCount, n, b, out, row);
+            int previous = out.getAtIndex(I32, b);
+            if (stop >= 0 && (previous == stop || previous == LlamaRequest.FINISHED)) {
+                out.setAtIndex(I32, b, LlamaRequest.FINISHED);
+                input.setAtIndex(I32, b, stop);
+            } else {
+                int token = pick.pick(out, row, b);
+                out.setAtIndex(I32, b, token);
+                input.setAtIndex(I32, b, token);
+            }
+        }
+    }
+
     /** Copies row {@code i} of a block-major output (regions {@code [first, first + count)}, n rows each) to {@code to}. */
     private static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to,
             long toOffset) {
@@ -739,24 +754,9 @@ public final class LlamaModel {
             float temperature = Float.intBitsToFloat((int) c.scalar(4));
             float topP = Float.intBitsToFloat((int) c.scalar(5));
             long seed = c.scalar(6);
-            MemorySegment out = c.region(blockCount);
-            MemorySegment input = c.region(blockCount + 1);
             MemorySegment probs = c.region(blockCount + 2);
-            long logitsAt = (long) n * Integer.BYTES;
-            for (int b = 0; b < n; b++) {
-                long row = logitsAt + (long) b * vocab * F;
-                gatherRow(c, 0, blockCount, n, b, out, row);
-                int previous = out.getAtIndex(I32, b);
-                if (stop >= 0 && (previous == stop || previous == LlamaRequest.FINISHED)) {
-                    out.setAtIndex(I32, b, LlamaRequest.FINISHED);
-                    input.setAtIndex(I32, b, stop);
-                } else {
-                    int token = ops.sample(out, row, probs, 0, vocab, temperature, topP,
-                            Sampling.seedFor(seed, step, b));
-                    out.setAtIndex(I32, b, token);
-                    input.setAtIndex(I32, b, token);
-                }
-            }
+            sampleEach(c, n, blockCount, stop, vocab, (out, row, b) -> ops.sample(out, row, probs, 0, vocab,
+                    temperature, topP, Sampling.seedFor(seed, step, b)));
         });
     }
 }
