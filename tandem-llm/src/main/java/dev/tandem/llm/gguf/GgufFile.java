@@ -139,7 +139,7 @@ public final class GgufFile implements AutoCloseable {
 
     /** The bytes of {@code tensor}: a read-only slice of the mapping, valid until {@link #close()}. */
     public MemorySegment data(GgufTensor tensor) {
-        if (byName.get(tensor.name()) != tensor && !tensor.equals(byName.get(tensor.name()))) {
+        if (!tensor.equals(byName.get(tensor.name()))) {
             throw new IllegalArgumentException(path + ": no tensor " + tensor);
         }
         return mapping.asSlice(dataStart + tensor.offset(), tensor.bytes());

@@ -9,7 +9,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -261,7 +260,4 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     public String toString() {
         return String.format(Locale.ROOT, "%s (%s, %s)", file.path().getFileName(), architecture, config);
     }
-
-    static final Set<Tensor> MATRICES = EnumSet.of(Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
-            Tensor.W1, Tensor.W2, Tensor.W3, Tensor.OUTPUT);
 }
