@@ -1,14 +1,11 @@
 package dev.tandem.llm.gguf;
 
-import java.io.IOException;
-import java.lang.foreign.Arena;
+import dev.tandem.llm.MappedFile;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -34,8 +31,9 @@ import java.util.Optional;
  * <p>Reading never trusts a count: before it allocates for a count, it checks that the rest of
  * the file can hold that many of the smallest element, so a corrupt count is an error naming
  * it, never an {@code OutOfMemoryError}. Every read is bounds-checked against the mapping. On
- * any error the mapping is released before the exception leaves {@link #open}. The mapping
- * lives in a shared arena (the tensors are read by the device's cores) until {@link #close()}.
+ * any error the mapping is released before the exception leaves {@link #open} ({@link
+ * MappedFile#parse}). The mapping lives in a shared arena (the tensors are read by the device's
+ * cores) until {@link #close()}.
  */
 public final class GgufFile implements AutoCloseable {
     /** The magic number, "GGUF" read as a little-endian u32. */
@@ -46,8 +44,7 @@ public final class GgufFile implements AutoCloseable {
     public static final int MAX_DIMS = 4;
 
     private final Path path;
-    private final Arena arena;
-    private final MemorySegment mapping;
+    private final MappedFile file;
     private final int version;
     private final GgufMetadata metadata;
     private final List<GgufTensor> tensors;
@@ -55,11 +52,10 @@ public final class GgufFile implements AutoCloseable {
     private final long alignment;
     private final long dataStart;
 
-    private GgufFile(Path path, Arena arena, MemorySegment mapping, int version, GgufMetadata metadata,
+    private GgufFile(Path path, MappedFile file, int version, GgufMetadata metadata,
             List<GgufTensor> tensors, long alignment, long dataStart) {
         this.path = path;
-        this.arena = arena;
-        this.mapping = mapping;
+        this.file = file;
         this.version = version;
         this.metadata = metadata;
         this.tensors = Collections.unmodifiableList(tensors);
@@ -78,32 +74,12 @@ public final class GgufFile implements AutoCloseable {
      * @throws GgufException naming the file and what is wrong with it
      */
     public static GgufFile open(Path path) {
-        long size;
-        FileChannel channel;
-        try {
-            channel = FileChannel.open(path, StandardOpenOption.READ);
-        } catch (IOException e) {
-            throw new GgufException(path + ": cannot open: " + e.getMessage(), e);
-        }
-        Arena arena = Arena.ofShared();
-        try (channel) {
-            size = channel.size();
-            if (size < 24) {
-                throw new GgufException(path + ": truncated: " + size + " bytes, a GGUF header needs 24");
+        return MappedFile.parse(path, GgufException::new, file -> {
+            if (file.bytes() < 24) {
+                throw new GgufException(path + ": truncated: " + file.bytes() + " bytes, a GGUF header needs 24");
             }
-            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, size, arena);
-            GgufFile file = new Parser(path, mapping).parse(arena);
-            return file;
-        } catch (GgufException e) {
-            arena.close();
-            throw e;
-        } catch (IOException e) {
-            arena.close();
-            throw new GgufException(path + ": cannot map: " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
+            return new Parser(path, file.segment()).parse(file);
+        });
     }
 
     public Path path() {
@@ -134,7 +110,7 @@ public final class GgufFile implements AutoCloseable {
 
     /** Bytes of the whole file. */
     public long fileBytes() {
-        return mapping.byteSize();
+        return file.bytes();
     }
 
     /** The bytes of {@code tensor}: a read-only slice of the mapping, valid until {@link #close()}. */
@@ -142,20 +118,18 @@ public final class GgufFile implements AutoCloseable {
         if (!tensor.equals(byName.get(tensor.name()))) {
             throw new IllegalArgumentException(path + ": no tensor " + tensor);
         }
-        return mapping.asSlice(dataStart + tensor.offset(), tensor.bytes());
+        return file.segment().asSlice(dataStart + tensor.offset(), tensor.bytes());
     }
 
     /** Whether the mapping is still open. */
     public boolean isOpen() {
-        return arena.scope().isAlive();
+        return file.isOpen();
     }
 
     /** Unmaps the file; slices from {@link #data} are invalid afterwards. Idempotent. */
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            arena.close();
-        }
+        file.close();
     }
 
     @Override
@@ -189,7 +163,7 @@ public final class GgufFile implements AutoCloseable {
             this.size = in.byteSize();
         }
 
-        GgufFile parse(Arena arena) {
+        GgufFile parse(MappedFile file) {
             int magic = in.get(U32, 0);
             if (magic != MAGIC) {
                 throw fail("not a GGUF file: magic is 0x" + Integer.toHexString(magic) + ", expected 0x"
@@ -292,7 +266,7 @@ public final class GgufFile implements AutoCloseable {
                             + t.offset() + ") extends past the end of the file (" + size + " bytes)");
                 }
             }
-            return new GgufFile(path, arena, in, version, metadata, infos, alignment, dataStart);
+            return new GgufFile(path, file, version, metadata, infos, alignment, dataStart);
         }
 
         private GgufValue value(String key, GgufValueType type, int depth) {

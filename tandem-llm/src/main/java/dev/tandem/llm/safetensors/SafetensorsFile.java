@@ -5,14 +5,12 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.tandem.llm.MappedFile;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collections;
@@ -56,18 +54,16 @@ public final class SafetensorsFile implements AutoCloseable {
             .build();
 
     private final Path path;
-    private final Arena arena;
-    private final MemorySegment mapping;
+    private final MappedFile file;
     private final long dataStart;
     private final Map<String, String> metadata;
     private final List<SafetensorsTensor> tensors;
     private final Map<String, SafetensorsTensor> byName;
 
-    private SafetensorsFile(Path path, Arena arena, MemorySegment mapping, long dataStart, Map<String, String> metadata,
+    private SafetensorsFile(Path path, MappedFile file, long dataStart, Map<String, String> metadata,
             List<SafetensorsTensor> tensors) {
         this.path = path;
-        this.arena = arena;
-        this.mapping = mapping;
+        this.file = file;
         this.dataStart = dataStart;
         this.metadata = Collections.unmodifiableMap(metadata);
         this.tensors = Collections.unmodifiableList(tensors);
@@ -84,26 +80,10 @@ public final class SafetensorsFile implements AutoCloseable {
      * @throws SafetensorsException naming the file and what is wrong with it
      */
     public static SafetensorsFile open(Path path) {
-        FileChannel channel;
-        try {
-            channel = FileChannel.open(path, StandardOpenOption.READ);
-        } catch (IOException e) {
-            throw new SafetensorsException(path + ": cannot open: " + e, e);
-        }
-        Arena arena = Arena.ofShared();
-        try (channel) {
-            MemorySegment mapping = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena).asReadOnly();
-            return parse(path, arena, mapping);
-        } catch (IOException e) {
-            arena.close();
-            throw new SafetensorsException(path + ": cannot map: " + e.getMessage(), e);
-        } catch (RuntimeException | Error e) {
-            arena.close();
-            throw e;
-        }
+        return MappedFile.parse(path, SafetensorsException::new, file -> parse(path, file, file.segment()));
     }
 
-    private static SafetensorsFile parse(Path path, Arena arena, MemorySegment in) {
+    private static SafetensorsFile parse(Path path, MappedFile file, MemorySegment in) {
         long size = in.byteSize();
         if (size < 8) {
             throw fail(path, "truncated: " + size + " bytes, but a safetensors file starts with an 8-byte header"
@@ -165,7 +145,7 @@ public final class SafetensorsFile implements AutoCloseable {
                         + range(b) + " overlap");
             }
         }
-        return new SafetensorsFile(path, arena, in, dataStart, metadata, tensors);
+        return new SafetensorsFile(path, file, dataStart, metadata, tensors);
     }
 
     private static SafetensorsTensor tensor(Path path, String name, JsonNode info, long dataBytes) {
@@ -275,7 +255,7 @@ public final class SafetensorsFile implements AutoCloseable {
 
     /** Bytes of the whole file. */
     public long fileBytes() {
-        return mapping.byteSize();
+        return file.bytes();
     }
 
     /** The bytes of {@code tensor}: a read-only slice of the mapping, valid until {@link #close()}. */
@@ -283,20 +263,18 @@ public final class SafetensorsFile implements AutoCloseable {
         if (!tensor.equals(byName.get(tensor.name()))) {
             throw new IllegalArgumentException(path + ": no tensor " + tensor);
         }
-        return mapping.asSlice(dataStart + tensor.begin(), tensor.bytes());
+        return file.segment().asSlice(dataStart + tensor.begin(), tensor.bytes());
     }
 
     /** Whether the mapping is still open. */
     public boolean isOpen() {
-        return arena.scope().isAlive();
+        return file.isOpen();
     }
 
     /** Unmaps the file; slices from {@link #data} are invalid afterwards. Idempotent. */
     @Override
     public void close() {
-        if (arena.scope().isAlive()) {
-            arena.close();
-        }
+        file.close();
     }
 
     @Override
