@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.llm.SharedModels;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
@@ -105,7 +104,7 @@ class GgufFileTest {
             Map<String, GgufValue> m = f.metadata().asMap();
             for (Map.Entry<String, GgufValue> e : m.entrySet()) {
                 if (!e.getKey().equals("floats")) {
-                    assertThat(e.getValue()).as(e.getKey()).isEqualTo(findIn(w, e.getKey()));
+                    assertThat(e.getValue()).as(e.getKey()).isEqualTo(expected(e.getKey()));
                 }
             }
             assertThat(f.metadata().floats("floats")).usingElementComparator(Float::compare)
@@ -121,8 +120,8 @@ class GgufFileTest {
         }
     }
 
-    private static GgufValue findIn(GgufWriter w, String key) throws IOException {
-        // Re-read through a second writer-free path: the writer keeps no getter, so compare with a fresh build.
+    /** The value the round-trip test wrote under {@code key}, built again independently of the writer. */
+    private static GgufValue expected(String key) {
         return switch (key) {
             case "f32" -> GgufValue.float32(1.5f);
             case "f64" -> new GgufValue(GgufValueType.FLOAT64, null, Math.PI);
@@ -219,7 +218,6 @@ class GgufFileTest {
         Path p = dir.resolve("big.gguf");
         // Declares 4 floats but the data holds them; then lie about the dims by writing a bigger shape.
         new GgufWriter().tensor("t", GgmlType.F32, new long[] {4}, MemorySegment.ofArray(new float[4])).write(p);
-        byte[] data = Files.readAllBytes(p);
         // Layout: 24-byte header, name (8 + 1), n_dims (4), dim (8), type (4), offset (8).
         long dimAt = 24 + 9 + 4;
         Path past = patched(p, dimAt, 1 << 20, 8);
@@ -229,7 +227,6 @@ class GgufFileTest {
         assertThatThrownBy(() -> GgufFile.open(type)).hasMessageContaining("tensor t has unknown ggml type 99");
         Path q4k = patched(p, dimAt + 8, 12, 4);
         assertThatThrownBy(() -> GgufFile.open(q4k)).hasMessageContaining("not a multiple of its block size 256");
-        assertThat(data.length).isGreaterThan(24);
     }
 
     @Test
@@ -249,6 +246,5 @@ class GgufFileTest {
         f.close();
         assertThat(f.isOpen()).isFalse();
         assertThatThrownBy(() -> t.get(ValueLayout.JAVA_BYTE, 0)).isInstanceOf(IllegalStateException.class);
-        assertThat(Arena.global()).isNotNull();
     }
 }
