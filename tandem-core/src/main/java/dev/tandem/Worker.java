@@ -4,6 +4,7 @@ import dev.tandem.cpu.CpuCores;
 import dev.tandem.memory.DeviceBuffer;
 import dev.tandem.memory.DeviceMemory;
 import dev.tandem.session.DeviceParts;
+import dev.tandem.session.FeedRun;
 import dev.tandem.session.RequestHost;
 import dev.tandem.session.RequestRun;
 import dev.tandem.session.RequestSpec;
@@ -66,6 +67,7 @@ public final class Worker implements AutoCloseable {
     private final AtomicLong requestIds = new AtomicLong();
     private final Set<RequestRun> live = ConcurrentHashMap.newKeySet();
     private final Set<SessionImpl<?>> sessions = ConcurrentHashMap.newKeySet();
+    private final Set<FeedRun> feeds = ConcurrentHashMap.newKeySet();
     private final Host host = new Host();
     private volatile ScheduledThreadPoolExecutor timer;
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -225,6 +227,26 @@ public final class Worker implements AutoCloseable {
         return session;
     }
 
+    /** A feed of this worker, for {@link TokenFeed.Builder#build()}. */
+    FeedRun openFeed(String feedName, Duration deadline, Runnable onChange) {
+        ensureOpen();
+        FeedRun feed = new FeedRun(requestIds.incrementAndGet(), feedName,
+                threads, onChange, feeds::remove);
+        feeds.add(feed);
+        if (deadline != null) {
+            feed.armDeadline(host.timer(), deadline);
+        }
+        if (closed.get()) {
+            feed.terminate(Status.CANCELLED, null);
+        }
+        return feed;
+    }
+
+    /** Feeds whose producer has not released them. */
+    public int liveFeeds() {
+        return feeds.size();
+    }
+
     /** Runs one request with the default options. */
     public <I> TokenStream run(Program<I> program, I input) {
         return run(program, input, RunOptions.defaults());
@@ -376,6 +398,9 @@ public final class Worker implements AutoCloseable {
             }
             for (RequestRun request : live) {
                 request.terminate(Status.CANCELLED, null);
+            }
+            for (FeedRun feed : feeds) {
+                feed.terminate(Status.CANCELLED, null);
             }
             if (live.isEmpty()) {
                 shutDown();

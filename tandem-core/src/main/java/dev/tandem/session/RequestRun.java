@@ -74,7 +74,7 @@ import java.util.function.Consumer;
  * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
  * wait relies on a timeout. Termination wakes (and interrupts) the program too.
  */
-public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView {
+public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView, StreamOwner {
 
     /** How the request ended. */
     record Ending(Status status, Throwable cause) {}
@@ -157,12 +157,14 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
     }
 
     /** The name (after the worker's prefix) of one of this request's threads. */
-    String threadName(String role) {
+    @Override
+    public String threadName(String role) {
         return "request-" + id + role;
     }
 
     /** The worker's registry of the virtual threads it runs user code on. */
-    RuntimeThreads threads() {
+    @Override
+    public RuntimeThreads threads() {
         return device.threads();
     }
 
@@ -190,6 +192,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return id;
     }
 
+    @Override
     public long id() {
         return id;
     }
@@ -260,7 +263,8 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
         return delivered;
     }
 
-    CompletableFuture<Outcome> completion() {
+    @Override
+    public CompletableFuture<Outcome> completion() {
         return completion.copy();
     }
 
@@ -429,7 +433,8 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
     // ---- callers ---------------------------------------------------------------------------
 
     /** The caller took the token of {@code step} from the stream. */
-    void tokenTaken(long step) {
+    @Override
+    public void tokenTaken(long step) {
         long count = taken.incrementAndGet();
         TraceRecorder trace = device.trace();
         if (trace != null) {
@@ -444,6 +449,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
      *
      * @return whether this call ended it
      */
+    @Override
     public boolean terminate(Status status, Throwable cause) {
         Ending ending = new Ending(status, cause);
         if (!TERMINATION.compareAndSet(this, null, ending)) {

@@ -59,7 +59,7 @@ final class TokenStreamImpl implements TokenStream {
     private static final Logger log = LoggerFactory.getLogger(TokenStreamImpl.class);
     private static final Object END = new Object();
 
-    private final RequestRun request;
+    private final StreamOwner request;
     private final LinkedTransferQueue<Object> queue = new LinkedTransferQueue<>();
     private volatile Outcome endOutcome;
     private final Object endLock = new Object();
@@ -69,7 +69,7 @@ final class TokenStreamImpl implements TokenStream {
     private long received; // guarded by endLock
     private volatile long tokensAtEnd = -1;
 
-    TokenStreamImpl(RequestRun request) {
+    TokenStreamImpl(StreamOwner request) {
         this.request = request;
     }
 
