@@ -243,19 +243,16 @@ public final class LlamaModel {
         };
     }
 
-    // ---- one request ----------------------------------------------------------------------------
+    // ---- passes -----------------------------------------------------------------------------------
 
-    /** The buffers, block tables and pass builder of one request. Program thread only. */
-    private final class RequestState {
-        final LlamaRequest request;
-        final int batch;
+    /**
+     * The activation buffers of passes of up to {@code maxRows} rows, of which up to
+     * {@code maxLogits} need logits: what one pass writes and the next pass reuses (each
+     * reuse waits, through its regions, for the readers of the previous contents).
+     */
+    final class Activations {
         final int maxRows;
-        final int[][] tables;
-        final int[] promptLengths;
-        final Buffer promptTokens;
-        final Buffer input;
-        final Buffer out;
-        final Buffer probs;
+        final int maxLogits;
         final Buffer x;
         final Buffer xn;
         final Buffer q;
@@ -264,9 +261,220 @@ public final class LlamaModel {
         final Buffer xf;
         final Buffer logits;
         final Map<Tensor, Buffer> outputs = new EnumMap<>(Tensor.class);
+        final PagedAttention.Scratch scratch;
+
+        Activations(int maxRows, int maxLogits, LongFunction<Buffer> allocate) {
+            this.maxRows = maxRows;
+            this.maxLogits = maxLogits;
+            int dim = config.dim();
+            x = allocate.apply((long) maxRows * dim * F);
+            xn = allocate.apply((long) maxRows * dim * F);
+            q = allocate.apply((long) maxRows * config.qDim() * F);
+            att = allocate.apply((long) maxRows * config.qDim() * F);
+            hb = allocate.apply((long) maxRows * config.ffnDim() * F);
+            xf = allocate.apply((long) maxLogits * dim * F);
+            logits = allocate.apply((long) maxLogits * config.vocab() * F);
+            for (Tensor t : List.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO, Tensor.W1, Tensor.W2, Tensor.W3)) {
+                outputs.put(t, allocate.apply((long) maxRows * t.rows(config) * F));
+            }
+            scratch = attention.allocateScratch(allocate, maxRows);
+        }
+    }
+
+    /** Device bytes of the {@link Activations} of passes of {@code maxRows} rows and {@code maxLogits} logit rows. */
+    long activationBytes(int maxRows, int maxLogits) {
+        long[] total = new long[1];
+        new Activations(maxRows, maxLogits, bytes -> {
+            total[0] += bytes;
+            return null;
+        });
+        return total[0];
+    }
+
+    /** Bytes of one KV cache block of one layer, keys or values. */
+    long kvBlockBytes() {
+        return attention.blockBytes();
+    }
+
+    /**
+     * Submits one forward pass: embedding, every layer, and — for {@code logitRows} — the final
+     * norm and the classifier into {@code a.logits} (block-major, {@code logitRows.length} rows;
+     * read them with {@link #addLogitReads}). Row {@code r} is at position {@code position[r]}
+     * of the sequence whose block table is {@code rowTables[r]}: it writes its key and value to
+     * that position's cache slot and attends to positions {@code [0, position[r]]}.
+     *
+     * @param tokenSource holds the rows' input tokens, one int each, from offset 0
+     */
+    void forward(Orchestrator o, Activations a, Buffer[] keys, Buffer[] values, Buffer tokenSource, int rows,
+            int[] position, int[][] rowTables, int[] logitRows) {
+        int dim = config.dim();
+        o.submit(embed, Orchestrator.scalars(rows, dim, config.vocab()),
+                read(buffers.get(Tensor.TOKEN_EMBEDDING)[0]),
+                read(tokenSource.region(0, (long) rows * Integer.BYTES)),
+                write(a.x.region(0, (long) rows * dim * F)));
+        int[] contexts = new int[rows];
+        for (int r = 0; r < rows; r++) {
+            contexts[r] = position[r] + 1;
+        }
+        for (int l = 0; l < config.layers(); l++) {
+            norm(o, a, Tensor.ATTENTION_NORM, l, rows);
+            matmul(o, a, Tensor.WQ, l, a.xn, rows);
+            matmul(o, a, Tensor.WK, l, a.xn, rows);
+            matmul(o, a, Tensor.WV, l, a.xn, rows);
+            for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+                ropeStore(o, a, keys[l], values[l], l, rows, r0, Math.min(rows, r0 + ROW_CHUNK), position, rowTables);
+            }
+            attention.submit(o, a.scratch, rows, a.q, keys[l], values[l], 0, contexts, rowTables, a.att);
+            matmul(o, a, Tensor.WO, l, a.att, rows);
+            residual(o, a, Tensor.WO, rows);
+            norm(o, a, Tensor.FFN_NORM, l, rows);
+            matmul(o, a, Tensor.W1, l, a.xn, rows);
+            matmul(o, a, Tensor.W3, l, a.xn, rows);
+            silu(o, a, rows);
+            matmul(o, a, Tensor.W2, l, a.hb, rows);
+            residual(o, a, Tensor.W2, rows);
+        }
+        if (logitRows.length == 0) {
+            return;
+        }
+        List<Access> accesses = new ArrayList<>();
+        accesses.add(read(buffers.get(Tensor.OUTPUT_NORM)[0]));
+        accesses.add(write(a.xf.region(0, (long) logitRows.length * dim * F)));
+        for (int row : logitRows) {
+            accesses.add(read(a.x.region((long) row * dim * F, dim * F)));
+        }
+        o.submit(finalNorm, Orchestrator.scalars(dim, Float.floatToRawIntBits(config.normEps())),
+                accesses.toArray(Access[]::new));
+        matmul(o, a, Tensor.OUTPUT, 0, a.xf, logitRows.length);
+    }
+
+    /** The classifier's row blocks: the {@code Pick}-style kernels take one region per block. */
+    int logitBlocks() {
+        return blocks.get(Tensor.OUTPUT).count();
+    }
+
+    /** Adds reads of the {@code n} logit rows of the last {@link #forward}'s classifier, one region per block. */
+    void addLogitReads(List<Access> accesses, Activations a, int n) {
+        addBlockReads(accesses, a.logits, blocks.get(Tensor.OUTPUT), n, 0, n);
+    }
+
+    private void norm(Orchestrator o, Activations a, Tensor weight, int layer, int rows) {
+        int dim = config.dim();
+        for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+            int n = Math.min(ROW_CHUNK, rows - r0);
+            o.submit(rmsnorm, Orchestrator.scalars(n, dim, Float.floatToRawIntBits(config.normEps())),
+                    read(buffers.get(weight)[layer]),
+                    read(a.x.region((long) r0 * dim * F, (long) n * dim * F)),
+                    write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
+        }
+    }
+
+    /** Row-block tasks of {@code weight} times the first {@code rows} rows of {@code in}. */
+    private void matmul(Orchestrator o, Activations a, Tensor weight, int layer, Buffer in, int rows) {
+        RowBlocks split = blocks.get(weight);
+        int cols = weight.cols(config);
+        long rowBytes = config.weightType().rowBytes(cols);
+        Buffer w = buffers.get(weight)[layer];
+        Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
+        Kernel kernel = matmuls.get(weight);
+        for (int k = 0; k < split.count(); k++) {
+            o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows),
+                    read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)),
+                    read(in.region(0, (long) rows * cols * F)),
+                    write(target.region(split.offset(k, rows, 0), split.length(k, rows))));
+        }
+    }
+
+    private void ropeStore(Orchestrator o, Activations a, Buffer keyCache, Buffer valueCache, int layer, int rows,
+            int r0, int r1, int[] position, int[][] rowTables) {
+        int n = r1 - r0;
+        RowBlocks qSplit = blocks.get(Tensor.WQ);
+        RowBlocks kvSplit = blocks.get(Tensor.WK);
+        List<Access> accesses = new ArrayList<>();
+        addBlockReads(accesses, a.outputs.get(Tensor.WQ), qSplit, rows, r0, n);
+        addBlockReads(accesses, a.outputs.get(Tensor.WK), kvSplit, rows, r0, n);
+        addBlockReads(accesses, a.outputs.get(Tensor.WV), kvSplit, rows, r0, n);
+        int qDim = config.qDim();
+        accesses.add(write(a.q.region((long) r0 * qDim * F, (long) n * qDim * F)));
+        long slotBytes = (long) config.kvDim() * F;
+        int bs = options.kvBlockSize();
+        for (Buffer cache : new Buffer[] {keyCache, valueCache}) {
+            for (int r = r0; r < r1; r++) {
+                int p = position[r];
+                long slot = (long) rowTables[r][p / bs] * bs + p % bs;
+                accesses.add(write(cache.region(slot * slotBytes, slotBytes)));
+            }
+        }
+        if (config.attentionBias()) {
+            accesses.add(read(buffers.get(Tensor.BQ)[layer]));
+            accesses.add(read(buffers.get(Tensor.BK)[layer]));
+            accesses.add(read(buffers.get(Tensor.BV)[layer]));
+        }
+        if (config.qkNorm()) {
+            accesses.add(read(buffers.get(Tensor.Q_NORM)[layer]));
+            accesses.add(read(buffers.get(Tensor.K_NORM)[layer]));
+        }
+        long[] scalars = new long[6 + n];
+        scalars[0] = n;
+        scalars[1] = qSplit.count();
+        scalars[2] = kvSplit.count();
+        scalars[3] = config.heads();
+        scalars[4] = config.kvHeads();
+        scalars[5] = Float.floatToRawIntBits(config.ropeTheta());
+        for (int i = 0; i < n; i++) {
+            scalars[6 + i] = position[r0 + i];
+        }
+        o.submit(ropeStore, scalars, accesses.toArray(Access[]::new));
+    }
+
+    private void residual(Orchestrator o, Activations a, Tensor weight, int rows) {
+        int dim = config.dim();
+        RowBlocks split = blocks.get(weight);
+        for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
+            int n = Math.min(ROW_CHUNK, rows - r0);
+            List<Access> accesses = new ArrayList<>();
+            accesses.add(readWrite(a.x.region((long) r0 * dim * F, (long) n * dim * F)));
+            addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
+            o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
+        }
+    }
+
+    private void silu(Orchestrator o, Activations a, int rows) {
+        RowBlocks split = blocks.get(Tensor.W1);
+        int ffn = config.ffnDim();
+        for (int k = 0; k < split.count(); k++) {
+            Access[] accesses = new Access[2 + rows];
+            accesses[0] = read(a.outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
+            accesses[1] = read(a.outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
+            for (int r = 0; r < rows; r++) {
+                accesses[2 + r] = write(a.hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
+            }
+            o.submit(siluMul, Orchestrator.scalars(rows), accesses);
+        }
+    }
+
+    /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */
+    private static void addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0, int n) {
+        for (int k = 0; k < split.count(); k++) {
+            accesses.add(read(output.region(split.offset(k, rows, r0), split.length(k, n))));
+        }
+    }
+
+    // ---- one request ----------------------------------------------------------------------------
+
+    /** The buffers, block tables and pass builder of one request. Program thread only. */
+    private final class RequestState {
+        final LlamaRequest request;
+        final int batch;
+        final int[][] tables;
+        final int[] promptLengths;
+        final Buffer promptTokens;
+        final Buffer input;
+        final Buffer out;
+        final Buffer probs;
+        final Activations a;
         final Buffer[] keys;
         final Buffer[] values;
-        final PagedAttention.Scratch scratch;
         /** With a {@link LlamaRequest#sampler()}: the sample kernel of this request, holding one sampler per sequence. */
         final Kernel samplerKernel;
 
@@ -284,7 +492,6 @@ public final class LlamaModel {
                 blockCounts[b] = Math.ceilDiv(promptLengths[b] + request.maxTokens(), bs);
                 cacheBlocks += blockCounts[b];
             }
-            this.maxRows = Math.max(prompt, batch);
             // Blocks of different sequences interleave: block j of every sequence, then block j + 1.
             this.tables = new int[batch][];
             for (int b = 0; b < batch; b++) {
@@ -298,21 +505,11 @@ public final class LlamaModel {
                     }
                 }
             }
-            int dim = config.dim();
             promptTokens = allocate.apply((long) prompt * Integer.BYTES);
             input = allocate.apply((long) batch * Integer.BYTES);
             out = allocate.apply((long) batch * Integer.BYTES + (long) batch * config.vocab() * F);
             probs = allocate.apply(config.vocab() * F);
-            x = allocate.apply((long) maxRows * dim * F);
-            xn = allocate.apply((long) maxRows * dim * F);
-            q = allocate.apply((long) maxRows * config.qDim() * F);
-            att = allocate.apply((long) maxRows * config.qDim() * F);
-            hb = allocate.apply((long) maxRows * config.ffnDim() * F);
-            xf = allocate.apply((long) batch * dim * F);
-            logits = allocate.apply((long) batch * config.vocab() * F);
-            for (Tensor t : List.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO, Tensor.W1, Tensor.W2, Tensor.W3)) {
-                outputs.put(t, allocate.apply((long) maxRows * t.rows(config) * F));
-            }
+            a = new Activations(Math.max(prompt, batch), batch, allocate);
             keys = new Buffer[config.layers()];
             values = new Buffer[config.layers()];
             long cacheBytes = (long) cacheBlocks * attention.blockBytes();
@@ -320,7 +517,6 @@ public final class LlamaModel {
                 keys[l] = allocate.apply(cacheBytes);
                 values[l] = allocate.apply(cacheBytes);
             }
-            scratch = attention.allocateScratch(allocate, maxRows);
             samplerKernel = request.sampler() == null ? null : samplerKernel(request);
         }
 
@@ -330,16 +526,16 @@ public final class LlamaModel {
             for (int length : promptLengths) {
                 rows += length;
             }
-            int[] sequence = new int[rows];
             int[] position = new int[rows];
+            int[][] rowTables = new int[rows][];
             int[] logitRows = new int[batch];
             MemorySegment tokens = MemorySegment.ofArray(new int[rows]);
             int r = 0;
             for (int b = 0; b < batch; b++) {
                 int[] prompt = request.prompt(b);
                 for (int p = 0; p < prompt.length; p++) {
-                    sequence[r] = b;
                     position[r] = p;
+                    rowTables[r] = tables[b];
                     tokens.setAtIndex(I32, r, prompt[p]);
                     r++;
                 }
@@ -349,168 +545,37 @@ public final class LlamaModel {
             int[] none = new int[batch];
             Arrays.fill(none, NO_TOKEN);
             o.upload(out.region(0, (long) batch * Integer.BYTES), MemorySegment.ofArray(none));
-            pass(o, 0, promptTokens, rows, sequence, position, logitRows);
+            step(o, 0, promptTokens, rows, position, rowTables, logitRows);
         }
 
         /** Step {@code k >= 1}: one row per sequence, at the position after its previous token. */
         void decode(Orchestrator o, int k) {
-            int[] sequence = new int[batch];
             int[] position = new int[batch];
+            int[] rows = new int[batch];
             for (int b = 0; b < batch; b++) {
-                sequence[b] = b;
                 position[b] = promptLengths[b] + k - 1;
+                rows[b] = b;
             }
-            pass(o, k, input, batch, sequence, position, sequence);
+            step(o, k, input, batch, position, tables, rows);
         }
 
-        private void pass(Orchestrator o, int step, Buffer tokenSource, int rows, int[] sequence, int[] position,
+        private void step(Orchestrator o, int step, Buffer tokenSource, int rows, int[] position, int[][] rowTables,
                 int[] logitRows) {
-            int dim = config.dim();
-            o.submit(embed, Orchestrator.scalars(rows, dim, config.vocab()),
-                    read(buffers.get(Tensor.TOKEN_EMBEDDING)[0]),
-                    read(tokenSource.region(0, (long) rows * Integer.BYTES)),
-                    write(x.region(0, (long) rows * dim * F)));
-            int[] contexts = new int[rows];
-            int[][] rowTables = new int[rows][];
-            for (int r = 0; r < rows; r++) {
-                contexts[r] = position[r] + 1;
-                rowTables[r] = tables[sequence[r]];
-            }
-            for (int l = 0; l < config.layers(); l++) {
-                norm(o, Tensor.ATTENTION_NORM, l, rows);
-                matmul(o, Tensor.WQ, l, xn, rows);
-                matmul(o, Tensor.WK, l, xn, rows);
-                matmul(o, Tensor.WV, l, xn, rows);
-                for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
-                    ropeStore(o, l, rows, r0, Math.min(rows, r0 + ROW_CHUNK), sequence, position);
-                }
-                attention.submit(o, scratch, rows, q, keys[l], values[l], 0, contexts, rowTables, att);
-                matmul(o, Tensor.WO, l, att, rows);
-                residual(o, Tensor.WO, rows);
-                norm(o, Tensor.FFN_NORM, l, rows);
-                matmul(o, Tensor.W1, l, xn, rows);
-                matmul(o, Tensor.W3, l, xn, rows);
-                silu(o, rows);
-                matmul(o, Tensor.W2, l, hb, rows);
-                residual(o, Tensor.W2, rows);
-            }
-            List<Access> accesses = new ArrayList<>();
-            accesses.add(read(buffers.get(Tensor.OUTPUT_NORM)[0]));
-            accesses.add(write(xf.region(0, (long) logitRows.length * dim * F)));
-            for (int row : logitRows) {
-                accesses.add(read(x.region((long) row * dim * F, dim * F)));
-            }
-            o.submit(finalNorm, Orchestrator.scalars(dim, Float.floatToRawIntBits(config.normEps())),
-                    accesses.toArray(Access[]::new));
-            matmul(o, Tensor.OUTPUT, 0, xf, batch);
+            forward(o, a, keys, values, tokenSource, rows, position, rowTables, logitRows);
             submitSample(o, step);
             o.endStep(request.logits() ? out.region() : out.region(0, (long) batch * Integer.BYTES));
         }
 
-        private void norm(Orchestrator o, Tensor weight, int layer, int rows) {
-            int dim = config.dim();
-            for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
-                int n = Math.min(ROW_CHUNK, rows - r0);
-                o.submit(rmsnorm, Orchestrator.scalars(n, dim, Float.floatToRawIntBits(config.normEps())),
-                        read(buffers.get(weight)[layer]),
-                        read(x.region((long) r0 * dim * F, (long) n * dim * F)),
-                        write(xn.region((long) r0 * dim * F, (long) n * dim * F)));
-            }
-        }
-
-        /** Row-block tasks of {@code weight} times the first {@code rows} rows of {@code in}. */
-        private void matmul(Orchestrator o, Tensor weight, int layer, Buffer in, int rows) {
-            RowBlocks split = blocks.get(weight);
-            int cols = weight.cols(config);
-            long rowBytes = config.weightType().rowBytes(cols);
-            Buffer w = buffers.get(weight)[layer];
-            Buffer target = weight == Tensor.OUTPUT ? logits : outputs.get(weight);
-            Kernel kernel = matmuls.get(weight);
-            for (int k = 0; k < split.count(); k++) {
-                o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows),
-                        read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)),
-                        read(in.region(0, (long) rows * cols * F)),
-                        write(target.region(split.offset(k, rows, 0), split.length(k, rows))));
-            }
-        }
-
-        private void ropeStore(Orchestrator o, int layer, int rows, int r0, int r1, int[] sequence, int[] position) {
-            int n = r1 - r0;
-            RowBlocks qSplit = blocks.get(Tensor.WQ);
-            RowBlocks kvSplit = blocks.get(Tensor.WK);
-            List<Access> accesses = new ArrayList<>();
-            addBlockReads(accesses, outputs.get(Tensor.WQ), qSplit, rows, r0, n);
-            addBlockReads(accesses, outputs.get(Tensor.WK), kvSplit, rows, r0, n);
-            addBlockReads(accesses, outputs.get(Tensor.WV), kvSplit, rows, r0, n);
-            int qDim = config.qDim();
-            accesses.add(write(q.region((long) r0 * qDim * F, (long) n * qDim * F)));
-            long slotBytes = (long) config.kvDim() * F;
-            for (Buffer cache : new Buffer[] {keys[layer], values[layer]}) {
-                for (int r = r0; r < r1; r++) {
-                    int p = position[r];
-                    int block = tables[sequence[r]][p / options.kvBlockSize()];
-                    long slot = (long) block * options.kvBlockSize() + p % options.kvBlockSize();
-                    accesses.add(write(cache.region(slot * slotBytes, slotBytes)));
-                }
-            }
-            if (config.attentionBias()) {
-                accesses.add(read(buffers.get(Tensor.BQ)[layer]));
-                accesses.add(read(buffers.get(Tensor.BK)[layer]));
-                accesses.add(read(buffers.get(Tensor.BV)[layer]));
-            }
-            if (config.qkNorm()) {
-                accesses.add(read(buffers.get(Tensor.Q_NORM)[layer]));
-                accesses.add(read(buffers.get(Tensor.K_NORM)[layer]));
-            }
-            long[] scalars = new long[6 + n];
-            scalars[0] = n;
-            scalars[1] = qSplit.count();
-            scalars[2] = kvSplit.count();
-            scalars[3] = config.heads();
-            scalars[4] = config.kvHeads();
-            scalars[5] = Float.floatToRawIntBits(config.ropeTheta());
-            for (int i = 0; i < n; i++) {
-                scalars[6 + i] = position[r0 + i];
-            }
-            o.submit(ropeStore, scalars, accesses.toArray(Access[]::new));
-        }
-
-        private void residual(Orchestrator o, Tensor weight, int rows) {
-            int dim = config.dim();
-            RowBlocks split = blocks.get(weight);
-            for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
-                int n = Math.min(ROW_CHUNK, rows - r0);
-                List<Access> accesses = new ArrayList<>();
-                accesses.add(readWrite(x.region((long) r0 * dim * F, (long) n * dim * F)));
-                addBlockReads(accesses, outputs.get(weight), split, rows, r0, n);
-                o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
-            }
-        }
-
-        private void silu(Orchestrator o, int rows) {
-            RowBlocks split = blocks.get(Tensor.W1);
-            int ffn = config.ffnDim();
-            for (int k = 0; k < split.count(); k++) {
-                Access[] accesses = new Access[2 + rows];
-                accesses[0] = read(outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
-                accesses[1] = read(outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
-                for (int r = 0; r < rows; r++) {
-                    accesses[2 + r] = write(hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
-                }
-                o.submit(siluMul, Orchestrator.scalars(rows), accesses);
-            }
-        }
-
         private void submitSample(Orchestrator o, int step) {
-            RowBlocks split = blocks.get(Tensor.OUTPUT);
             List<Access> accesses = new ArrayList<>();
-            addBlockReads(accesses, logits, split, batch, 0, batch);
+            addLogitReads(accesses, a, batch);
             accesses.add(readWrite(out.region()));
             accesses.add(write(input.region()));
             accesses.add(write(probs.region()));
             Sampling s = request.sampling();
-            o.submit(samplerKernel != null ? samplerKernel : sample, Orchestrator.scalars(batch, split.count(), request.stopToken(), step,
-                            Float.floatToRawIntBits(s.temperature()), Float.floatToRawIntBits(s.topP()), s.seed()),
+            o.submit(samplerKernel != null ? samplerKernel : sample, Orchestrator.scalars(batch, logitBlocks(),
+                            request.stopToken(), step, Float.floatToRawIntBits(s.temperature()),
+                            Float.floatToRawIntBits(s.topP()), s.seed()),
                     accesses.toArray(Access[]::new));
         }
 
@@ -535,16 +600,7 @@ public final class LlamaModel {
                 sampleEach(c, n, blockCount, stop, vocab, (out, row, b) -> samplers[b].sample(out, row));
             });
         }
-
-        /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */
-        private static void addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0,
-                int n) {
-            for (int k = 0; k < split.count(); k++) {
-                accesses.add(read(output.region(split.offset(k, rows, r0), split.length(k, n))));
-            }
-        }
     }
-
     // ---- kernels --------------------------------------------------------------------------------
     // Each reads its shapes from its scalars and its memory from its regions, as the builders above
     // lay them out; the byte size of a block-major region gives the block's rows.
