@@ -742,7 +742,7 @@ public final class LlamaModel {
     }
 
     /** Copies row {@code i} of a block-major output (regions {@code [first, first + count)}, n rows each) to {@code to}. */
-    private static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to,
+    static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to,
             long toOffset) {
         long at = toOffset;
         for (int k = first; k < first + count; k++) {
