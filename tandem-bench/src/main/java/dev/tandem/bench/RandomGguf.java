@@ -12,6 +12,9 @@ import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufValue;
 import dev.tandem.llm.gguf.GgufWriter;
+import dev.tandem.llm.tokenizer.TokenType;
+import dev.tandem.llm.tokenizer.Tokenizer;
+import dev.tandem.llm.tokenizer.Vocabulary;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -42,14 +45,25 @@ public final class RandomGguf {
 
     /** Writes the file; the matrices in {@code type}. */
     public static void write(Path path, LlamaConfig shape, GgmlType type, long seed) {
+        write(path, shape, type, seed, false);
+    }
+
+    /**
+     * Writes the file; the matrices in {@code type}. With {@code printable}, the classifier's rows
+     * of every token that is not a normal piece (byte tokens, BOS, EOS, unknown) are zero, so
+     * greedy decoding writes valid text (a server that returns text refuses invalid UTF-8).
+     */
+    public static void write(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable) {
         RandomWeights weights = new RandomWeights(shape.withWeightType(WeightType.F32), seed);
         GgufWriter w = new GgufWriter();
+        Tokenizer tokenizer;
         try (GgufFile vocab = GgufFile.open(EmbeddedModel.path())) {
             for (Map.Entry<String, GgufValue> e : vocab.metadata().asMap().entrySet()) {
                 if (e.getKey().startsWith("tokenizer.")) {
                     w.put(e.getKey(), e.getValue());
                 }
             }
+            tokenizer = Tokenizer.of(Vocabulary.fromGguf(vocab.metadata()));
         }
         w.put("general.architecture", "llama").put("general.name", "random-" + shape.dim() + "-" + type.name())
                 .put("llama.context_length", shape.contextLength()).put("llama.embedding_length", shape.dim())
@@ -66,6 +80,17 @@ public final class RandomGguf {
                 }
                 for (int l = 0; l < (t.perLayer() ? shape.layers() : 1); l++) {
                     MemorySegment f32 = weights.tensor(t, l);
+                    if (printable && t == Tensor.OUTPUT) {
+                        MemorySegment copy = arena.allocate(f32.byteSize(), 64);
+                        copy.copyFrom(f32);
+                        long rowBytes = (long) shape.dim() * Float.BYTES;
+                        for (int id = 0; id < shape.vocab(); id++) {
+                            if (tokenizer.tokenType(id) != TokenType.NORMAL) {
+                                copy.asSlice(id * rowBytes, rowBytes).fill((byte) 0);
+                            }
+                        }
+                        f32 = copy;
+                    }
                     String name = GgufModel.name(t, l);
                     if (t.norm()) {
                         w.tensor(name, GgmlType.F32, new long[] {t.cols(shape)}, f32);

@@ -78,6 +78,7 @@ public final class DemoCommand implements Runnable {
         Lane[] lanes = new Lane[requests];
         long start;
         List<TraceEvent> events;
+        String batching;
         Outcome[] outcomes = new Outcome[requests];
         TraceConfig traceConfig = trace == null ? TraceConfig.inMemory() : TraceConfig.toFile(trace).withRetainEvents(true);
         try (Worker worker = Worker.builder().device(CpuDevice.withCores(coreCount)).trace(traceConfig).build();
@@ -118,9 +119,13 @@ public final class DemoCommand implements Runnable {
                 outcomes[i] = lanes[i].stream.completion().join();
             }
             events = worker.traceEvents();
+            batching = demo.summary();
         }
         long wall = System.nanoTime() - start;
         summary(out, lanes, outcomes, events, coreCount, wall);
+        if (batching != null) {
+            out.println(batching);
+        }
         if (trace != null) {
             out.println("trace: wrote " + trace + " (open it in ui.perfetto.dev, or run: tandem trace report " + trace + ")");
         }

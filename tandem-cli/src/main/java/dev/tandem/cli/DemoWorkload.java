@@ -7,7 +7,12 @@ import dev.tandem.SessionConfig;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.llm.Batcher;
+import dev.tandem.llm.BatcherConfig;
+import dev.tandem.llm.BatcherStats;
 import dev.tandem.llm.ByteTokenizer;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LlamaConfig;
 import dev.tandem.llm.LlamaModel;
 import dev.tandem.llm.LlamaReference;
@@ -163,6 +168,11 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         return null;
     }
 
+    /** A line about the run for the summary, or null. */
+    String summary() {
+        return null;
+    }
+
     @Override
     public void close() {
         if (session != null) {
@@ -272,7 +282,9 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         private final int tokens;
         private final List<LlamaRequest> requests = new ArrayList<>();
         private LanguageModel model;
-        private Session<LlamaRequest> llamaSession;
+        private GenerateOptions options;
+        private Batcher batcher;
+        private BatcherStats before;
         private LlamaReference reference;
 
         Checkpoint(Path path, int count, int tokens) {
@@ -296,10 +308,10 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         /** Loads the model and builds the requests, so that a prompt too long for the context fails before output. */
         Checkpoint prepare(Worker worker) {
             model = LanguageModel.load(worker, path);
+            options = GenerateOptions.defaults().withMaxTokens(tokens);
             for (int i = 0; i < count; i++) {
                 String prompt = PROMPTS[i % PROMPTS.length];
-                LlamaRequest request = model.request(model.encode(prompt),
-                        dev.tandem.llm.GenerateOptions.defaults().withMaxTokens(tokens));
+                LlamaRequest request = model.request(model.encode(prompt), options);
                 request.check(model.config());
                 requests.add(request);
             }
@@ -311,25 +323,39 @@ abstract sealed class DemoWorkload implements AutoCloseable {
             if (model == null) {
                 prepare(worker);
             }
-            // Warm the JIT on the same model and kernels; the demo's figures are then steady ones.
-            for (int i = 0; i < 3; i++) {
-                drain(worker.run(model.program(), requests.get(i % requests.size()).withMaxTokens(
-                        Math.min(32, requests.get(0).maxTokens()))));
+            batcher = Batcher.start(worker, model, BatcherConfig.builder().maxBatch(Math.min(count, 32))
+                    .maxQueued(count).build());
+            // Warm the JIT on the same model, kernels and batch shapes; the demo's figures are then steady ones.
+            List<Completion> warmUp = new ArrayList<>();
+            for (int i = 0; i < Math.min(count, 4); i++) {
+                warmUp.add(batcher.submit(requests.get(i).prompt(0), options.withMaxTokens(
+                        Math.min(32, requests.get(0).maxTokens())), null));
             }
-            long memory = 0;
-            for (LlamaRequest request : requests) {
-                memory = Math.max(memory, model.model().requestBytes(request));
-            }
-            llamaSession = worker.openSession(model.program(),
-                    SessionConfig.defaults().maxActive(count).maxQueued(count).memoryPerRequest(memory));
-            session = llamaSession;
+            warmUp.forEach(Completion::await);
+            before = batcher.stats();
         }
 
         @Override
         TokenStream submit(int index) {
-            LlamaRequest request = requests.get(index);
-            return llamaSession.submit(request,
-                    RequestOptions.defaults().maxTokens(request.maxTokens()).stopWhen(request.stopWhen()));
+            return batcher.submit(requests.get(index).prompt(0), options, null).stream();
+        }
+
+        @Override
+        String summary() {
+            BatcherStats s = batcher.stats();
+            long steps = s.steps() - before.steps();
+            long rows = s.decodeRows() - before.decodeRows() + s.prefillRows() - before.prefillRows();
+            return String.format(Locale.ROOT, "batching: %d steps shared by %d streams, %.1f rows a step"
+                    + " (%d decoding, %d of prompts), %d steps with prompt chunks beside decodes", steps,
+                    requests.size(), steps == 0 ? 0.0 : (double) rows / steps, s.decodeRows() - before.decodeRows(),
+                    s.prefillRows() - before.prefillRows(), s.mixedSteps() - before.mixedSteps());
+        }
+
+        @Override
+        public void close() {
+            if (batcher != null) {
+                batcher.close();
+            }
         }
 
         @Override

@@ -1,6 +1,7 @@
 package dev.tandem.bench.peers;
 
 import java.io.IOException;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -160,6 +161,72 @@ public final class LlamaCppPeer {
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             return new Result.Unavailable("interrupted");
+        }
+    }
+
+    /** A running {@code llama-server}; closing it stops the process. */
+    public record Server(Process process, URI base) implements AutoCloseable {
+        @Override
+        public void close() {
+            process.destroy();
+            try {
+                if (!process.waitFor(10, TimeUnit.SECONDS)) {
+                    process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                process.destroyForcibly();
+            }
+        }
+    }
+
+    /**
+     * Starts {@code llama-server -m gguf -t threads -np slots -c slots * slotContext} on a free
+     * loopback port and waits (at most 2 minutes) until its {@code /health} answers 200.
+     *
+     * @return the server, or a reason it is not available
+     */
+    public static Object startServer(Path gguf, int threads, int slots, int slotContext) {
+        String missing = ensureBuilt();
+        if (missing != null) {
+            return missing;
+        }
+        try {
+            int port;
+            try (java.net.ServerSocket probe = new java.net.ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+                port = probe.getLocalPort();
+            }
+            Path log = Files.createTempFile("tandem-llama-server", ".log");
+            ProcessBuilder pb = new ProcessBuilder(binary("llama-server").toString(), "-m", gguf.toString(), "-t",
+                    Integer.toString(threads), "-np", Integer.toString(slots), "-c",
+                    Integer.toString(slots * slotContext), "--host", "127.0.0.1", "--port", Integer.toString(port))
+                    .redirectErrorStream(true).redirectOutput(log.toFile());
+            Process process = pb.start();
+            URI base = URI.create("http://127.0.0.1:" + port);
+            java.net.http.HttpClient client = java.net.http.HttpClient.newHttpClient();
+            long until = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+            while (System.nanoTime() < until) {
+                if (!process.isAlive()) {
+                    return "llama-server exited " + process.exitValue() + " (log: " + log + ")";
+                }
+                try {
+                    var response = client.send(java.net.http.HttpRequest.newBuilder(base.resolve("/health"))
+                            .timeout(Duration.ofSeconds(2)).build(), java.net.http.HttpResponse.BodyHandlers.discarding());
+                    if (response.statusCode() == 200) {
+                        return new Server(process, base);
+                    }
+                } catch (IOException notYet) {
+                    // not listening yet
+                }
+                Thread.sleep(100);
+            }
+            process.destroyForcibly();
+            return "llama-server did not become healthy within 2 minutes (log: " + log + ")";
+        } catch (IOException e) {
+            return "llama-server: " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted";
         }
     }
 
