@@ -36,6 +36,10 @@ class BatcherTest {
         "The cat",
         "One day, a little girl named Sue found a big red ball in the garden. She wanted to show it to her mom",
         "Tom had a dog.",
+        "There was a big tree in the garden.",
+        "Mia wanted to fly like a bird.",
+        "The sun was shining and",
+        "Ben and his mom went to the store to buy some milk.",
     };
 
     @BeforeAll
@@ -69,10 +73,10 @@ class BatcherTest {
     @Test
     void concurrentMembersYieldTheTokensOfRequestsOfTheirOwn() throws Exception {
         GenerateOptions options = GenerateOptions.defaults().withMaxTokens(60);
-        try (Batcher batcher = Batcher.start(worker, model, BatcherConfig.builder().maxBatch(4).build())) {
+        try (Batcher batcher = Batcher.start(worker, model, BatcherConfig.builder().maxBatch(8).build())) {
             List<Completion> completions = new ArrayList<>();
             for (String p : PROMPTS) {
-                completions.add(batcher.submit(model.encode(p), options, null)); // 5 > maxBatch: one waits
+                completions.add(batcher.submit(model.encode(p), options, null)); // 9 > maxBatch: one waits
             }
             List<CompletableFuture<String>> texts = new ArrayList<>();
             for (Completion c : completions) {
