@@ -271,13 +271,16 @@ public final class Batcher implements AutoCloseable {
     }
 
     /**
-     * Closes as {@link #close()} does but first lets the members finish for at most {@code drain}:
-     * no new member is admitted meanwhile.
+     * Closes as {@link #close()} does but first lets the members finish for at most {@code drain}
+     * (queued ones still join); no new member is admitted meanwhile.
      *
-     * @return whether every member had finished by itself
+     * @return the stream ids of the members that were still running or queued at the bound and
+     *         were cancelled, ascending; empty when every member finished by itself
      */
-    public boolean close(Duration drain) {
+    public List<Long> close(Duration drain) {
+        Objects.requireNonNull(drain, "drain");
         long until = System.nanoTime() + drain.toNanos();
+        List<Long> cut = new ArrayList<>();
         lock.lock();
         try {
             closing = true; // refuses new members; the ones here and queued go on
@@ -286,24 +289,29 @@ public final class Batcher implements AutoCloseable {
                 if (left <= 0) {
                     break;
                 }
-                work.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(50)));
+                work.awaitNanos(left);
+            }
+            for (Member m : active) {
+                cut.add(m.feed.id());
+            }
+            for (Member m : queue) {
+                cut.add(m.feed.id());
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         } finally {
             lock.unlock();
         }
-        boolean drained = stats().active() == 0 && stats().queued() == 0;
         stopProgram();
         try {
-            program.completion().get(Math.max(0, until - System.nanoTime()) + TimeUnit.SECONDS.toNanos(5),
-                    TimeUnit.NANOSECONDS);
+            program.completion().get(5, TimeUnit.SECONDS);
+            stopped.get(5, TimeUnit.SECONDS);
         } catch (TimeoutException | java.util.concurrent.ExecutionException e) {
-            log.warn("batcher of {}: the program did not stop in time", model.name());
+            log.warn("batcher of {}: the program did not stop within 5 s of its members' end", model.name());
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
-        return drained;
+        return cut.stream().sorted().toList();
     }
 
     private void beginClose() {

@@ -268,12 +268,25 @@ class BatcherTest {
         Completion b = batcher.submit(model.encode(PROMPTS[1]), options, null);
         CompletableFuture<String> readA = CompletableFuture.supplyAsync(a::await, r -> Thread.ofVirtual().start(r));
         CompletableFuture<String> readB = CompletableFuture.supplyAsync(b::await, r -> Thread.ofVirtual().start(r));
-        assertThat(batcher.close(Duration.ofSeconds(30))).isTrue();
+        assertThat(batcher.close(Duration.ofSeconds(30))).isEmpty();
         readA.get(10, TimeUnit.SECONDS);
         readB.get(10, TimeUnit.SECONDS);
         assertThat(a.tokens()).hasSize(30);
         assertThat(b.tokens()).hasSize(30);
         assertThat(a.outcome().status()).isEqualTo(Status.COMPLETED);
+    }
+
+    @Test
+    void aDrainThatRunsOutCancelsAndNamesWhatWasLeft() throws Exception {
+        GenerateOptions options = GenerateOptions.defaults().withMaxTokens(400).withIgnoreEos(true);
+        Batcher batcher = Batcher.start(worker, model, BatcherConfig.builder().maxBatch(1).streamBuffer(2).build());
+        Completion stuck = batcher.submit(model.encode(PROMPTS[0]), options, null); // never read: it pauses
+        Completion queued = batcher.submit(model.encode(PROMPTS[1]), options, null);
+        List<Long> cut = batcher.close(Duration.ofMillis(200));
+        assertThat(cut).containsExactly(stuck.stream().requestId(), queued.stream().requestId());
+        assertThat(stuck.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(Status.CANCELLED);
+        assertThat(queued.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(Status.CANCELLED);
+        assertThat(worker.memoryInUse()).isEqualTo(idleMemory);
     }
 
     @Test
