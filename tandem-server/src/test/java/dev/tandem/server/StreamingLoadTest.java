@@ -51,7 +51,11 @@ class StreamingLoadTest {
 
     /** The greedy completion of the model itself, on the worker, without the server. */
     static Completion direct(Served served, String prompt, int maxTokens) {
-        int[] tokens = served.model.encode(prompt);
+        return direct(served, served.model.encode(prompt), maxTokens);
+    }
+
+    /** The greedy completion of {@code tokens} by the model itself. */
+    static Completion direct(Served served, int[] tokens, int maxTokens) {
         GenerateOptions options = GenerateOptions.defaults().withMaxTokens(maxTokens);
         Completion completion = served.model.start(served.worker.run(served.model.program(),
                 served.model.request(tokens, options), served.model.runOptions(options)), tokens, options);
