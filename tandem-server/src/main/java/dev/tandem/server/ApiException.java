@@ -1,0 +1,41 @@
+package dev.tandem.server;
+
+/**
+ * A request the server answers with an error: the HTTP status and OpenAI's error object
+ * {@code {"error":{"message","type","param","code"}}}.
+ */
+final class ApiException extends RuntimeException {
+    private final int status;
+    private final String type;
+    private final String param;
+    private final String code;
+
+    ApiException(int status, String type, String param, String code, String message) {
+        super(message);
+        this.status = status;
+        this.type = type;
+        this.param = param;
+        this.code = code;
+    }
+
+    /** 400: a malformed body or a bad parameter, named in {@code param}. */
+    static ApiException badParameter(String param, String message) {
+        return new ApiException(400, "invalid_request_error", param, "invalid_value", message);
+    }
+
+    int status() {
+        return status;
+    }
+
+    String type() {
+        return type;
+    }
+
+    String param() {
+        return param;
+    }
+
+    String code() {
+        return code;
+    }
+}

@@ -1,0 +1,76 @@
+package dev.tandem.server;
+
+import dev.tandem.AdmissionRejectedException;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import java.time.Duration;
+import java.util.List;
+
+/**
+ * What the server generates through: one model, and a {@link Completion} per admitted request.
+ * The server knows nothing else of how generation runs, so a request-per-program engine
+ * ({@link SessionEngine}) and a continuous batcher are interchangeable behind it.
+ *
+ * <h2>Contract</h2>
+ * <ul>
+ *   <li><b>Thread-safety.</b> Every method may be called from many threads at once (the
+ *       server calls {@link #submit} from one virtual thread per HTTP request).</li>
+ *   <li><b>{@link #submit} never blocks</b> on generation: it admits the request (or queues
+ *       it) and returns its completion at once. It rejects by throwing, before anything of the
+ *       request is allocated or runs:
+ *       {@link AdmissionRejectedException} with {@code QUEUE_FULL} when no more requests can
+ *       wait (the server answers 429 with {@code Retry-After}), {@code CLOSED} when the engine
+ *       is closing (503), {@code TOO_LARGE} when the request can never fit the device (413);
+ *       {@link IllegalArgumentException} for a prompt that leaves no room in the context (413).
+ *       A request whose context fills while it runs ends with
+ *       {@link dev.tandem.llm.FinishReason#LENGTH}, never with a failure.</li>
+ *   <li><b>The completion</b> is iterated by exactly one caller thread (a virtual thread;
+ *       blocking in {@code hasNext} must be cheap there and must never hold a device core).
+ *       Its deltas are the request's tokens in order, each once; it ends STOP (EOS, an
+ *       end-of-turn token, a stop string), LENGTH (the token limit or a full context) or
+ *       ABORTED (cancelled, past {@code deadline}, failed, engine closed) with an
+ *       {@link dev.tandem.Outcome} whose status says which.</li>
+ *   <li><b>{@link Completion#cancel()}</b> may be called from any thread at any time, also
+ *       while another thread iterates; it returns at once, the device stops working on the
+ *       request, and its memory (or KV blocks) is returned when its running tasks end. The
+ *       server calls it when a client disconnects or a drain times out.</li>
+ *   <li><b>{@link #stats()}</b> is cheap (it backs {@code /metrics} gauges on every scrape).</li>
+ *   <li><b>Close.</b> {@link #close(Duration)} stops admission ({@code CLOSED}), lets running
+ *       requests finish for at most the timeout, then cancels what remains; the server never
+ *       closes its engine, the engine's owner does (after the server).</li>
+ * </ul>
+ */
+public interface Engine extends AutoCloseable {
+
+    /** The model every request of this engine runs on. */
+    LanguageModel model();
+
+    /**
+     * Admits a request that generates from {@code prompt}.
+     *
+     * @param prompt   the prompt's tokens (BOS included where the model adds one)
+     * @param options  token limit, sampler, stop strings
+     * @param deadline time from submission after which the request ends ABORTED
+     *                 ({@code DEADLINE_EXCEEDED}), or null for none
+     * @return its completion, at once
+     * @throws AdmissionRejectedException when it is not admitted (see the class comment)
+     * @throws IllegalArgumentException   when the prompt does not fit the context
+     */
+    Completion submit(int[] prompt, GenerateOptions options, Duration deadline);
+
+    /** A snapshot of the engine's load. */
+    EngineStats stats();
+
+    /** Stops admission, cancels what runs and waits until it has drained. Idempotent. */
+    @Override
+    void close();
+
+    /**
+     * Stops admission, waits at most {@code drain} for running requests to end on their own,
+     * then cancels the rest (and waits briefly for their teardown).
+     *
+     * @return ids of requests that had not drained when it returned; empty when fully closed
+     */
+    List<Long> close(Duration drain);
+}
