@@ -132,7 +132,7 @@ public final class TandemServer implements AutoCloseable {
         return new TandemServer(engine, config);
     }
 
-    /** The port it listens on (the real one when the configuration asked for 0). */
+    /** The port it listens on (the real one when the configuration asked for 0); -1 once closed. */
     public int port() {
         return server.port();
     }
