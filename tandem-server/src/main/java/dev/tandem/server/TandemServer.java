@@ -23,6 +23,9 @@ import io.helidon.webserver.sse.SseSink;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -299,8 +302,17 @@ public final class TandemServer implements AutoCloseable {
                     .withSampler(request.sampler()).withStop(request.stop()).withIgnoreEos(request.ignoreEos());
             completion = submit(prompt, options, chat);
         } catch (ApiException e) {
-            metrics.rejected(operation, e.status() == 429 ? "rejected" : "error");
+            metrics.rejected(operation, switch (e.status()) {
+                case 429 -> "rejected";
+                case 503 -> "unavailable";
+                default -> "invalid";
+            });
             sendError(res, e);
+            return;
+        } catch (RuntimeException e) {
+            log.warn("cannot start a generation", e);
+            metrics.rejected(operation, "error");
+            sendError(res, new ApiException(500, "server_error", null, "internal_error", "The server failed to start the generation"));
             return;
         }
         try {
@@ -630,15 +642,28 @@ public final class TandemServer implements AutoCloseable {
         if (bytes.length > max) {
             throw tooLarge(-1);
         }
+        return parseJson(bytes);
+    }
+
+    /**
+     * A body's JSON: UTF-8 only (strictly decoded, so Jackson's guess of UTF-16 or UTF-32 from the
+     * first bytes never applies), any syntax error a 400.
+     */
+    static JsonNode parseJson(byte[] bytes) {
         if (bytes.length == 0) {
             throw ApiException.badParameter(null, "the request body is empty; send a JSON object");
         }
+        String text;
         try {
-            return JSON.readTree(bytes);
+            text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException e) {
+            throw ApiException.badParameter(null, "the request body is not valid UTF-8");
+        }
+        try {
+            return JSON.readTree(text);
         } catch (JsonProcessingException e) {
             throw ApiException.badParameter(null, "malformed JSON: " + e.getOriginalMessage());
-        } catch (IOException e) {
-            throw ApiException.badParameter(null, "malformed JSON: " + e.getMessage());
         }
     }
 

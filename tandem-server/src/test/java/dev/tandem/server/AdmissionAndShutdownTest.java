@@ -38,7 +38,7 @@ class AdmissionAndShutdownTest {
      * want more tokens than the stream buffer (64) holds, so it never ends on its own while held.
      */
     private static final String LONG_CHAT = """
-            {"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":300,"ignore_eos":true,
+            {"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":100,"ignore_eos":true,
              "temperature":0,"stream":true}""";
 
     /** Opens a streaming chat and returns its body once the first event (the role chunk) has arrived. */
