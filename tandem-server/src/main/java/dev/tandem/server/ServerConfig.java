@@ -18,9 +18,13 @@ import java.util.Objects;
  * @param requestTimeout  the deadline of every generation, or null for none
  * @param drainTimeout    how long {@link TandemServer#close()} lets running streams finish
  * @param retryAfter      the {@code Retry-After} of a 429
+ * @param keepAlive       a stream that has sent nothing for this long gets an SSE comment
+ *                        ({@code : keep-alive}), so that a client gone while its request waits
+ *                        (queued, or a long prefill) is noticed and its request cancelled
  */
 public record ServerConfig(String host, int port, String apiKey, String modelName, int maxBodyBytes,
-        int maxPromptTokens, int maxTokens, Duration requestTimeout, Duration drainTimeout, Duration retryAfter) {
+        int maxPromptTokens, int maxTokens, Duration requestTimeout, Duration drainTimeout, Duration retryAfter,
+        Duration keepAlive) {
 
     public ServerConfig {
         Objects.requireNonNull(host, "host");
@@ -44,12 +48,15 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
         }
         Objects.requireNonNull(drainTimeout, "drainTimeout");
         Objects.requireNonNull(retryAfter, "retryAfter");
+        if (!keepAlive.isPositive()) {
+            throw new IllegalArgumentException("keepAlive must be positive, was " + keepAlive);
+        }
     }
 
     /**
      * A builder with the defaults: {@code 127.0.0.1:8080}, no key, bodies up to 1 MiB, prompts up
      * to the context, {@code max_tokens} up to 4096, a 10-minute deadline per generation, a
-     * 30-second drain, {@code Retry-After: 1}.
+     * 30-second drain, {@code Retry-After: 1}, a keep-alive comment after 5 seconds of silence.
      */
     public static Builder builder() {
         return new Builder();
@@ -67,6 +74,7 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
         private Duration requestTimeout = Duration.ofMinutes(10);
         private Duration drainTimeout = Duration.ofSeconds(30);
         private Duration retryAfter = Duration.ofSeconds(1);
+        private Duration keepAlive = Duration.ofSeconds(5);
 
         private Builder() {}
 
@@ -120,9 +128,14 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
             return this;
         }
 
+        public Builder keepAlive(Duration value) {
+            keepAlive = value;
+            return this;
+        }
+
         public ServerConfig build() {
             return new ServerConfig(host, port, apiKey, modelName, maxBodyBytes, maxPromptTokens, maxTokens,
-                    requestTimeout, drainTimeout, retryAfter);
+                    requestTimeout, drainTimeout, retryAfter, keepAlive);
         }
     }
 }

@@ -23,8 +23,10 @@ import java.util.function.ToDoubleFunction;
  *       ({@code chat}, {@code text_completion}) and {@code gen_ai.request.model};</li>
  *   <li>{@code gen_ai.client.token.usage}: tokens per request, tagged {@code gen_ai.token.type}
  *       ({@code input}, {@code output});</li>
- *   <li>{@code tandem.server.requests}: requests by {@code outcome} ({@code stop}, {@code length},
- *       {@code disconnected}, {@code aborted}, {@code rejected}, {@code error});</li>
+ *   <li>{@code tandem.server.requests}: requests by {@code outcome}: {@code stop}, {@code length}
+ *       (finished), {@code disconnected} (the client went away), {@code aborted} (cancelled by the
+ *       drain, past its deadline, failed), {@code rejected} (429), {@code unavailable} (503),
+ *       {@code invalid} (another 4xx), {@code error} (500);</li>
  *   <li>{@code tandem.server.tokens.generated}: a counter (its rate is tokens/s);</li>
  *   <li>gauges of the engine: {@code tandem.engine.requests.active}, {@code .queued},
  *       {@code tandem.engine.batch.occupancy}, {@code tandem.engine.kv.blocks.used},

@@ -23,6 +23,9 @@ import io.helidon.webserver.sse.SseSink;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -36,6 +39,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -71,8 +76,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p><b>Disconnect.</b> A client that goes away makes the next event's write fail (Helidon
  * throws an {@link UncheckedIOException}); the handler then cancels the completion, which ends
- * the request on the device and returns its memory. A client that disconnects while its request
- * produces nothing (queued, or a long prefill) is noticed at its first event.
+ * the request on the device and returns its memory. While a request produces nothing (queued,
+ * or a long prefill) a keep-alive comment is written after {@code keepAlive} of silence, so a
+ * client gone then is found out as well (see {@link EventStream}). A non-streaming client that
+ * goes away is noticed only when its answer is written; the request's deadline bounds it.
  *
  * <p><b>Shutdown.</b> {@link #close()} sets {@code draining} (new {@code /v1} requests get 503,
  * {@code /health} turns 503), waits up to {@code drainTimeout} for the requests in
@@ -132,7 +139,7 @@ public final class TandemServer implements AutoCloseable {
         return new TandemServer(engine, config);
     }
 
-    /** The port it listens on (the real one when the configuration asked for 0). */
+    /** The port it listens on (the real one when the configuration asked for 0); -1 once closed. */
     public int port() {
         return server.port();
     }
@@ -286,17 +293,26 @@ public final class TandemServer implements AutoCloseable {
             }
             int[] prompt = encode(request);
             if (prompt.length > maxPromptTokens) {
-                throw contextExceeded("the prompt has " + prompt.length + " tokens; at most " + maxPromptTokens
+                throw contextExceeded(chat, "the prompt has " + prompt.length + " tokens; at most " + maxPromptTokens
                         + " are accepted (context " + model.config().contextLength() + ")");
             }
             int room = model.config().contextLength() - prompt.length;
             int maxTokens = request.maxTokens() > 0 ? request.maxTokens() : Math.min(config.maxTokens(), room);
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(maxTokens)
                     .withSampler(request.sampler()).withStop(request.stop()).withIgnoreEos(request.ignoreEos());
-            completion = submit(prompt, options);
+            completion = submit(prompt, options, chat);
         } catch (ApiException e) {
-            metrics.rejected(operation, e.status() == 429 ? "rejected" : "error");
+            metrics.rejected(operation, switch (e.status()) {
+                case 429 -> "rejected";
+                case 503 -> "unavailable";
+                default -> "invalid";
+            });
             sendError(res, e);
+            return;
+        } catch (RuntimeException e) {
+            log.warn("cannot start a generation", e);
+            metrics.rejected(operation, "error");
+            sendError(res, new ApiException(500, "server_error", null, "internal_error", "The server failed to start the generation"));
             return;
         }
         try {
@@ -325,7 +341,7 @@ public final class TandemServer implements AutoCloseable {
         }
     }
 
-    private Completion submit(int[] prompt, GenerateOptions options) {
+    private Completion submit(int[] prompt, GenerateOptions options, boolean chat) {
         Completion completion;
         synchronized (inFlight) {
             // Under the monitor, so the drain never misses a request admitted as it starts.
@@ -339,11 +355,11 @@ public final class TandemServer implements AutoCloseable {
                     case QUEUE_FULL -> new ApiException(429, "rate_limit_exceeded", null, "queue_full",
                             "The server is at capacity; retry later");
                     case CLOSED -> shuttingDown();
-                    case TOO_LARGE -> contextExceeded("the request needs more memory than the device has");
+                    case TOO_LARGE -> contextExceeded(chat, "the request needs more memory than the device has");
                     case DUPLICATE_ID -> new ApiException(500, "server_error", null, "internal_error", e.getMessage());
                 };
             } catch (IllegalArgumentException e) {
-                throw contextExceeded(e.getMessage());
+                throw contextExceeded(chat, e.getMessage());
             }
             inFlight.add(completion);
         }
@@ -354,8 +370,9 @@ public final class TandemServer implements AutoCloseable {
         return new ApiException(503, "server_error", null, "shutting_down", "The server is shutting down");
     }
 
-    private static ApiException contextExceeded(String message) {
-        return new ApiException(413, "invalid_request_error", "messages", "context_length_exceeded", message);
+    private static ApiException contextExceeded(boolean chat, String message) {
+        return new ApiException(413, "invalid_request_error", chat ? "messages" : "prompt", "context_length_exceeded",
+                message);
     }
 
     private void stream(ServerResponse res, GenerationRequest request, Completion completion, String operation,
@@ -366,38 +383,40 @@ public final class TandemServer implements AutoCloseable {
         int promptTokens = completion.promptTokens().length;
         String outcome;
         metrics.streamOpened();
-        SseSink sink = null;
+        EventStream events = null;
         try {
             res.status(200);
             res.headers().contentType(EVENT_STREAM);
-            sink = res.sink(SseSink.TYPE);
+            events = new EventStream(res.sink(SseSink.TYPE), completion);
             if (request.chat()) {
-                emit(sink, chunk(request, id, created, "", true, null));
+                events.emit(chunk(request, id, created, "", true, null));
             }
             for (Completion.Delta delta : completion) {
                 if (delta.token() >= 0 && first == 0) {
                     first = System.nanoTime();
                 }
                 if (!delta.text().isEmpty()) {
-                    emit(sink, chunk(request, id, created, delta.text(), false, null));
+                    events.emit(chunk(request, id, created, delta.text(), false, null));
                 }
             }
             FinishReason finish = completion.finishReason();
-            if (finish == FinishReason.ABORTED) {
-                ApiException error = aborted(completion);
-                emit(sink, errorBody(error));
+            if (events.clientGone) {
+                outcome = "disconnected";
+            } else if (finish == FinishReason.ABORTED) {
+                events.emit(errorBody(aborted(completion)));
+                events.emit(DONE);
                 outcome = "aborted";
             } else {
-                emit(sink, chunk(request, id, created, null, false, finish.wire()));
+                events.emit(chunk(request, id, created, null, false, finish.wire()));
                 if (request.includeUsage()) {
                     ObjectNode usage = envelope(request, id, created, true);
                     usage.putArray("choices");
                     usage.set("usage", usage(promptTokens, completion.tokens().length));
-                    emit(sink, usage);
+                    events.emit(usage);
                 }
+                events.emit(DONE);
                 outcome = finish.wire();
             }
-            emitRaw(sink, DONE);
         } catch (UncheckedIOException e) {
             // The client went away: stop generating for it at once.
             completion.cancel();
@@ -405,15 +424,101 @@ public final class TandemServer implements AutoCloseable {
             log.debug("client disconnected from {}: {}", id, e.getMessage());
         } finally {
             metrics.streamClosed();
-            if (sink != null) {
-                try {
-                    sink.close();
-                } catch (RuntimeException e) {
-                    log.debug("closing the event stream of {}: {}", id, e.toString());
-                }
+            if (events != null) {
+                events.close();
             }
         }
         metrics.request(operation, outcome, promptTokens, completion.tokens().length, start, first, System.nanoTime());
+    }
+
+    /**
+     * One response's event stream. The handler's thread emits the chunks; a virtual thread sends
+     * a keep-alive comment whenever nothing was written for {@code keepAlive}, so that a client
+     * gone while its request produces nothing is found out (its write fails) and the request is
+     * cancelled. Writes are serialised by {@code lock}; the heartbeat only tries it (the handler
+     * writing is proof enough of life) and stops once {@code closed} is set, which {@link #close}
+     * does before it takes the lock to close the sink.
+     */
+    private final class EventStream {
+        private final SseSink sink;
+        private final Completion completion;
+        private final ReentrantLock lock = new ReentrantLock();
+        private final Thread heartbeat;
+        private volatile long lastWrite = System.nanoTime();
+        private volatile boolean closed;
+        /** Set by the heartbeat when its write failed: the client is gone and the completion cancelled. */
+        volatile boolean clientGone;
+
+        EventStream(SseSink sink, Completion completion) {
+            this.sink = sink;
+            this.completion = completion;
+            this.heartbeat = Thread.ofVirtual().name("tandem-server-keepalive").start(this::beat);
+        }
+
+        void emit(JsonNode data) {
+            try {
+                byte[] json = JSON.writeValueAsBytes(data);
+                byte[] payload = new byte[json.length + 1];
+                payload[0] = ' ';
+                System.arraycopy(json, 0, payload, 1, json.length);
+                emit(payload);
+            } catch (JsonProcessingException e) {
+                throw new IllegalStateException(e);
+            }
+        }
+
+        /** One event; the payload is written after {@code data:} as it is (so it starts with the space). */
+        void emit(byte[] payload) {
+            lock.lock();
+            try {
+                sink.emit(SseEvent.builder().data(payload).build());
+                lastWrite = System.nanoTime();
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        private void beat() {
+            long interval = config.keepAlive().toNanos();
+            while (!closed) {
+                long wait = lastWrite + interval - System.nanoTime();
+                if (wait > 0) {
+                    LockSupport.parkNanos(wait); // a timer: woken early only by close()
+                    continue;
+                }
+                if (!lock.tryLock()) {
+                    LockSupport.parkNanos(interval);
+                    continue;
+                }
+                try {
+                    if (closed) {
+                        return;
+                    }
+                    sink.emit(SseEvent.builder().comment(" keep-alive").build());
+                    lastWrite = System.nanoTime();
+                } catch (RuntimeException e) {
+                    clientGone = true;
+                    completion.cancel();
+                    log.debug("client gone while its request waited: {}", e.toString());
+                    return;
+                } finally {
+                    lock.unlock();
+                }
+            }
+        }
+
+        void close() {
+            closed = true;
+            LockSupport.unpark(heartbeat);
+            lock.lock();
+            try {
+                sink.close();
+            } catch (RuntimeException e) {
+                log.debug("closing an event stream: {}", e.toString());
+            } finally {
+                lock.unlock();
+            }
+        }
     }
 
     private void whole(ServerResponse res, GenerationRequest request, Completion completion, String operation,
@@ -500,23 +605,6 @@ public final class TandemServer implements AutoCloseable {
                 .put("total_tokens", prompt + completion);
     }
 
-    private static void emit(SseSink sink, JsonNode data) {
-        try {
-            byte[] json = JSON.writeValueAsBytes(data);
-            byte[] payload = new byte[json.length + 1];
-            payload[0] = ' ';
-            System.arraycopy(json, 0, payload, 1, json.length);
-            emitRaw(sink, payload);
-        } catch (JsonProcessingException e) {
-            throw new IllegalStateException(e);
-        }
-    }
-
-    /** One event; a payload is written after {@code data:} as it is (so it starts with the space). */
-    private static void emitRaw(SseSink sink, byte[] payload) {
-        sink.emit(SseEvent.builder().data(payload).build());
-    }
-
     private static String randomId() {
         byte[] bytes = new byte[12];
         ThreadLocalRandom.current().nextBytes(bytes);
@@ -554,15 +642,28 @@ public final class TandemServer implements AutoCloseable {
         if (bytes.length > max) {
             throw tooLarge(-1);
         }
+        return parseJson(bytes);
+    }
+
+    /**
+     * A body's JSON: UTF-8 only (strictly decoded, so Jackson's guess of UTF-16 or UTF-32 from the
+     * first bytes never applies), any syntax error a 400.
+     */
+    static JsonNode parseJson(byte[] bytes) {
         if (bytes.length == 0) {
             throw ApiException.badParameter(null, "the request body is empty; send a JSON object");
         }
+        String text;
         try {
-            return JSON.readTree(bytes);
+            text = StandardCharsets.UTF_8.newDecoder().onMalformedInput(CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(CodingErrorAction.REPORT).decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (CharacterCodingException e) {
+            throw ApiException.badParameter(null, "the request body is not valid UTF-8");
+        }
+        try {
+            return JSON.readTree(text);
         } catch (JsonProcessingException e) {
             throw ApiException.badParameter(null, "malformed JSON: " + e.getOriginalMessage());
-        } catch (IOException e) {
-            throw ApiException.badParameter(null, "malformed JSON: " + e.getMessage());
         }
     }
 

@@ -12,6 +12,10 @@ import dev.tandem.Status;
 import java.io.BufferedReader;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
+import java.net.Socket;
+import dev.tandem.Outcome;
+import java.util.concurrent.TimeUnit;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
@@ -34,7 +38,7 @@ class AdmissionAndShutdownTest {
      * want more tokens than the stream buffer (64) holds, so it never ends on its own while held.
      */
     private static final String LONG_CHAT = """
-            {"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":300,"ignore_eos":true,
+            {"messages":[{"role":"user","content":"Tell me a story"}],"max_tokens":100,"ignore_eos":true,
              "temperature":0,"stream":true}""";
 
     /** Opens a streaming chat and returns its body once the first event (the role chunk) has arrived. */
@@ -79,6 +83,38 @@ class AdmissionAndShutdownTest {
                 assertThat(metrics).containsPattern("tandem_server_requests_total\\{gen_ai_operation_name=\""
                         + operation + "\"[^}]*outcome=\"rejected\"} 1.0");
             }
+        }
+    }
+
+    @Test
+    void aClientGoneWhileItsRequestIsQueuedIsFoundByTheKeepAliveAndCancelled() throws Exception {
+        GatedStreams gate = new GatedStreams();
+        try (Served served = Served.start(ServerConfig.builder().keepAlive(Duration.ofMillis(100)),
+                b -> b.maxActive(1).maxQueued(4), gate)) {
+            BufferedReader held = openStream(served); // holds the only slot
+            String body = "{\"prompt\":\"Once\",\"max_tokens\":8,\"stream\":true}";
+            try (Socket socket = new Socket("127.0.0.1", served.server.port())) {
+                OutputStream out = socket.getOutputStream();
+                out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                        + "Content-Length: " + body.length() + "\r\n\r\n" + body).getBytes(StandardCharsets.US_ASCII));
+                out.flush();
+                BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(),
+                        StandardCharsets.UTF_8));
+                assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
+                String line;
+                while ((line = in.readLine()) != null && !line.startsWith(":")) {
+                    assertThat(line).doesNotStartWith("data:"); // queued: nothing generated
+                }
+                assertThat(line).isEqualTo(": keep-alive");
+                assertThat(served.engine.stats().queued()).isEqualTo(1);
+            }
+            Outcome outcome = gate.streams.get(1).completion().get(10, TimeUnit.SECONDS);
+            assertThat(outcome.status()).isEqualTo(Status.CANCELLED);
+            assertThat(outcome.tokens()).isZero();
+            assertThat(served.engine.stats().queued()).isZero();
+            assertThat(gate.streams.getFirst().isDone()).as("the held request goes on").isFalse();
+            gate.open();
+            assertThat(events(rest(held)).getLast()).isEqualTo("[DONE]");
         }
     }
 

@@ -21,7 +21,7 @@ final class GatedStreams implements UnaryOperator<TokenStream> {
     private final CompletableFuture<Void> gate = new CompletableFuture<>();
 
     /** Streams that are never held. */
-    static GatedStreams open_() {
+    static GatedStreams passThrough() {
         GatedStreams g = new GatedStreams();
         g.open();
         return g;

@@ -39,7 +39,7 @@ class StreamingLoadTest {
 
     @BeforeAll
     static void start() {
-        streams = GatedStreams.open_();
+        streams = GatedStreams.passThrough();
         served = Served.start(ServerConfig.builder(), b -> b.maxActive(8).maxQueued(64), streams);
         baseline = served.worker.memoryInUse();
     }

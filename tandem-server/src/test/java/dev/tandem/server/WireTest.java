@@ -68,6 +68,9 @@ class WireTest {
         assertThat(body).endsWith("\n\n");
         List<String> data = new ArrayList<>();
         for (String event : body.substring(0, body.length() - 2).split("\n\n", -1)) {
+            if (event.equals(": keep-alive")) {
+                continue; // a comment, sent after a silence
+            }
             assertThat(event).startsWith("data: ").doesNotContain("\n");
             data.add(event.substring("data: ".length()));
         }
@@ -252,5 +255,10 @@ class WireTest {
         assertThat(served.model.encode(prompt).length).isGreaterThan(context - 1);
         JsonNode error = error(post(served, "/v1/completions", "{\"prompt\":\"" + prompt + "\"}"), 413);
         assertThat(error.get("code").asText()).isEqualTo("context_length_exceeded");
+        assertThat(error.get("param").asText()).isEqualTo("prompt");
+        JsonNode chat = error(post(served, "/v1/chat/completions",
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"" + prompt + "\"}]}"), 413);
+        assertThat(chat.get("param").asText()).isEqualTo("messages");
+        assertThat(served.engine.stats().active() + served.engine.stats().queued()).isZero();
     }
 }

@@ -1,0 +1,108 @@
+package dev.tandem.cli;
+
+import dev.tandem.CpuDevice;
+import dev.tandem.Worker;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.server.ServerConfig;
+import dev.tandem.server.SessionEngine;
+import dev.tandem.server.TandemServer;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.function.Consumer;
+import java.util.logging.Level;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tandem serve}: the OpenAI-compatible server on a model until the process is stopped
+ * (SIGINT/SIGTERM drain the streams in flight, then exit).
+ */
+@Command(
+        name = "serve",
+        mixinStandardHelpOptions = true,
+        description = "Serve a model over an OpenAI-compatible HTTP API (chat and text completions, streaming).")
+public final class ServeCommand implements Runnable {
+    /** Helidon logs through java.util.logging; held so that the level set here sticks. */
+    private static final java.util.logging.Logger HELIDON = java.util.logging.Logger.getLogger("io.helidon");
+
+    /** For tests: told of the server once it accepts requests. */
+    static volatile Consumer<TandemServer> onStart;
+
+    @Option(names = "--model", paramLabel = "PATH|" + EmbeddedModel.NAME, defaultValue = EmbeddedModel.NAME,
+            description = "A GGUF file or Hugging Face directory, or " + EmbeddedModel.NAME + " (default).")
+    String model;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1",
+            description = "Address to bind (default: ${DEFAULT-VALUE}, loopback only).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8080", description = "Port; 0 for any free one (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--max-batch", defaultValue = "8", description = "Requests generating at once (default: ${DEFAULT-VALUE}).")
+    int maxBatch;
+
+    @Option(names = "--max-queued", defaultValue = "64",
+            description = "Requests that may wait for a slot; beyond them the answer is 429 (default: ${DEFAULT-VALUE}).")
+    int maxQueued;
+
+    @Option(names = "--api-key", paramLabel = "KEY",
+            description = "Require Authorization: Bearer KEY on /v1 calls (default: $TANDEM_API_KEY, else none).")
+    String apiKey;
+
+    @Option(names = "--max-tokens", defaultValue = "4096",
+            description = "Largest max_tokens accepted, and the limit when a request names none (default: ${DEFAULT-VALUE}).")
+    int maxTokens;
+
+    @Option(names = "--max-body", defaultValue = "1048576", description = "Largest request body in bytes (default: ${DEFAULT-VALUE}).")
+    int maxBody;
+
+    @Option(names = "--drain-seconds", defaultValue = "30",
+            description = "On shutdown, how long streams in flight may finish (default: ${DEFAULT-VALUE}).")
+    int drainSeconds;
+
+    @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
+    int cores;
+
+    @Override
+    public void run() {
+        HELIDON.setLevel(Level.WARNING);
+        String key = apiKey != null ? apiKey : System.getenv("TANDEM_API_KEY");
+        if (key != null && key.isEmpty()) {
+            key = null;
+        }
+        ServerConfig config = ServerConfig.builder().host(host).port(port).apiKey(key).maxTokens(maxTokens)
+                .maxBodyBytes(maxBody).drainTimeout(Duration.ofSeconds(drainSeconds)).build();
+        int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
+        PrintStream out = System.out;
+        Worker worker = Worker.create(CpuDevice.withCores(coreCount));
+        try {
+            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model));
+            SessionEngine engine = SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build();
+            TandemServer server = TandemServer.start(engine, config);
+            Runnable shutdown = () -> {
+                server.close(); // 503 to new requests, drain, stop listening
+                engine.close();
+                worker.close();
+            };
+            Thread hook = Thread.ofPlatform().name("tandem-serve-shutdown").unstarted(shutdown);
+            Runtime.getRuntime().addShutdownHook(hook);
+            out.println("listening on http://" + host + ":" + server.port());
+            out.flush();
+            Consumer<TandemServer> listener = onStart;
+            if (listener != null) {
+                listener.accept(server);
+            }
+            server.terminated().join();
+            try {
+                Runtime.getRuntime().removeShutdownHook(hook);
+            } catch (IllegalStateException e) {
+                // the JVM is shutting down: the hook is doing the rest
+            }
+            shutdown.run();
+        } finally {
+            worker.close();
+        }
+    }
+}

@@ -1,0 +1,45 @@
+package dev.tandem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.server.TandemServer;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/** {@code tandem serve} on the embedded model: the line it prints, a streamed chat, and its shutdown. */
+@Timeout(120)
+class ServeCommandTest {
+
+    @Test
+    void printsWhereItListensAndAnswersAStreamingChat() throws Exception {
+        CompletableFuture<TandemServer> started = new CompletableFuture<>();
+        ServeCommand.onStart = started::complete;
+        try {
+            CompletableFuture<CliRun.Run> run = CompletableFuture.supplyAsync(
+                    () -> CliRun.execute("serve", "--port", "0", "--cores", "2", "--api-key", "k"));
+            TandemServer server = started.get(90, TimeUnit.SECONDS);
+            int port = server.port();
+            HttpClient http = HttpClient.newHttpClient();
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(
+                            URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
+                    .header("Authorization", "Bearer k")
+                    .POST(HttpRequest.BodyPublishers.ofString("""
+                            {"model":"stories260K","messages":[{"role":"user","content":"Tell me a story"}],
+                             "max_tokens":24,"stream":true}""")).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(response.statusCode()).isEqualTo(200);
+            assertThat(response.body()).startsWith("data: {").contains("chat.completion.chunk").endsWith("data: [DONE]\n\n");
+            server.close();
+            CliRun.Run result = run.get(30, TimeUnit.SECONDS);
+            assertThat(result.exitCode()).isZero();
+            assertThat(result.out()).isEqualTo("listening on http://127.0.0.1:" + port + System.lineSeparator());
+        } finally {
+            ServeCommand.onStart = null;
+        }
+    }
+}
