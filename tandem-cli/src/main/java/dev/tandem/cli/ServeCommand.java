@@ -5,6 +5,9 @@ import dev.tandem.Worker;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.server.ServerConfig;
+import dev.tandem.llm.BatcherConfig;
+import dev.tandem.server.BatcherEngine;
+import dev.tandem.server.Engine;
 import dev.tandem.server.SessionEngine;
 import dev.tandem.server.TandemServer;
 import java.io.PrintStream;
@@ -40,7 +43,7 @@ public final class ServeCommand implements Runnable {
     @Option(names = "--port", defaultValue = "8080", description = "Port; 0 for any free one (default: ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--max-batch", defaultValue = "8", description = "Requests generating at once (default: ${DEFAULT-VALUE}).")
+    @Option(names = "--max-batch", defaultValue = "8", description = "Requests decoding together in one batch (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
     @Option(names = "--max-queued", defaultValue = "64",
@@ -65,6 +68,10 @@ public final class ServeCommand implements Runnable {
     @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
     int cores;
 
+    @Option(names = "--no-batching",
+            description = "Run each request as its own program instead of sharing steps in one continuous batch.")
+    boolean noBatching;
+
     @Override
     public void run() {
         HELIDON.setLevel(Level.WARNING);
@@ -79,7 +86,10 @@ public final class ServeCommand implements Runnable {
         Worker worker = Worker.create(CpuDevice.withCores(coreCount));
         try {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model));
-            SessionEngine engine = SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build();
+            Engine engine = noBatching
+                    ? SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build()
+                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
+                            .build());
             TandemServer server = TandemServer.start(engine, config);
             Runnable shutdown = () -> {
                 server.close(); // 503 to new requests, drain, stop listening
