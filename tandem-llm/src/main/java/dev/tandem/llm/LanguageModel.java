@@ -94,7 +94,8 @@ public final class LanguageModel {
                 throw new IllegalArgumentException(path + ": the vocabulary has " + tokenizer.vocabSize()
                         + " tokens but the embedding has " + weights.config().vocab() + " rows");
             }
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+                    LlamaModel.Options.forModel(weights.config()));
             String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME
                     : weights.file().metadata().string("general.name")
                             .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
@@ -117,7 +118,8 @@ public final class LanguageModel {
                     throw new IllegalArgumentException(config + ": " + e.getMessage(), e);
                 }
             }
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+                    LlamaModel.Options.forModel(weights.config()));
             return new LanguageModel(dir.getFileName().toString(), weights.modelType(), model, tokenizer, template);
         }
     }

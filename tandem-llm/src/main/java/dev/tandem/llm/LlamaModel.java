@@ -102,6 +102,22 @@ public final class LlamaModel {
             return new Options(16, 256 << 10, 0);
         }
 
+        /**
+         * The defaults with a KV block sized to the model: about {@value #KV_BLOCK_TARGET_BYTES}
+         * bytes of keys per block, as a power of two in [16, 256] positions. Attention runs a
+         * few tasks per KV block, so a model with narrow KV rows (a small model's 32 floats a
+         * position) gets long blocks and few tasks, and a wide one keeps 16-position blocks, so
+         * paging wastes little of the cache.
+         */
+        public static Options forModel(LlamaConfig config) {
+            long rowBytes = (long) config.kvDim() * Float.BYTES;
+            int positions = (int) Math.max(16, Math.min(256, KV_BLOCK_TARGET_BYTES / rowBytes));
+            return defaults().withKvBlockSize(Integer.highestOneBit(positions));
+        }
+
+        /** Bytes of keys one KV block holds, about, for {@link #forModel}. */
+        static final long KV_BLOCK_TARGET_BYTES = 32 << 10;
+
         public Options withKvBlockSize(int value) {
             return new Options(value, rowBlockBytes, parallelism);
         }
@@ -191,7 +207,7 @@ public final class LlamaModel {
 
     /** Loads {@code weights} into frozen buffers of {@code worker}, for the preferred kernels and default options. */
     public static LlamaModel load(Worker worker, LlamaWeights weights) {
-        return load(worker, weights, Ops.preferred(), Options.defaults());
+        return load(worker, weights, Ops.preferred(), Options.forModel(weights.config()));
     }
 
     /** Loads {@code weights} into frozen buffers of {@code worker}. */

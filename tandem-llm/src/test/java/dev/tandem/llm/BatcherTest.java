@@ -213,12 +213,14 @@ class BatcherTest {
             running.stream().completion().get(10, TimeUnit.SECONDS);
             assertIdle(batcher);
         }
-        BatcherConfig tiny = BatcherConfig.builder().kvBlocks(2).build();
+        BatcherConfig tiny = BatcherConfig.builder().kvBlocks(1).build();
+        int blockSize = model.model().options().kvBlockSize();
         try (Batcher batcher = Batcher.start(worker, model, tiny)) {
-            assertThatThrownBy(() -> batcher.submit(model.encode(PROMPTS[0]), options, null))
+            GenerateOptions beyondOneBlock = options.withMaxTokens(blockSize + 1);
+            assertThatThrownBy(() -> batcher.submit(model.encode(PROMPTS[0]), beyondOneBlock, null))
                     .isInstanceOfSatisfying(AdmissionRejectedException.class,
                             e -> assertThat(e.reason()).isEqualTo(AdmissionRejectedException.Reason.TOO_LARGE))
-                    .hasMessageContaining("the pool has 2");
+                    .hasMessageContaining("the pool has 1");
             assertThatThrownBy(() -> batcher.submit(new int[0], options, null))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("empty");
             assertThatThrownBy(() -> batcher.submit(new int[] {1, 1_000_000}, options, null))
