@@ -331,4 +331,24 @@ class BatcherTest {
             assertThat(outcome.timeToFirstToken()).isNotNull();
         }
     }
+
+    @Test
+    void aStopStringEndsItsMemberWithStopAndFreesItsBlocks() throws Exception {
+        int[] prompt = model.encode(PROMPTS[0]);
+        String full = model.start(worker.run(model.program(), model.request(prompt,
+                GenerateOptions.defaults().withMaxTokens(60)), model.runOptions(GenerateOptions.defaults()
+                .withMaxTokens(60))), prompt, GenerateOptions.defaults().withMaxTokens(60)).await();
+        String stop = full.substring(full.length() / 2, full.length() / 2 + 4);
+        try (Batcher batcher = Batcher.start(worker, model, BatcherConfig.defaults())) {
+            Completion c = batcher.submit(prompt, GenerateOptions.defaults().withMaxTokens(60)
+                    .withStop(List.of(stop)), null);
+            String text = c.await();
+            assertThat(c.finishReason()).isEqualTo(FinishReason.STOP);
+            assertThat(c.stopString()).isEqualTo(stop);
+            assertThat(full).startsWith(text);
+            assertThat(text).doesNotContain(stop);
+            c.stream().completion().get(10, TimeUnit.SECONDS);
+            assertIdle(batcher);
+        }
+    }
 }
