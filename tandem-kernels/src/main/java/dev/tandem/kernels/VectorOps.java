@@ -89,6 +89,19 @@ final class VectorOps implements KernelOps {
 
     // ---- matmul ----
 
+    /**
+     * Columns per tile of a matmul of four or more inputs. Each row block is walked once per tile,
+     * so that the tiles of up to eight inputs (16 KiB of f32) stay in the L1 cache while the rows
+     * stream past: without tiles, eight inputs of 4096 columns (128 KiB) are re-read from L2 for
+     * every weight row, and that, not the weights, bounds the batched matmul.
+     */
+    static final int TILE_COLS = 512;
+
+    /** Columns per tile for {@code batch} inputs of {@code cols} columns: one tile below four inputs. */
+    static int tileCols(int batch, int cols) {
+        return batch < 4 ? Math.max(cols, 1) : TILE_COLS;
+    }
+
     @Override
     public void matmulF32(
             MemorySegment weights,
@@ -106,28 +119,36 @@ final class VectorOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + r * inputBytes;
-            int b = 0;
-            for (; b + 4 <= batch; b += 4) {
-                dotF32x4(
-                        weights,
-                        row,
-                        x,
-                        xOffset + b * inputBytes,
-                        inputBytes,
-                        cols,
-                        out,
-                        outOffset + b * outStride + r * F,
-                        outStride);
+        int tile = tileCols(batch, cols);
+        int k0 = 0;
+        do {
+            int width = Math.min(tile, cols - k0);
+            boolean first = k0 == 0;
+            long tileBytes = k0 * F;
+            for (int r = rowStart; r < rowEnd; r++) {
+                long row = weightsOffset + r * inputBytes + tileBytes;
+                long at = outOffset + r * F;
+                int b = 0;
+                for (; b + 8 <= batch; b += 8) {
+                    dotF32x8(weights, row, x, xOffset + b * inputBytes + tileBytes, inputBytes, width, out,
+                            at + b * outStride, outStride, first);
+                }
+                for (; b + 4 <= batch; b += 4) {
+                    dotF32x4(weights, row, x, xOffset + b * inputBytes + tileBytes, inputBytes, width, out,
+                            at + b * outStride, outStride, first);
+                }
+                for (; b < batch; b++) {
+                    put(out, at + b * outStride, dotF32(weights, row, x, xOffset + b * inputBytes + tileBytes, width),
+                            first);
+                }
             }
-            for (; b < batch; b++) {
-                out.set(
-                        F32,
-                        outOffset + b * outStride + r * F,
-                        dotF32(weights, row, x, xOffset + b * inputBytes, cols));
-            }
-        }
+            k0 += tile;
+        } while (k0 < cols);
+    }
+
+    /** Stores {@code value} at {@code at}, or adds it to what is there when this is not the first tile. */
+    private static void put(MemorySegment out, long at, float value, boolean first) {
+        out.set(F32, at, first ? value : out.get(F32, at) + value);
     }
 
     /** {@code sum_k a[k] * b[k]} over {@code n} f32. */
@@ -155,7 +176,8 @@ final class VectorOps implements KernelOps {
             int n,
             MemorySegment out,
             long at,
-            long outStride) {
+            long outStride,
+            boolean first) {
         long x1 = input + inputStride;
         long x2 = x1 + inputStride;
         long x3 = x2 + inputStride;
@@ -185,10 +207,70 @@ final class VectorOps implements KernelOps {
             sum2 += wk * x.get(F32, x2 + kb);
             sum3 += wk * x.get(F32, x3 + kb);
         }
-        out.set(F32, at, sum0);
-        out.set(F32, at + outStride, sum1);
-        out.set(F32, at + 2 * outStride, sum2);
-        out.set(F32, at + 3 * outStride, sum3);
+        put(out, at, sum0, first);
+        put(out, at + outStride, sum1, first);
+        put(out, at + 2 * outStride, sum2, first);
+        put(out, at + 3 * outStride, sum3, first);
+    }
+
+    /** Eight dot products of one weight row with eight inputs {@code inputStride} bytes apart. */
+    private static void dotF32x8(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int n,
+            MemorySegment out,
+            long at,
+            long outStride,
+            boolean first) {
+        long x1 = input + inputStride;
+        long x2 = x1 + inputStride;
+        long x3 = x2 + inputStride;
+        long x4 = x3 + inputStride;
+        long x5 = x4 + inputStride;
+        long x6 = x5 + inputStride;
+        long x7 = x6 + inputStride;
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = FloatVector.zero(S);
+        FloatVector acc2 = FloatVector.zero(S);
+        FloatVector acc3 = FloatVector.zero(S);
+        FloatVector acc4 = FloatVector.zero(S);
+        FloatVector acc5 = FloatVector.zero(S);
+        FloatVector acc6 = FloatVector.zero(S);
+        FloatVector acc7 = FloatVector.zero(S);
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector wv = load(w, row + kb);
+            acc0 = wv.fma(load(x, input + kb), acc0);
+            acc1 = wv.fma(load(x, x1 + kb), acc1);
+            acc2 = wv.fma(load(x, x2 + kb), acc2);
+            acc3 = wv.fma(load(x, x3 + kb), acc3);
+            acc4 = wv.fma(load(x, x4 + kb), acc4);
+            acc5 = wv.fma(load(x, x5 + kb), acc5);
+            acc6 = wv.fma(load(x, x6 + kb), acc6);
+            acc7 = wv.fma(load(x, x7 + kb), acc7);
+        }
+        put(out, at, acc0.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input, k, n), first);
+        put(out, at + outStride, acc1.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x1, k, n), first);
+        put(out, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x2, k, n), first);
+        put(out, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x3, k, n), first);
+        put(out, at + 4 * outStride, acc4.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x4, k, n), first);
+        put(out, at + 5 * outStride, acc5.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x5, k, n), first);
+        put(out, at + 6 * outStride, acc6.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x6, k, n), first);
+        put(out, at + 7 * outStride, acc7.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, x7, k, n), first);
+    }
+
+    /** {@code sum_{j in [k, n)} w[j] * x[j]}, scalar: the columns after the last full vector. */
+    private static float tailF32(MemorySegment w, long row, MemorySegment x, long input, int k, int n) {
+        float sum = 0f;
+        for (int j = k; j < n; j++) {
+            sum += w.get(F32, row + j * F) * x.get(F32, input + j * F);
+        }
+        return sum;
     }
 
     @Override
@@ -206,32 +288,79 @@ final class VectorOps implements KernelOps {
             int rowEnd) {
         ArgumentChecks.matmulQ8_0(
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulQ8(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    @Override
+    public void matmulQ8_0Packed(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ8_0Packed(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulQ8(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /**
+     * Both q8_0 layouts: {@code packed} selects {@link Q8_0Packed}'s rows (quants, then f32 scales)
+     * over GGUF's blocks. The tile loop is {@link #matmulF32}'s.
+     */
+    private static void matmulQ8(
+            boolean packed,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
         int blocks = cols / Q8_0.BLOCK_SIZE;
-        long rowBytes = (long) blocks * Q8_0.BLOCK_BYTES;
+        long rowBytes = packed ? Q8_0Packed.rowBytes(cols) : (long) blocks * Q8_0.BLOCK_BYTES;
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + r * rowBytes;
-            int b = 0;
-            for (; b + 4 <= batch; b += 4) {
-                dotQ8x4(
-                        weights,
-                        row,
-                        x,
-                        xOffset + b * inputBytes,
-                        inputBytes,
-                        blocks,
-                        out,
-                        outOffset + b * outStride + r * F,
-                        outStride);
+        int tileBlocks = tileCols(batch, cols) / Q8_0.BLOCK_SIZE;
+        int block0 = 0;
+        do {
+            int count = Math.min(tileBlocks, blocks - block0);
+            boolean first = block0 == 0;
+            long tileInput = block0 * Q8_0.BLOCK_SIZE * F;
+            for (int r = rowStart; r < rowEnd; r++) {
+                long row = weightsOffset + r * rowBytes;
+                // quants and scales of the tile's first block, in either layout
+                long quants = packed ? row + (long) block0 * Q8_0.BLOCK_SIZE : row + (long) block0 * Q8_0.BLOCK_BYTES + 2;
+                long scales = packed ? row + (long) cols + (long) block0 * Float.BYTES : quants - 2;
+                long at = outOffset + r * F;
+                int b = 0;
+                for (; b + 8 <= batch; b += 8) {
+                    dotQ8x8(packed, weights, quants, scales, x, xOffset + b * inputBytes + tileInput, inputBytes, count,
+                            out, at + b * outStride, outStride, first);
+                }
+                for (; b + 4 <= batch; b += 4) {
+                    dotQ8x4(packed, weights, quants, scales, x, xOffset + b * inputBytes + tileInput, inputBytes, count,
+                            out, at + b * outStride, outStride, first);
+                }
+                for (; b < batch; b++) {
+                    long input = xOffset + b * inputBytes + tileInput;
+                    float dot = packed
+                            ? dotQ8Packed(weights, quants, scales, x, input, count)
+                            : dotQ8(weights, quants, x, input, count);
+                    put(out, at + b * outStride, dot, first);
+                }
             }
-            for (; b < batch; b++) {
-                out.set(
-                        F32,
-                        outOffset + b * outStride + r * F,
-                        dotQ8(weights, row, x, xOffset + b * inputBytes, blocks));
-            }
-        }
+            block0 += tileBlocks;
+        } while (block0 < blocks);
     }
 
     /** Widens part {@code part} of 16 int8 weights to f32; each case has a constant part number. */
@@ -245,77 +374,171 @@ final class VectorOps implements KernelOps {
         };
     }
 
-    private static ByteVector quants(MemorySegment w, long blockOffset, int half) {
-        return ByteVector.fromMemorySegment(Q8_BYTES, w, blockOffset + 2 + half * 16L, LE);
+    private static ByteVector quants16(MemorySegment w, long offset) {
+        return ByteVector.fromMemorySegment(Q8_BYTES, w, offset, LE);
     }
 
     private static FloatVector loadQ8Input(MemorySegment x, long blockInput, int half, int part) {
         return FloatVector.fromMemorySegment(Q8_FLOATS, x, blockInput + (half * 16L + (long) part * Q8_LANES) * F, LE);
     }
 
-    /** The dot product of one q8_0 row of {@code blocks} blocks with one f32 input. */
-    private static float dotQ8(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
+    /**
+     * The dot product of {@code blocks} GGUF q8_0 blocks, whose first quant is at {@code quants},
+     * with one f32 input: per block the products are summed, then scaled once. One accumulator, in
+     * the simplest loop, which C2 unrolls and checks once: two accumulators in a hand-unrolled loop
+     * measured slower.
+     */
+    private static float dotQ8(MemorySegment w, long quants, MemorySegment x, long input, int blocks) {
         FloatVector acc = FloatVector.zero(Q8_FLOATS);
         for (int block = 0; block < blocks; block++) {
-            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long q = quants + (long) block * Q8_0.BLOCK_BYTES;
             long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
             FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
             for (int half = 0; half < 2; half++) {
-                ByteVector q = quants(w, blockOffset, half);
+                ByteVector qv = quants16(w, q + half * 16L);
                 for (int part = 0; part < Q8_PARTS; part++) {
-                    blockSum = widen(q, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
+                    blockSum = widen(qv, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
                 }
             }
-            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(w, blockOffset)), acc);
+            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(w, q - 2)), acc);
         }
         return acc.reduceLanes(VectorOperators.ADD);
     }
 
-    /** Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. */
+    /**
+     * {@link #dotQ8} on the packed layout: quants contiguous from {@code quants}, f32 scales from
+     * {@code scales}. The scale is one broadcast load instead of a 16-bit load, an f16 conversion and
+     * a broadcast, which on AVX-512 frees the vector ports the conversion of the quants needs.
+     */
+    private static float dotQ8Packed(
+            MemorySegment w, long quants, long scales, MemorySegment x, long input, int blocks) {
+        FloatVector acc = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long q = quants + (long) block * Q8_0.BLOCK_SIZE;
+            long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
+            for (int half = 0; half < 2; half++) {
+                ByteVector qv = quants16(w, q + half * 16L);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    blockSum = widen(qv, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
+                }
+            }
+            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, w.get(F32, scales + (long) block * Float.BYTES)), acc);
+        }
+        return acc.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** The scale of block {@code block} in either layout. */
+    private static float scaleOf(boolean packed, MemorySegment w, long quants, long scales, int block) {
+        return packed
+                ? w.get(F32, scales + (long) block * Float.BYTES)
+                : Q8_0.scale(w, quants + (long) block * Q8_0.BLOCK_BYTES - 2);
+    }
+
+    /**
+     * Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. Each block
+     * is dequantized once ({@code q * d} in f32) and multiplied into all four inputs, so the widening
+     * is paid once per four inputs.
+     */
     private static void dotQ8x4(
+            boolean packed,
             MemorySegment w,
-            long row,
+            long quants,
+            long scales,
             MemorySegment x,
             long input,
             long inputStride,
             int blocks,
             MemorySegment out,
             long at,
-            long outStride) {
+            long outStride,
+            boolean first) {
+        long blockStride = packed ? Q8_0.BLOCK_SIZE : Q8_0.BLOCK_BYTES;
         FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
         for (int block = 0; block < blocks; block++) {
-            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long q = quants + block * blockStride;
             long in0 = input + (long) block * Q8_0.BLOCK_SIZE * F;
             long in1 = in0 + inputStride;
             long in2 = in1 + inputStride;
             long in3 = in2 + inputStride;
-            FloatVector sum0 = FloatVector.zero(Q8_FLOATS);
-            FloatVector sum1 = FloatVector.zero(Q8_FLOATS);
-            FloatVector sum2 = FloatVector.zero(Q8_FLOATS);
-            FloatVector sum3 = FloatVector.zero(Q8_FLOATS);
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scaleOf(packed, w, quants, scales, block));
             for (int half = 0; half < 2; half++) {
-                ByteVector q = quants(w, blockOffset, half);
+                ByteVector qv = quants16(w, q + half * 16L);
                 for (int part = 0; part < Q8_PARTS; part++) {
-                    FloatVector wv = widen(q, part);
-                    sum0 = wv.fma(loadQ8Input(x, in0, half, part), sum0);
-                    sum1 = wv.fma(loadQ8Input(x, in1, half, part), sum1);
-                    sum2 = wv.fma(loadQ8Input(x, in2, half, part), sum2);
-                    sum3 = wv.fma(loadQ8Input(x, in3, half, part), sum3);
+                    FloatVector wv = widen(qv, part).mul(d);
+                    acc0 = wv.fma(loadQ8Input(x, in0, half, part), acc0);
+                    acc1 = wv.fma(loadQ8Input(x, in1, half, part), acc1);
+                    acc2 = wv.fma(loadQ8Input(x, in2, half, part), acc2);
+                    acc3 = wv.fma(loadQ8Input(x, in3, half, part), acc3);
                 }
             }
-            FloatVector d = FloatVector.broadcast(Q8_FLOATS, Q8_0.scale(w, blockOffset));
-            acc0 = sum0.fma(d, acc0);
-            acc1 = sum1.fma(d, acc1);
-            acc2 = sum2.fma(d, acc2);
-            acc3 = sum3.fma(d, acc3);
         }
-        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+        put(out, at, acc0.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + outStride, acc1.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD), first);
+    }
+
+    /** {@link #dotQ8x4} for eight inputs: each block is dequantized once for all eight. */
+    private static void dotQ8x8(
+            boolean packed,
+            MemorySegment w,
+            long quants,
+            long scales,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int blocks,
+            MemorySegment out,
+            long at,
+            long outStride,
+            boolean first) {
+        long blockStride = packed ? Q8_0.BLOCK_SIZE : Q8_0.BLOCK_BYTES;
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc4 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc5 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc6 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc7 = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long q = quants + block * blockStride;
+            long in0 = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            long in4 = in3 + inputStride;
+            long in5 = in4 + inputStride;
+            long in6 = in5 + inputStride;
+            long in7 = in6 + inputStride;
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scaleOf(packed, w, quants, scales, block));
+            for (int half = 0; half < 2; half++) {
+                ByteVector qv = quants16(w, q + half * 16L);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    FloatVector wv = widen(qv, part).mul(d);
+                    acc0 = wv.fma(loadQ8Input(x, in0, half, part), acc0);
+                    acc1 = wv.fma(loadQ8Input(x, in1, half, part), acc1);
+                    acc2 = wv.fma(loadQ8Input(x, in2, half, part), acc2);
+                    acc3 = wv.fma(loadQ8Input(x, in3, half, part), acc3);
+                    acc4 = wv.fma(loadQ8Input(x, in4, half, part), acc4);
+                    acc5 = wv.fma(loadQ8Input(x, in5, half, part), acc5);
+                    acc6 = wv.fma(loadQ8Input(x, in6, half, part), acc6);
+                    acc7 = wv.fma(loadQ8Input(x, in7, half, part), acc7);
+                }
+            }
+        }
+        put(out, at, acc0.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + outStride, acc1.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 4 * outStride, acc4.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 5 * outStride, acc5.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 6 * outStride, acc6.reduceLanes(VectorOperators.ADD), first);
+        put(out, at + 7 * outStride, acc7.reduceLanes(VectorOperators.ADD), first);
     }
 
     // ---- norm, rope, element-wise ----
