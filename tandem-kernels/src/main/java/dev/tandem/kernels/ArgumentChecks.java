@@ -54,36 +54,6 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
     }
 
-    static void matmulQ8_0Packed(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        String kernel = "matmulQ8_0Packed";
-        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
-        multipleOfBlock(kernel, "cols", cols);
-        fits(kernel, "weights", weights, weightsOffset, product(kernel, "rows * rowBytes", rows,
-                Q8_0Packed.rowBytes(cols)));
-        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
-        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
-    }
-
-    static void packQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows, int cols) {
-        String kernel = "Q8_0Packed.pack";
-        nonNegative(kernel, "rows", rows);
-        nonNegative(kernel, "cols", cols);
-        multipleOfBlock(kernel, "cols", cols);
-        fits(kernel, "src", src, srcOffset, q8Bytes(kernel, "rows * cols", rows, cols));
-        fits(kernel, "dst", dst, dstOffset, product(kernel, "rows * rowBytes", rows, Q8_0Packed.rowBytes(cols)));
-    }
-
     static void rmsnorm(
             MemorySegment x,
             long xOffset,

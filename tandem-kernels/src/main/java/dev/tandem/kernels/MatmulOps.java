@@ -55,23 +55,4 @@ public interface MatmulOps {
             int batch,
             int rowStart,
             int rowEnd);
-
-    /**
-     * {@link #matmulQ8_0} on weights in the {@link Q8_0Packed} layout: row {@code r} starts
-     * {@code r * Q8_0Packed.rowBytes(cols)} bytes after {@code weightsOffset}. The scalar kernel is
-     * bit for bit the scalar {@link #matmulQ8_0} of the unpacked weights; the vector kernel agrees
-     * with it within {@link #Q8_0_RELATIVE_TOLERANCE}.
-     */
-    void matmulQ8_0Packed(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
 }

@@ -90,47 +90,6 @@ final class ScalarOps implements KernelOps {
         }
     }
 
-    /**
-     * The scalar {@link #matmulQ8_0} on the {@link Q8_0Packed} layout: the same products and sums in
-     * the same order, so the two agree bit for bit.
-     */
-    @Override
-    public void matmulQ8_0Packed(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulQ8_0Packed(
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / Q8_0.BLOCK_SIZE;
-        long rowBytes = Q8_0Packed.rowBytes(cols);
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + r * rowBytes;
-            long scales = row + cols;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int block = 0; block < blocks; block++) {
-                    long quants = row + (long) block * Q8_0.BLOCK_SIZE;
-                    long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
-                    float blockSum = 0f;
-                    for (int j = 0; j < Q8_0.BLOCK_SIZE; j++) {
-                        blockSum += weights.get(I8, quants + j) * x.get(F32, blockInput + j * F);
-                    }
-                    sum += blockSum * weights.get(F32, scales + (long) block * Float.BYTES);
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
-        }
-    }
-
     // ---- norm, rope, element-wise ----
 
     @Override

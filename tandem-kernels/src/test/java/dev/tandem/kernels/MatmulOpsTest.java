@@ -95,18 +95,6 @@ class MatmulOpsTest {
                 float[] scalar = run(t, SCALAR, q8, xs, cols, batch, true);
                 float[] vector = run(t, VECTOR, q8, xs, cols, batch, true);
                 float[] scale = absoluteProducts(dequantized, x, ROWS, cols, batch);
-                MemorySegment packed = t.allocate(ROWS * Q8_0Packed.rowBytes(cols));
-                Q8_0Packed.pack(q8, PAD, packed, PAD, ROWS, cols);
-                Tensors.assertIdentical(
-                        "scalar matmulQ8_0Packed against scalar matmulQ8_0, cols " + cols + " batch " + batch,
-                        runPacked(t, SCALAR, packed, xs, cols, batch),
-                        scalar);
-                Tensors.assertWithin(
-                        "vector matmulQ8_0Packed, cols " + cols + " batch " + batch,
-                        runPacked(t, VECTOR, packed, xs, cols, batch),
-                        scalar,
-                        scale,
-                        MatmulOps.Q8_0_RELATIVE_TOLERANCE);
                 Tensors.assertWithin(
                         "vector matmulQ8_0, cols " + cols + " batch " + batch,
                         vector,
@@ -138,18 +126,9 @@ class MatmulOpsTest {
         return read(out, batch * ROWS);
     }
 
-    private static float[] runPacked(Tensors t, KernelOps ops, MemorySegment w, MemorySegment x, int cols, int batch) {
-        MemorySegment out = t.allocate((long) batch * ROWS * Float.BYTES);
-        int[] cuts = {0, 2, 7, ROWS};
-        for (int i = 0; i + 1 < cuts.length; i++) {
-            ops.matmulQ8_0Packed(w, PAD, x, PAD, out, PAD, ROWS, cols, batch, cuts[i], cuts[i + 1]);
-        }
-        return read(out, batch * ROWS);
-    }
-
     /**
      * Random shapes: odd row counts, columns on both sides of a tile, batches 1 to 9, and a row range
-     * that is not the whole matrix, in all three matmuls, vector against scalar.
+     * that is not the whole matrix, in both matmuls, vector against scalar.
      */
     @Test
     void randomShapesAgreeWithScalarInEveryLayout() {
@@ -165,8 +144,6 @@ class MatmulOpsTest {
                 float[] w = t.uniform(rows * cols, -1f, 1f);
                 float[] x = t.uniform(batch * cols, -1f, 1f);
                 MemorySegment q8 = t.q8(w, rows, cols);
-                MemorySegment packed = t.allocate(rows * Q8_0Packed.rowBytes(cols));
-                Q8_0Packed.pack(q8, PAD, packed, PAD, rows, cols);
                 MemorySegment xs = t.f32(x);
                 float[] scale = absoluteProducts(t.dequantized(q8, rows * cols), x, rows, cols, batch);
                 float[] wf = t.uniform(rows * f32Cols, -1f, 1f);
@@ -174,27 +151,21 @@ class MatmulOpsTest {
                 MemorySegment wfs = t.f32(wf);
                 MemorySegment xfs = t.f32(xf);
                 float[] scaleF = absoluteProducts(wf, xf, rows, f32Cols, batch);
-                float[][] results = new float[6][];
+                float[][] results = new float[4][];
                 int i = 0;
                 for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
                     MemorySegment a = t.f32(new float[batch * rows]);
-                    MemorySegment b = t.f32(new float[batch * rows]);
                     MemorySegment c = t.f32(new float[batch * rows]);
                     ops.matmulQ8_0(q8, PAD, xs, PAD, a, PAD, rows, cols, batch, r0, r1);
-                    ops.matmulQ8_0Packed(packed, PAD, xs, PAD, b, PAD, rows, cols, batch, r0, r1);
                     ops.matmulF32(wfs, PAD, xfs, PAD, c, PAD, rows, f32Cols, batch, r0, r1);
                     results[i++] = read(a, batch * rows);
-                    results[i++] = read(b, batch * rows);
                     results[i++] = read(c, batch * rows);
                 }
                 String shape = "rows " + rows + " cols " + cols + "/" + f32Cols + " batch " + batch + " rows [" + r0
                         + ", " + r1 + ")";
-                Tensors.assertIdentical("scalar packed vs GGUF, " + shape, results[1], results[0]);
-                Tensors.assertWithin("vector matmulQ8_0, " + shape, results[3], results[0], scale,
+                Tensors.assertWithin("vector matmulQ8_0, " + shape, results[2], results[0], scale,
                         MatmulOps.Q8_0_RELATIVE_TOLERANCE);
-                Tensors.assertWithin("vector matmulQ8_0Packed, " + shape, results[4], results[0], scale,
-                        MatmulOps.Q8_0_RELATIVE_TOLERANCE);
-                Tensors.assertWithin("vector matmulF32, " + shape, results[5], results[2], scaleF,
+                Tensors.assertWithin("vector matmulF32, " + shape, results[3], results[1], scaleF,
                         MatmulOps.F32_RELATIVE_TOLERANCE);
             }
         }
@@ -208,10 +179,8 @@ class MatmulOpsTest {
             int batch = 9;
             MemorySegment w = t.f32(t.uniform(rows * cols, -1f, 1f));
             MemorySegment q8 = t.q8(t.uniform(rows * cols, -1f, 1f), rows, cols);
-            MemorySegment packed = t.allocate(rows * Q8_0Packed.rowBytes(cols));
-            Q8_0Packed.pack(q8, PAD, packed, PAD, rows, cols);
             MemorySegment x = t.f32(t.uniform(batch * cols, -1f, 1f));
-            String[] layouts = {"f32", "q8_0", "q8_0 packed"};
+            String[] layouts = {"f32", "q8_0"};
             for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
                 for (int layout = 0; layout < layouts.length; layout++) {
                     float[] sentinel = new float[batch * rows];
@@ -219,8 +188,7 @@ class MatmulOpsTest {
                     MemorySegment out = t.f32(sentinel);
                     switch (layout) {
                         case 0 -> ops.matmulF32(w, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
-                        case 1 -> ops.matmulQ8_0(q8, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
-                        default -> ops.matmulQ8_0Packed(packed, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
+                        default -> ops.matmulQ8_0(q8, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
                     }
                     float[] result = read(out, batch * rows);
                     for (int b = 0; b < batch; b++) {
