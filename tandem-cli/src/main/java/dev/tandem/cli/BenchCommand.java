@@ -4,6 +4,7 @@ import dev.tandem.TraceConfig;
 import dev.tandem.bench.DecodeBench;
 import dev.tandem.bench.PeerDecodeBench;
 import dev.tandem.bench.Json;
+import dev.tandem.bench.KernelBench;
 import dev.tandem.bench.OverheadBench;
 import dev.tandem.bench.PipelineBench;
 import java.io.PrintStream;
@@ -20,7 +21,7 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
         subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
-                BenchCommand.Decode.class})
+                BenchCommand.Decode.class, BenchCommand.Kernels.class})
 public final class BenchCommand implements Runnable {
 
     @picocli.CommandLine.Spec
@@ -309,6 +310,47 @@ public final class BenchCommand implements Runnable {
             out.printf(Locale.ROOT, "same shape in f32, %.1f MB: %.3f ms/step, matvecs at %.2f GB/s; a copy reads at %.2f GB/s"
                     + " (%.0f%%)%n", r.f32WeightBytes() / 1e6, r.f32().msPerStep(), r.f32MatvecGbPerSecond(),
                     r.f32CopyGbPerSecond(), 100 * r.f32MatvecGbPerSecond() / r.f32CopyGbPerSecond());
+            if (common.json) {
+                out.println(Json.write(r.toJson()));
+            }
+        }
+    }
+
+    @Command(name = "kernels", mixinStandardHelpOptions = true,
+            description = "The matmul kernels (f32, q8_0; batch 1 and 8; 1 and 2 threads) in GB/s of weights"
+                    + " read, against a plain sum of as many bytes in the same run. Under a minute.")
+    static final class Kernels implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--mb", description = "Weight bytes per matrix in MB, beyond the last-level cache"
+                + " (default: ${DEFAULT-VALUE}).", defaultValue = "160")
+        int megabytes;
+
+        @Override
+        public void run() {
+            if (megabytes < 1) {
+                throw new IllegalArgumentException("--mb must be >= 1, was " + megabytes);
+            }
+            if (common.trace != null) {
+                throw new IllegalArgumentException("bench kernels does not write traces");
+            }
+            int rounds = common.quick ? 5 : 9;
+            int[] threads = Runtime.getRuntime().availableProcessors() > 1 ? new int[] {1, 2} : new int[] {1};
+            KernelBench.Result r = KernelBench.run((long) megabytes * 1_000_000, 2, rounds, threads, new int[] {1, 8});
+            PrintStream out = System.out;
+            out.printf(Locale.ROOT, "kernels: %s, %d cols, %.0f MB per matrix, median (best) of %d rounds after 2 of"
+                    + " warm-up%n", r.ops(), KernelBench.COLS, r.bytes() / 1e6, r.rounds());
+            for (int t : r.sumGbPerSecond().keySet()) {
+                out.printf(Locale.ROOT, "machine, %d thread(s): a plain sum reads %.2f GB/s, a copy %.2f GB/s%n", t,
+                        r.sumGbPerSecond().get(t), r.copyGbPerSecond().get(t));
+            }
+            out.printf(Locale.ROOT, "%-12s %5s %7s %9s %9s %9s%n", "kernel", "batch", "threads", "GB/s", "best", "of sum");
+            for (KernelBench.Row row : r.rows()) {
+                out.printf(Locale.ROOT, "%-12s %5d %7d %9.2f %9.2f %8.0f%%%n", row.kernel(), row.batch(), row.threads(),
+                        row.gbPerSecond(), row.bestGbPerSecond(), 100 * row.fractionOfRead());
+            }
+            out.println("(GB/s = weight bytes read per second; a batch-8 row does 8x the work per byte)");
             if (common.json) {
                 out.println(Json.write(r.toJson()));
             }
