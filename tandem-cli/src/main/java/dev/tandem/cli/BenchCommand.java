@@ -318,7 +318,7 @@ public final class BenchCommand implements Runnable {
 
     @Command(name = "kernels", mixinStandardHelpOptions = true,
             description = "The matmul kernels (f32, q8_0; batch 1 and 8; 1 and 2 threads) in GB/s of weights"
-                    + " read, against a plain sum of as many bytes in the same run. Under a minute.")
+                    + " read, against a plain read of as many bytes in the same run. Under a minute.")
     static final class Kernels implements Runnable {
         @picocli.CommandLine.Mixin
         Common common = new Common();
@@ -341,11 +341,11 @@ public final class BenchCommand implements Runnable {
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "kernels: %s, %d cols, %.0f MB per matrix, median (best) of %d rounds after 2 of"
                     + " warm-up%n", r.ops(), KernelBench.COLS, r.bytes() / 1e6, r.rounds());
-            for (int t : r.sumGbPerSecond().keySet()) {
-                out.printf(Locale.ROOT, "machine, %d thread(s): a plain sum reads %.2f GB/s, a copy %.2f GB/s%n", t,
-                        r.sumGbPerSecond().get(t), r.copyGbPerSecond().get(t));
+            for (int t : r.readGbPerSecond().keySet()) {
+                out.printf(Locale.ROOT, "machine, %d thread(s): a plain read %.2f GB/s, a copy reads %.2f GB/s%n", t,
+                        r.readGbPerSecond().get(t), r.copyGbPerSecond().get(t));
             }
-            out.printf(Locale.ROOT, "%-12s %5s %7s %9s %9s %9s%n", "kernel", "batch", "threads", "GB/s", "best", "of sum");
+            out.printf(Locale.ROOT, "%-12s %5s %7s %9s %9s %9s%n", "kernel", "batch", "threads", "GB/s", "best", "of read");
             for (KernelBench.Row row : r.rows()) {
                 out.printf(Locale.ROOT, "%-12s %5d %7d %9.2f %9.2f %8.0f%%%n", row.kernel(), row.batch(), row.threads(),
                         row.gbPerSecond(), row.bestGbPerSecond(), 100 * row.fractionOfRead());

@@ -99,7 +99,7 @@ final class VectorOps implements KernelOps {
 
     /**
      * Columns per tile of a matmul of four or more inputs. Each row block is walked once per tile,
-     * so that the tiles of up to eight inputs (16 KiB of f32) stay in the L1 cache while the rows
+     * so that the tiles of up to eight inputs (32 KiB of f32) stay in the L1 cache while the rows
      * stream past: without tiles, eight inputs of 4096 columns (128 KiB) are re-read from L2 for
      * every weight row, and that, not the weights, bounds the batched matmul.
      */
