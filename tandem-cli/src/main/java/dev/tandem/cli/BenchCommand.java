@@ -4,6 +4,7 @@ import dev.tandem.TraceConfig;
 import dev.tandem.bench.DecodeBench;
 import dev.tandem.bench.PeerDecodeBench;
 import dev.tandem.bench.Json;
+import dev.tandem.bench.KernelBench;
 import dev.tandem.bench.OverheadBench;
 import dev.tandem.bench.PipelineBench;
 import java.io.PrintStream;
@@ -21,7 +22,7 @@ import picocli.CommandLine.Option;
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
         subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
                 BenchCommand.Decode.class, BenchCommand.Serve.class,
-                BenchCommand.Batch.class})
+                BenchCommand.Batch.class, BenchCommand.Kernels.class})
 public final class BenchCommand implements Runnable {
 
     @picocli.CommandLine.Spec
@@ -505,6 +506,47 @@ public final class BenchCommand implements Runnable {
                 json.put("rows", rows.stream().map(dev.tandem.bench.BatchBench.Row::toJson).toList());
                 json.put("cores", coreCount);
                 out.println(Json.write(json));
+            }
+        }
+    }
+
+    @Command(name = "kernels", mixinStandardHelpOptions = true,
+            description = "The matmul kernels (f32, q8_0; batch 1 and 8; 1 and 2 threads) in GB/s of weights"
+                    + " read, against a plain read of as many bytes in the same run. Under a minute.")
+    static final class Kernels implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--mb", description = "Weight bytes per matrix in MB, beyond the last-level cache"
+                + " (default: ${DEFAULT-VALUE}).", defaultValue = "160")
+        int megabytes;
+
+        @Override
+        public void run() {
+            if (megabytes < 1) {
+                throw new IllegalArgumentException("--mb must be >= 1, was " + megabytes);
+            }
+            if (common.trace != null) {
+                throw new IllegalArgumentException("bench kernels does not write traces");
+            }
+            int rounds = common.quick ? 5 : 9;
+            int[] threads = Runtime.getRuntime().availableProcessors() > 1 ? new int[] {1, 2} : new int[] {1};
+            KernelBench.Result r = KernelBench.run((long) megabytes * 1_000_000, 2, rounds, threads, new int[] {1, 8});
+            PrintStream out = System.out;
+            out.printf(Locale.ROOT, "kernels: %s, %d cols, %.0f MB per matrix, median (best) of %d rounds after 2 of"
+                    + " warm-up%n", r.ops(), KernelBench.COLS, r.bytes() / 1e6, r.rounds());
+            for (int t : r.readGbPerSecond().keySet()) {
+                out.printf(Locale.ROOT, "machine, %d thread(s): a plain read %.2f GB/s, a copy reads %.2f GB/s%n", t,
+                        r.readGbPerSecond().get(t), r.copyGbPerSecond().get(t));
+            }
+            out.printf(Locale.ROOT, "%-12s %5s %7s %9s %9s %9s%n", "kernel", "batch", "threads", "GB/s", "best", "of read");
+            for (KernelBench.Row row : r.rows()) {
+                out.printf(Locale.ROOT, "%-12s %5d %7d %9.2f %9.2f %8.0f%%%n", row.kernel(), row.batch(), row.threads(),
+                        row.gbPerSecond(), row.bestGbPerSecond(), 100 * row.fractionOfRead());
+            }
+            out.println("(GB/s = weight bytes read per second; a batch-8 row does 8x the work per byte)");
+            if (common.json) {
+                out.println(Json.write(r.toJson()));
             }
         }
     }

@@ -15,8 +15,8 @@ class MatmulOpsTest {
 
     private static final int ROWS = 9;
 
-    /** Batches that cover the four-input path, its remainder, and both together. */
-    private static final int[] BATCHES = {1, 3, 4, 6, 9};
+    /** Every batch from 1 to 9: the eight-, four- and one-input paths and each mix of them. */
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 
     /** {@code sum_k |W[r, k] * x[b, k]|} in {@code [batch, rows]} order: the scale of a dot product's rounding. */
     private static float[] absoluteProducts(float[] w, float[] x, int rows, int cols, int batch) {
@@ -55,7 +55,7 @@ class MatmulOpsTest {
     }
 
     @ParameterizedTest(name = "cols = {0}")
-    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    @ValueSource(ints = {1, 7, 31, 33, 127, 513, 1100, 4096})
     void vectorF32MatmulMatchesScalarForEveryBatch(int cols) {
         try (Tensors t = new Tensors(cols)) {
             for (int batch : BATCHES) {
@@ -83,7 +83,7 @@ class MatmulOpsTest {
     }
 
     @ParameterizedTest(name = "cols = {0}")
-    @ValueSource(ints = {32, 96, 128, 4096})
+    @ValueSource(ints = {32, 96, 128, 544, 1056, 4096})
     void vectorQ8MatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
         try (Tensors t = new Tensors(cols)) {
             for (int batch : BATCHES) {
@@ -126,31 +126,76 @@ class MatmulOpsTest {
         return read(out, batch * ROWS);
     }
 
+    /**
+     * Random shapes: odd row counts, columns on both sides of a tile, batches 1 to 9, and a row range
+     * that is not the whole matrix, in both matmuls, vector against scalar.
+     */
+    @Test
+    void randomShapesAgreeWithScalarInEveryLayout() {
+        try (Tensors t = new Tensors(99)) {
+            for (int trial = 0; trial < 24; trial++) {
+                int rows = 1 + t.random.nextInt(13);
+                int blocks = 1 + t.random.nextInt(40);
+                int cols = blocks * Q8_0.BLOCK_SIZE;
+                int f32Cols = 1 + t.random.nextInt(1300);
+                int batch = 1 + t.random.nextInt(9);
+                int r0 = t.random.nextInt(rows);
+                int r1 = r0 + 1 + t.random.nextInt(rows - r0);
+                float[] w = t.uniform(rows * cols, -1f, 1f);
+                float[] x = t.uniform(batch * cols, -1f, 1f);
+                MemorySegment q8 = t.q8(w, rows, cols);
+                MemorySegment xs = t.f32(x);
+                float[] scale = absoluteProducts(t.dequantized(q8, rows * cols), x, rows, cols, batch);
+                float[] wf = t.uniform(rows * f32Cols, -1f, 1f);
+                float[] xf = t.uniform(batch * f32Cols, -1f, 1f);
+                MemorySegment wfs = t.f32(wf);
+                MemorySegment xfs = t.f32(xf);
+                float[] scaleF = absoluteProducts(wf, xf, rows, f32Cols, batch);
+                float[][] results = new float[4][];
+                int i = 0;
+                for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                    MemorySegment a = t.f32(new float[batch * rows]);
+                    MemorySegment c = t.f32(new float[batch * rows]);
+                    ops.matmulQ8_0(q8, PAD, xs, PAD, a, PAD, rows, cols, batch, r0, r1);
+                    ops.matmulF32(wfs, PAD, xfs, PAD, c, PAD, rows, f32Cols, batch, r0, r1);
+                    results[i++] = read(a, batch * rows);
+                    results[i++] = read(c, batch * rows);
+                }
+                String shape = "rows " + rows + " cols " + cols + "/" + f32Cols + " batch " + batch + " rows [" + r0
+                        + ", " + r1 + ")";
+                Tensors.assertWithin("vector matmulQ8_0, " + shape, results[2], results[0], scale,
+                        MatmulOps.Q8_0_RELATIVE_TOLERANCE);
+                Tensors.assertWithin("vector matmulF32, " + shape, results[3], results[1], scaleF,
+                        MatmulOps.F32_RELATIVE_TOLERANCE);
+            }
+        }
+    }
+
     @Test
     void rowBlocksTouchOnlyTheirRows() {
         try (Tensors t = new Tensors(1)) {
             int rows = 6;
-            int cols = 64;
-            int batch = 5;
+            int cols = 1056; // more than two tiles of a batched matmul
+            int batch = 9;
             MemorySegment w = t.f32(t.uniform(rows * cols, -1f, 1f));
             MemorySegment q8 = t.q8(t.uniform(rows * cols, -1f, 1f), rows, cols);
             MemorySegment x = t.f32(t.uniform(batch * cols, -1f, 1f));
+            String[] layouts = {"f32", "q8_0"};
             for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
-                for (boolean quantized : new boolean[] {false, true}) {
+                for (int layout = 0; layout < layouts.length; layout++) {
                     float[] sentinel = new float[batch * rows];
                     java.util.Arrays.fill(sentinel, Float.NaN);
                     MemorySegment out = t.f32(sentinel);
-                    if (quantized) {
-                        ops.matmulQ8_0(q8, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
-                    } else {
-                        ops.matmulF32(w, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
+                    switch (layout) {
+                        case 0 -> ops.matmulF32(w, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
+                        default -> ops.matmulQ8_0(q8, PAD, x, PAD, out, PAD, rows, cols, batch, 2, 4);
                     }
                     float[] result = read(out, batch * rows);
                     for (int b = 0; b < batch; b++) {
                         for (int r = 0; r < rows; r++) {
                             boolean inBlock = r >= 2 && r < 4;
                             assertThat(Float.isNaN(result[b * rows + r]))
-                                    .as("%s %s out[%d, %d] written", ops.name(), quantized ? "q8_0" : "f32", b, r)
+                                    .as("%s %s out[%d, %d] written", ops.name(), layouts[layout], b, r)
                                     .isEqualTo(!inBlock);
                         }
                     }

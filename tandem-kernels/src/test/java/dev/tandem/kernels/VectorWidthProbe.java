@@ -31,7 +31,7 @@ final class VectorWidthProbe {
                     "argmax n " + size, () -> sampling.argmaxFindsTheMaximumInTheScalarTailAndInNegativeValues(size));
             checks.put("sample n " + size, () -> sampling.vectorSamplingMatchesScalarProbabilitiesAndTokens(size));
         }
-        for (int cols : new int[] {32, 96, 4096}) {
+        for (int cols : new int[] {32, 96, 544, 4096}) {
             checks.put(
                     "matmulQ8_0 cols " + cols,
                     () -> matmul.vectorQ8MatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
@@ -52,6 +52,7 @@ final class VectorWidthProbe {
         }
         checks.put("dequantize every f16", quant::everyF16BitPatternWidensExactly);
         checks.put("matmul row blocks", matmul::rowBlocksTouchOnlyTheirRows);
+        checks.put("matmul random shapes", matmul::randomShapesAgreeWithScalarInEveryLayout);
         checks.put("argmax NaN", () -> sampling.argmaxRejectsNaNNamingItsFirstIndex(130));
         checks.put(
                 "paged attention",
