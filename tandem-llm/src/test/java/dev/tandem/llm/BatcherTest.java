@@ -351,4 +351,32 @@ class BatcherTest {
             assertIdle(batcher);
         }
     }
+
+    @Test
+    void q8MembersYieldTheTokensOfRequestsOfTheirOwn(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
+            throws Exception {
+        LlamaConfig shape = new LlamaConfig(128, 2, 4, 2, 256, 512, 256, 10000f, 1e-5f, WeightType.F32);
+        java.nio.file.Path file = dir.resolve("q8.gguf");
+        new dev.tandem.llm.gguf.GgufCheckpointWriter(new RandomWeights(shape, 5))
+                .matrixType(dev.tandem.llm.gguf.GgmlType.Q8_0).vocabularyFrom(EmbeddedModel.path()).write(file);
+        try (Worker w = Worker.create(CpuDevice.withCores(2))) {
+            LanguageModel q8 = LanguageModel.load(w, file, 256);
+            assertThat(q8.config().weightType()).isEqualTo(WeightType.Q8_0);
+            GenerateOptions options = GenerateOptions.defaults().withMaxTokens(24).withIgnoreEos(true);
+            try (Batcher batcher = Batcher.start(w, q8, BatcherConfig.builder().maxBatch(8).build())) {
+                List<Completion> completions = new ArrayList<>();
+                for (int i = 0; i < 8; i++) {
+                    completions.add(batcher.submit(q8.encode(PROMPTS[i]), options, null));
+                }
+                for (int i = 0; i < 8; i++) {
+                    completions.get(i).await();
+                    int[] prompt = q8.encode(PROMPTS[i]);
+                    Completion alone = q8.start(w.run(q8.program(), q8.request(prompt, options),
+                            q8.runOptions(options)), prompt, options);
+                    alone.await();
+                    assertThat(completions.get(i).tokens()).as(PROMPTS[i]).containsExactly(alone.tokens());
+                }
+            }
+        }
+    }
 }

@@ -40,6 +40,7 @@ public final class GgufCheckpointWriter {
     private final Set<String> omitted = new HashSet<>();
     private final Map<String, GgmlType> types = new HashMap<>();
     private final Map<String, long[]> dims = new HashMap<>();
+    private Path vocabulary;
 
     public GgufCheckpointWriter(LlamaWeights weights) {
         if (weights.config().weightType() != WeightType.F32) {
@@ -47,6 +48,12 @@ public final class GgufCheckpointWriter {
         }
         this.weights = weights;
         this.c = weights.config();
+    }
+
+    /** Copies the {@code tokenizer.*} metadata of {@code gguf}, so the file loads as a language model. */
+    public GgufCheckpointWriter vocabularyFrom(Path gguf) {
+        this.vocabulary = gguf;
+        return this;
     }
 
     public GgufCheckpointWriter architecture(String value) {
@@ -106,6 +113,15 @@ public final class GgufCheckpointWriter {
                 .put(a + ".rope.dimension_count", c.headDim())
                 .put(a + ".rope.freq_base", c.ropeTheta())
                 .put(a + ".attention.layer_norm_rms_epsilon", c.normEps());
+        if (vocabulary != null) {
+            try (GgufFile vocab = GgufFile.open(vocabulary)) {
+                for (var e : vocab.metadata().asMap().entrySet()) {
+                    if (e.getKey().startsWith("tokenizer.")) {
+                        w.put(e.getKey(), e.getValue());
+                    }
+                }
+            }
+        }
         for (Tensor t : Tensor.values()) {
             if (!t.present(c) || t == Tensor.ROPE_FREQS || (t == Tensor.OUTPUT && c.tiedEmbeddings())) {
                 continue;
