@@ -312,7 +312,8 @@ public final class TandemServer implements AutoCloseable {
         } catch (RuntimeException e) {
             log.warn("cannot start a generation", e);
             metrics.rejected(operation, "error");
-            sendError(res, new ApiException(500, "server_error", null, "internal_error", "The server failed to start the generation"));
+            sendError(res, new ApiException(500, "server_error", null, "internal_error",
+                    "The server failed to start the generation"));
             return;
         }
         try {

@@ -22,8 +22,10 @@ import org.junit.jupiter.api.Test;
  * decoded as UTF-8 strictly ({@code finding-utf32-autodetect} is kept as a seed).
  *
  * <p>In a normal build it runs in Jazzer's regression mode on the seeds in
- * {@code src/test/resources/dev/tandem/server/GenerationRequestFuzzTestInputs/fuzzParse/}. To fuzz
- * for {@code maxDuration}, from the repository root:
+ * {@code src/test/resources/dev/tandem/server/GenerationRequestFuzzTestInputs/fuzzParse/}, with
+ * Jazzer's hooks off ({@code jazzer.hooks=false} in the pom: installing them took 20 to 40 s here
+ * and they only guide fuzzing); {@code JAZZER_FUZZ} turns them on. To fuzz for
+ * {@code maxDuration}, from the repository root:
  *
  * <pre>
  *   JAZZER_FUZZ=1 JAVA_HOME=/usr/lib/jvm/temurin-25-jdk-amd64 ./mvnw -pl tandem-server test \
