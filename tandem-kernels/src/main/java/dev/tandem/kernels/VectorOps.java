@@ -27,16 +27,13 @@ import jdk.incubator.vector.VectorSpecies;
  * {@link ArgumentChecks}, shared with the scalar kernels.
  *
  * <ul>
- *   <li>Matmul, one to three inputs: one row at a time, one dot product per input in the simplest
- *       loop, which C2 unrolls and bounds-checks once. Probes on AVX-512 showed these loops bound
- *       by the two vector ports rather than by memory, and hand-unrolled loops with two or four
- *       accumulators measured slower: C2 stops unrolling them and checks every load.
- *   <li>Matmul, four or more inputs: columns in tiles of {@link #TILE_COLS}, inputs in groups of
- *       eight and four copied per tile into a per-thread array, interleaved so that one index
- *       reaches every input's vector of a chunk ({@link #interleave}); each weight vector (for
- *       q8_0 each dequantized block, {@code q * d}) is loaded once per group. Partial sums of later
- *       tiles are added to {@code out}, so the summation order differs from the scalar kernel's
- *       within the tolerances of {@link MatmulOps}.
+ *   <li>Matmul walks rows outside and the batch inside, four inputs at a time: each weight vector
+ *       is loaded once and feeds four accumulators, so a weight row is read once per four inputs
+ *       from cache and once per call from memory. Each dot product is the simplest loop, which C2
+ *       unrolls and bounds-checks once: probes on AVX-512 showed these loops bound by the two
+ *       vector ports rather than by memory, hand-unrolled loops with two or four accumulators
+ *       slower (C2 stops unrolling them and checks every load), and eight-input groups over
+ *       column tiles of interleaved inputs no faster in 256 KiB row-block tasks.
  *   <li>q8_0 loads 16 int8 weights as one 128-bit {@code ByteVector} and widens them to
  *       {@link #Q8_PARTS} float vectors with {@code castShape}, one switch case per part so that
  *       every call names a constant part, as llama3.java does. The f16 block scale comes from a
@@ -97,57 +94,6 @@ final class VectorOps implements KernelOps {
 
     // ---- matmul ----
 
-    /**
-     * Columns per tile of a matmul of four or more inputs. Each row block is walked once per tile,
-     * so that the tiles of up to eight inputs (32 KiB of f32) stay in the L1 cache while the rows
-     * stream past: without tiles, eight inputs of 4096 columns (128 KiB) are re-read from L2 for
-     * every weight row, and that, not the weights, bounds the batched matmul.
-     */
-    static final int TILE_COLS = 1024;
-
-    /** The most inputs one pass over a weight row serves. */
-    private static final int GROUP = 8;
-
-    /**
-     * Per thread, a tile of up to {@link #GROUP} inputs interleaved chunk by chunk (see
-     * {@link #interleave}): reused by every call on the thread, so the batched matmuls allocate
-     * nothing after a thread's first.
-     */
-    private static final ThreadLocal<float[]> TILES = ThreadLocal.withInitial(() -> new float[GROUP * TILE_COLS]);
-
-    /** Columns per tile for {@code batch} inputs of {@code cols} columns: one tile below four inputs. */
-    static int tileCols(int batch, int cols) {
-        return batch < 4 ? Math.max(cols, 1) : TILE_COLS;
-    }
-
-    /** Inputs served in groups of eight and four; the rest (fewer than four) one at a time. */
-    private static int grouped(int batch) {
-        return batch < 4 ? 0 : batch - batch % 4;
-    }
-
-    /**
-     * Copies {@code width} columns (a multiple of {@code chunk}, itself a multiple of {@link #L}) of
-     * {@code g} inputs, the first at {@code first} and the rest {@code stride} bytes apart, into
-     * {@code tile} interleaved: chunk {@code c} of input {@code i} goes to
-     * {@code tile[(c * g + i) * chunk]}. The dot products then find all {@code g} inputs' vectors of
-     * one chunk at constant distances from one index, instead of at {@code g} addresses that each
-     * need a register and a bounds check: with eight inputs in place, C2 spilled them and checked
-     * every load, and the batch-8 matmul ran at a quarter of its arithmetic bound.
-     */
-    private static void interleave(MemorySegment x, long first, long stride, int g, int width, int chunk, float[] tile) {
-        int chunks = width / chunk;
-        for (int i = 0; i < g; i++) {
-            long input = first + i * stride;
-            for (int c = 0; c < chunks; c++) {
-                long from = input + (long) c * chunk * F;
-                int to = (c * g + i) * chunk;
-                for (int v = 0; v < chunk; v += L) {
-                    load(x, from + v * F).intoArray(tile, to + v);
-                }
-            }
-        }
-    }
-
     @Override
     public void matmulF32(
             MemorySegment weights,
@@ -165,44 +111,28 @@ final class VectorOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        int tile = tileCols(batch, cols);
-        int grouped = grouped(batch);
-        float[] scratch = grouped > 0 ? TILES.get() : null;
-        int k0 = 0;
-        do {
-            int width = Math.min(tile, cols - k0);
-            int vectorWidth = width - width % L;
-            boolean first = k0 == 0;
-            long tileBytes = k0 * F;
-            for (int b = 0; b < grouped; ) {
-                int g = grouped - b >= GROUP ? GROUP : 4;
-                long input = xOffset + b * inputBytes + tileBytes;
-                interleave(x, input, inputBytes, g, vectorWidth, L, scratch);
-                for (int r = rowStart; r < rowEnd; r++) {
-                    long row = weightsOffset + r * inputBytes + tileBytes;
-                    long at = outOffset + b * outStride + r * F;
-                    if (g == GROUP) {
-                        dotF32x8(weights, row, scratch, vectorWidth, x, input, inputBytes, width, out, at, outStride, first);
-                    } else {
-                        dotF32x4(weights, row, scratch, vectorWidth, x, input, inputBytes, width, out, at, outStride, first);
-                    }
-                }
-                b += g;
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * inputBytes;
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                dotF32x4(
+                        weights,
+                        row,
+                        x,
+                        xOffset + b * inputBytes,
+                        inputBytes,
+                        cols,
+                        out,
+                        outOffset + b * outStride + r * F,
+                        outStride);
             }
-            for (int r = rowStart; r < rowEnd; r++) {
-                long row = weightsOffset + r * inputBytes + tileBytes;
-                for (int b = grouped; b < batch; b++) {
-                    put(out, outOffset + b * outStride + r * F,
-                            dotF32(weights, row, x, xOffset + b * inputBytes + tileBytes, width), first);
-                }
+            for (; b < batch; b++) {
+                out.set(
+                        F32,
+                        outOffset + b * outStride + r * F,
+                        dotF32(weights, row, x, xOffset + b * inputBytes, cols));
             }
-            k0 += tile;
-        } while (k0 < cols);
-    }
-
-    /** Stores {@code value} at {@code at}, or adds it to what is there when this is not the first tile. */
-    private static void put(MemorySegment out, long at, float value, boolean first) {
-        out.set(F32, at, first ? value : out.get(F32, at) + value);
+        }
     }
 
     /** {@code sum_k a[k] * b[k]} over {@code n} f32. */
@@ -220,104 +150,50 @@ final class VectorOps implements KernelOps {
         return sum;
     }
 
-    /** {@code sum_{j in [k, n)} w[j] * x[j]}, scalar: the columns after the last full vector. */
-    private static float tailF32(MemorySegment w, long row, MemorySegment x, long input, int k, int n) {
-        float sum = 0f;
-        for (int j = k; j < n; j++) {
-            sum += w.get(F32, row + j * F) * x.get(F32, input + j * F);
-        }
-        return sum;
-    }
-
-    /**
-     * Four dot products of one weight row with four inputs: the first {@code vectorWidth} columns
-     * from their interleaved {@code tile}, the rest, to {@code width}, from {@code x}.
-     */
+    /** Four dot products of one weight row with four inputs {@code inputStride} bytes apart. */
     private static void dotF32x4(
             MemorySegment w,
             long row,
-            float[] tile,
-            int vectorWidth,
             MemorySegment x,
             long input,
             long inputStride,
-            int width,
+            int n,
             MemorySegment out,
             long at,
-            long outStride,
-            boolean first) {
+            long outStride) {
+        long x1 = input + inputStride;
+        long x2 = x1 + inputStride;
+        long x3 = x2 + inputStride;
         FloatVector acc0 = FloatVector.zero(S);
         FloatVector acc1 = FloatVector.zero(S);
         FloatVector acc2 = FloatVector.zero(S);
         FloatVector acc3 = FloatVector.zero(S);
-        for (int k = 0; k < vectorWidth; k += L) {
-            FloatVector wv = load(w, row + k * F);
-            int t = 4 * k;
-            acc0 = wv.fma(FloatVector.fromArray(S, tile, t), acc0);
-            acc1 = wv.fma(FloatVector.fromArray(S, tile, t + L), acc1);
-            acc2 = wv.fma(FloatVector.fromArray(S, tile, t + 2 * L), acc2);
-            acc3 = wv.fma(FloatVector.fromArray(S, tile, t + 3 * L), acc3);
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector wv = load(w, row + kb);
+            acc0 = wv.fma(load(x, input + kb), acc0);
+            acc1 = wv.fma(load(x, x1 + kb), acc1);
+            acc2 = wv.fma(load(x, x2 + kb), acc2);
+            acc3 = wv.fma(load(x, x3 + kb), acc3);
         }
-        int k = vectorWidth;
-        put(out, at, acc0.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input, k, width), first);
-        put(out, at + outStride,
-                acc1.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + inputStride, k, width), first);
-        put(out, at + 2 * outStride,
-                acc2.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 2 * inputStride, k, width), first);
-        put(out, at + 3 * outStride,
-                acc3.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 3 * inputStride, k, width), first);
-    }
-
-    /** {@link #dotF32x4} for eight inputs. */
-    private static void dotF32x8(
-            MemorySegment w,
-            long row,
-            float[] tile,
-            int vectorWidth,
-            MemorySegment x,
-            long input,
-            long inputStride,
-            int width,
-            MemorySegment out,
-            long at,
-            long outStride,
-            boolean first) {
-        FloatVector acc0 = FloatVector.zero(S);
-        FloatVector acc1 = FloatVector.zero(S);
-        FloatVector acc2 = FloatVector.zero(S);
-        FloatVector acc3 = FloatVector.zero(S);
-        FloatVector acc4 = FloatVector.zero(S);
-        FloatVector acc5 = FloatVector.zero(S);
-        FloatVector acc6 = FloatVector.zero(S);
-        FloatVector acc7 = FloatVector.zero(S);
-        for (int k = 0; k < vectorWidth; k += L) {
-            FloatVector wv = load(w, row + k * F);
-            int t = 8 * k;
-            acc0 = wv.fma(FloatVector.fromArray(S, tile, t), acc0);
-            acc1 = wv.fma(FloatVector.fromArray(S, tile, t + L), acc1);
-            acc2 = wv.fma(FloatVector.fromArray(S, tile, t + 2 * L), acc2);
-            acc3 = wv.fma(FloatVector.fromArray(S, tile, t + 3 * L), acc3);
-            acc4 = wv.fma(FloatVector.fromArray(S, tile, t + 4 * L), acc4);
-            acc5 = wv.fma(FloatVector.fromArray(S, tile, t + 5 * L), acc5);
-            acc6 = wv.fma(FloatVector.fromArray(S, tile, t + 6 * L), acc6);
-            acc7 = wv.fma(FloatVector.fromArray(S, tile, t + 7 * L), acc7);
+        float sum0 = acc0.reduceLanes(VectorOperators.ADD);
+        float sum1 = acc1.reduceLanes(VectorOperators.ADD);
+        float sum2 = acc2.reduceLanes(VectorOperators.ADD);
+        float sum3 = acc3.reduceLanes(VectorOperators.ADD);
+        for (; k < n; k++) {
+            long kb = k * F;
+            float wk = w.get(F32, row + kb);
+            sum0 += wk * x.get(F32, input + kb);
+            sum1 += wk * x.get(F32, x1 + kb);
+            sum2 += wk * x.get(F32, x2 + kb);
+            sum3 += wk * x.get(F32, x3 + kb);
         }
-        int k = vectorWidth;
-        put(out, at, acc0.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input, k, width), first);
-        put(out, at + outStride,
-                acc1.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + inputStride, k, width), first);
-        put(out, at + 2 * outStride,
-                acc2.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 2 * inputStride, k, width), first);
-        put(out, at + 3 * outStride,
-                acc3.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 3 * inputStride, k, width), first);
-        put(out, at + 4 * outStride,
-                acc4.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 4 * inputStride, k, width), first);
-        put(out, at + 5 * outStride,
-                acc5.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 5 * inputStride, k, width), first);
-        put(out, at + 6 * outStride,
-                acc6.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 6 * inputStride, k, width), first);
-        put(out, at + 7 * outStride,
-                acc7.reduceLanes(VectorOperators.ADD) + tailF32(w, row, x, input + 7 * inputStride, k, width), first);
+        out.set(F32, at, sum0);
+        out.set(F32, at + outStride, sum1);
+        out.set(F32, at + 2 * outStride, sum2);
+        out.set(F32, at + 3 * outStride, sum3);
     }
 
     @Override
@@ -335,63 +211,32 @@ final class VectorOps implements KernelOps {
             int rowEnd) {
         ArgumentChecks.matmulQ8_0(
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        matmulQ8(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /**
-     * The q8_0 matmul: {@link #matmulF32}'s tile and group loops, with a block of 32 columns as the
-     * chunk of the interleaved inputs.
-     */
-    private static void matmulQ8(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
         int blocks = cols / Q8_0.BLOCK_SIZE;
         long rowBytes = (long) blocks * Q8_0.BLOCK_BYTES;
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        int tileBlocks = tileCols(batch, cols) / Q8_0.BLOCK_SIZE;
-        int grouped = grouped(batch);
-        float[] scratch = grouped > 0 ? TILES.get() : null;
-        int block0 = 0;
-        do {
-            int count = Math.min(tileBlocks, blocks - block0);
-            boolean first = block0 == 0;
-            long tileInput = block0 * Q8_0.BLOCK_SIZE * F;
-            for (int b = 0; b < grouped; ) {
-                int g = grouped - b >= GROUP ? GROUP : 4;
-                interleave(x, xOffset + b * inputBytes + tileInput, inputBytes, g, count * Q8_0.BLOCK_SIZE,
-                        Q8_0.BLOCK_SIZE, scratch);
-                for (int r = rowStart; r < rowEnd; r++) {
-                    long row = weightsOffset + r * rowBytes;
-                    long quants = row + (long) block0 * Q8_0.BLOCK_BYTES + 2;
-                    long at = outOffset + b * outStride + r * F;
-                    if (g == GROUP) {
-                        dotQ8x8(weights, quants, scratch, count, out, at, outStride, first);
-                    } else {
-                        dotQ8x4(weights, quants, scratch, count, out, at, outStride, first);
-                    }
-                }
-                b += g;
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * rowBytes;
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                dotQ8x4(
+                        weights,
+                        row,
+                        x,
+                        xOffset + b * inputBytes,
+                        inputBytes,
+                        blocks,
+                        out,
+                        outOffset + b * outStride + r * F,
+                        outStride);
             }
-            for (int r = rowStart; r < rowEnd; r++) {
-                long row = weightsOffset + r * rowBytes;
-                long quants = row + (long) block0 * Q8_0.BLOCK_BYTES + 2;
-                for (int b = grouped; b < batch; b++) {
-                    long input = xOffset + b * inputBytes + tileInput;
-                    put(out, outOffset + b * outStride + r * F, dotQ8(weights, quants, x, input, count), first);
-                }
+            for (; b < batch; b++) {
+                out.set(
+                        F32,
+                        outOffset + b * outStride + r * F,
+                        dotQ8(weights, row, x, xOffset + b * inputBytes, blocks));
             }
-            block0 += tileBlocks;
-        } while (block0 < blocks);
+        }
     }
 
     /**
@@ -399,7 +244,7 @@ final class VectorOps implements KernelOps {
      * of which one tensor's scales touch a few KiB. A q8_0 block's scale is then a 16-bit load and a
      * broadcast from this table, two load-port instructions, instead of a move into a vector
      * register, an f16 conversion and a broadcast, three on the two vector ports that the widening
-     * of the quants already saturates on AVX-512: the batch-1 matvec measured about a fifth faster.
+     * of the quants already saturates on AVX-512.
      */
     private static final float[] F16_TO_F32 = new float[1 << 16];
 
@@ -425,126 +270,77 @@ final class VectorOps implements KernelOps {
         };
     }
 
-    private static ByteVector quants16(MemorySegment w, long offset) {
-        return ByteVector.fromMemorySegment(Q8_BYTES, w, offset, LE);
+    private static ByteVector quants(MemorySegment w, long blockOffset, int half) {
+        return ByteVector.fromMemorySegment(Q8_BYTES, w, blockOffset + 2 + half * 16L, LE);
     }
 
     private static FloatVector loadQ8Input(MemorySegment x, long blockInput, int half, int part) {
         return FloatVector.fromMemorySegment(Q8_FLOATS, x, blockInput + (half * 16L + (long) part * Q8_LANES) * F, LE);
     }
 
-    /**
-     * The dot product of {@code blocks} GGUF q8_0 blocks, whose first quant is at {@code quants},
-     * with one f32 input: per block the products are summed, then scaled once. One accumulator, in
-     * the simplest loop, which C2 unrolls and checks once: two accumulators in a hand-unrolled loop
-     * measured slower.
-     */
-    private static float dotQ8(MemorySegment w, long quants, MemorySegment x, long input, int blocks) {
+    /** The dot product of one q8_0 row of {@code blocks} blocks with one f32 input. */
+    private static float dotQ8(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
         FloatVector acc = FloatVector.zero(Q8_FLOATS);
         for (int block = 0; block < blocks; block++) {
-            long q = quants + (long) block * Q8_0.BLOCK_BYTES;
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
             long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
             FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
             for (int half = 0; half < 2; half++) {
-                ByteVector qv = quants16(w, q + half * 16L);
+                ByteVector q = quants(w, blockOffset, half);
                 for (int part = 0; part < Q8_PARTS; part++) {
-                    blockSum = widen(qv, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
+                    blockSum = widen(q, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
                 }
             }
-            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, q - 2)), acc);
+            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), acc);
         }
         return acc.reduceLanes(VectorOperators.ADD);
     }
 
-    /** Part {@code part} of half {@code half} of input {@code i}'s block {@code block} in an interleaved tile of {@code g} inputs. */
-    private static FloatVector tileInput(float[] tile, int g, int block, int i, int half, int part) {
-        return FloatVector.fromArray(Q8_FLOATS, tile, (block * g + i) * Q8_0.BLOCK_SIZE + half * 16 + part * Q8_LANES);
-    }
-
-    /**
-     * Four dot products of one GGUF q8_0 row with the four inputs of an interleaved {@code tile}.
-     * Each block is dequantized once ({@code q * d} in f32) and multiplied into all four inputs, so
-     * the widening is paid once per four inputs. One method per group size, each with
-     * constant strides: with the stride a parameter, C2 recomputed the bounds of every weight load
-     * in the loop.
-     */
+    /** Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. */
     private static void dotQ8x4(
             MemorySegment w,
-            long quants,
-            float[] tile,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
             int blocks,
             MemorySegment out,
             long at,
-            long outStride,
-            boolean first) {
+            long outStride) {
         FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
         FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
         for (int block = 0; block < blocks; block++) {
-            long q = quants + (long) block * Q8_0.BLOCK_BYTES;
-            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scale(w, q - 2));
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long in0 = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            FloatVector sum0 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum1 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum2 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum3 = FloatVector.zero(Q8_FLOATS);
             for (int half = 0; half < 2; half++) {
-                ByteVector qv = quants16(w, q + half * 16L);
+                ByteVector q = quants(w, blockOffset, half);
                 for (int part = 0; part < Q8_PARTS; part++) {
-                    FloatVector wv = widen(qv, part).mul(d);
-                    acc0 = wv.fma(tileInput(tile, 4, block, 0, half, part), acc0);
-                    acc1 = wv.fma(tileInput(tile, 4, block, 1, half, part), acc1);
-                    acc2 = wv.fma(tileInput(tile, 4, block, 2, half, part), acc2);
-                    acc3 = wv.fma(tileInput(tile, 4, block, 3, half, part), acc3);
+                    FloatVector wv = widen(q, part);
+                    sum0 = wv.fma(loadQ8Input(x, in0, half, part), sum0);
+                    sum1 = wv.fma(loadQ8Input(x, in1, half, part), sum1);
+                    sum2 = wv.fma(loadQ8Input(x, in2, half, part), sum2);
+                    sum3 = wv.fma(loadQ8Input(x, in3, half, part), sum3);
                 }
             }
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset));
+            acc0 = sum0.fma(d, acc0);
+            acc1 = sum1.fma(d, acc1);
+            acc2 = sum2.fma(d, acc2);
+            acc3 = sum3.fma(d, acc3);
         }
-        put(out, at, acc0.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + outStride, acc1.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD), first);
-    }
-
-    /** {@link #dotQ8x4} for eight inputs. */
-    private static void dotQ8x8(
-            MemorySegment w,
-            long quants,
-            float[] tile,
-            int blocks,
-            MemorySegment out,
-            long at,
-            long outStride,
-            boolean first) {
-        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc4 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc5 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc6 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc7 = FloatVector.zero(Q8_FLOATS);
-        for (int block = 0; block < blocks; block++) {
-            long q = quants + (long) block * Q8_0.BLOCK_BYTES;
-            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scale(w, q - 2));
-            for (int half = 0; half < 2; half++) {
-                ByteVector qv = quants16(w, q + half * 16L);
-                for (int part = 0; part < Q8_PARTS; part++) {
-                    FloatVector wv = widen(qv, part).mul(d);
-                    acc0 = wv.fma(tileInput(tile, 8, block, 0, half, part), acc0);
-                    acc1 = wv.fma(tileInput(tile, 8, block, 1, half, part), acc1);
-                    acc2 = wv.fma(tileInput(tile, 8, block, 2, half, part), acc2);
-                    acc3 = wv.fma(tileInput(tile, 8, block, 3, half, part), acc3);
-                    acc4 = wv.fma(tileInput(tile, 8, block, 4, half, part), acc4);
-                    acc5 = wv.fma(tileInput(tile, 8, block, 5, half, part), acc5);
-                    acc6 = wv.fma(tileInput(tile, 8, block, 6, half, part), acc6);
-                    acc7 = wv.fma(tileInput(tile, 8, block, 7, half, part), acc7);
-                }
-            }
-        }
-        put(out, at, acc0.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + outStride, acc1.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 4 * outStride, acc4.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 5 * outStride, acc5.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 6 * outStride, acc6.reduceLanes(VectorOperators.ADD), first);
-        put(out, at + 7 * outStride, acc7.reduceLanes(VectorOperators.ADD), first);
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
     }
 
     // ---- norm, rope, element-wise ----

@@ -15,7 +15,7 @@ class MatmulOpsTest {
 
     private static final int ROWS = 9;
 
-    /** Every batch from 1 to 9: the eight-, four- and one-input paths and each mix of them. */
+    /** Every batch from 1 to 9: the four-input path, the one-input path and each mix of them. */
     private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9};
 
     /** {@code sum_k |W[r, k] * x[b, k]|} in {@code [batch, rows]} order: the scale of a dot product's rounding. */
@@ -127,7 +127,7 @@ class MatmulOpsTest {
     }
 
     /**
-     * Random shapes: odd row counts, columns on both sides of a tile, batches 1 to 9, and a row range
+     * Random shapes: odd row counts, odd and long columns, batches 1 to 9, and a row range
      * that is not the whole matrix, in both matmuls, vector against scalar.
      */
     @Test
@@ -175,7 +175,7 @@ class MatmulOpsTest {
     void rowBlocksTouchOnlyTheirRows() {
         try (Tensors t = new Tensors(1)) {
             int rows = 6;
-            int cols = 1056; // more than two tiles of a batched matmul
+            int cols = 1056;
             int batch = 9;
             MemorySegment w = t.f32(t.uniform(rows * cols, -1f, 1f));
             MemorySegment q8 = t.q8(t.uniform(rows * cols, -1f, 1f), rows, cols);
