@@ -57,9 +57,14 @@ class BatcherEngineTest {
     static void start() {
         worker = Worker.create(CpuDevice.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path());
+        long weights = worker.memoryInUse();
         engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(8).maxQueued(64).build());
         server = TandemServer.start(engine, ServerConfig.builder().port(0).build());
+        // The batch program allocates its pool and step buffers when it starts: idle is after one request.
+        engine.submit(model.encode("Hi"), GenerateOptions.defaults().withMaxTokens(2), null).await();
+        assertThat(Served.eventually(Duration.ofSeconds(10), () -> engine.batcher().stats().active() == 0)).isTrue();
         baseline = worker.memoryInUse();
+        assertThat(baseline - weights).isEqualTo(engine.batcher().deviceBytes());
     }
 
     @AfterAll
