@@ -1,7 +1,8 @@
 package dev.tandem.graph;
 
 import dev.tandem.AccessMode;
-import dev.tandem.memory.DeviceBuffer;
+import dev.tandem.device.DeviceBuffer;
+import dev.tandem.device.TaskNode;
 import java.util.Arrays;
 
 /**

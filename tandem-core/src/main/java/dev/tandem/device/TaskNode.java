@@ -1,4 +1,4 @@
-package dev.tandem.graph;
+package dev.tandem.device;
 
 import dev.tandem.Access;
 import dev.tandem.Kernel;
@@ -66,10 +66,11 @@ public final class TaskNode {
         void ready(TaskNode task);
     }
 
+    private final TaskKind kind;
     private final Kernel kernel;
     private final Access[] accesses;
     private final long[] scalars;
-    private final Step step;
+    private final TaskGroup group;
     private final long index;
     private final Object payload;
 
@@ -85,20 +86,49 @@ public final class TaskNode {
     /** Ready-queue link; written by the queue only. */
     volatile TaskNode queueNext;
 
-    /** Scheduling lane, chosen when the task becomes ready. */
+    /** Scheduling lane, chosen by the device when the task becomes ready ({@link TaskGroup#lane()}). */
     public int lane;
 
-    public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, Step step, long index, Object payload) {
+    /** A {@link TaskKind#KERNEL} task; {@code payload} is free for the caller (tests tag tasks with it). */
+    public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index, Object payload) {
+        this(TaskKind.KERNEL, kernel, accesses, scalars, group, index, payload);
+    }
+
+    private TaskNode(TaskKind kind, Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index,
+            Object payload) {
+        this.kind = kind;
         this.kernel = kernel;
         this.accesses = accesses;
         this.scalars = scalars;
-        this.step = step;
+        this.group = group;
         this.index = index;
         this.payload = payload;
     }
 
+    private static final long[] NO_SCALARS = new long[0];
+
+    /** An {@link TaskKind#UPLOAD} of {@code bytes} (owned by the task from now on) into {@code target}, a WRITE. */
+    public static TaskNode upload(Access target, byte[] bytes, TaskGroup group, long index) {
+        return new TaskNode(TaskKind.UPLOAD, null, new Access[] {target}, NO_SCALARS, group, index, bytes);
+    }
+
+    /** A {@link TaskKind#READBACK} of {@code token}, a READ, into {@link TaskGroup#tokenRead}. */
+    public static TaskNode readback(Access token, TaskGroup group, long index) {
+        return new TaskNode(TaskKind.READBACK, null, new Access[] {token}, NO_SCALARS, group, index, null);
+    }
+
+    public TaskKind kind() {
+        return kind;
+    }
+
+    /** The kernel of a {@link TaskKind#KERNEL} task; null for the built-in kinds. */
     public Kernel kernel() {
         return kernel;
+    }
+
+    /** The kernel's name, or the built-in kind's. */
+    public String name() {
+        return kind == TaskKind.KERNEL ? kernel.name() : kind.taskName();
     }
 
     public Access[] accesses() {
@@ -109,8 +139,9 @@ public final class TaskNode {
         return scalars;
     }
 
-    public Step step() {
-        return step;
+    /** The task's step, which its completion is counted in. */
+    public TaskGroup group() {
+        return group;
     }
 
     /** Index of this task within its request, in submission order. */
@@ -118,9 +149,14 @@ public final class TaskNode {
         return index;
     }
 
-    /** Runtime data for built-in tasks (readback, upload); null for user kernels. */
+    /** The caller's tag of a kernel task; null unless given. */
     public Object payload() {
         return payload;
+    }
+
+    /** The bytes an {@link TaskKind#UPLOAD} writes. */
+    public byte[] uploadBytes() {
+        return (byte[]) payload;
     }
 
     /** Whether the task has finished (its successor stack is closed). */
@@ -133,7 +169,7 @@ public final class TaskNode {
      *
      * @return whether the edge was wired (false: this task finished, no dependency remains)
      */
-    boolean wireTo(TaskNode successor) {
+    public boolean wireTo(TaskNode successor) {
         Edge edge = new Edge(successor);
         while (true) {
             Edge head = successors;
@@ -182,6 +218,18 @@ public final class TaskNode {
         return runNext;
     }
 
+    /**
+     * Completes the task: {@link #finish releases its successors}, then counts it done in its
+     * group. What a device calls, once, after running or skipping the task.
+     *
+     * @return a successor that became ready, for the caller to run next, or null
+     */
+    public TaskNode complete(ReadySink sink) {
+        TaskNode next = finish(sink);
+        group.taskDone();
+        return next;
+    }
+
     /** Current pending count (including the guard before publication); for tests and assertions. */
     public int pendingCount() {
         return pending;
@@ -189,7 +237,7 @@ public final class TaskNode {
 
     @Override
     public String toString() {
-        return "task " + index + " (" + kernel.name() + ") of " + step;
+        return "task " + index + " (" + (kind == TaskKind.KERNEL && kernel == null ? "?" : name()) + ") of " + group;
     }
 
     private static final VarHandle PENDING;
