@@ -18,10 +18,18 @@ import java.util.concurrent.locks.LockSupport;
  *
  * <p>Implementation Overview. Ready tasks wait in one {@link ReadyQueue} whose lanes the
  * scheduling policy chooses ({@link TaskGroup#lane()}). A core takes a task, runs it by its
- * {@link TaskKind} (or skips it if its request has ended), then completes it
- * ({@link TaskNode#complete}): that makes successors ready, and the core runs one of them
- * itself and queues the rest, in a loop — so chains stay on one core and never grow the
- * stack. A kernel exception is handed to the task's group; the core lives on.
+ * {@link TaskKind} (or skips it if its request has ended), then completes it: it releases
+ * its successors ({@link TaskNode#finish}), runs one that became ready itself and queues the
+ * rest, in a loop — so chains stay on one core and never grow the stack. A kernel exception is
+ * handed to the task's group; the core lives on.
+ *
+ * <p>Counting: a core counts the tasks it finished in one group (a step) locally and reports
+ * them with one {@link TaskGroup#tasksDone(int)}: before it runs a task of another group,
+ * when it finds the queue empty (so before it spins, parks or stops) and every
+ * {@link #HOLD_MAX} tasks. So the step's shared counter takes one atomic update per run of a
+ * core in a step rather than one per task, a step is reported done no later than the core's
+ * next look at the queue, and a host waiting for room is woken within {@code HOLD_MAX}
+ * tasks (or one kernel) of the crossing.
  *
  * <p>Idling: a core that finds nothing spins for {@code spinNanos}, then parks. The
  * handshake between a core going idle and a thread queueing work must not lose a wake-up:
@@ -38,6 +46,9 @@ import java.util.concurrent.locks.LockSupport;
  * matching {@code idleCount--}.
  */
 final class CpuCores implements Device {
+    /** Finished tasks of one group a core counts before it reports them (see {@link Device}). */
+    static final int HOLD_MAX = 64;
+
     /** How long an idle core spins before it starts yielding between polls. */
     private static final long PURE_SPIN_NANOS = 2_000;
 
@@ -201,6 +212,9 @@ final class CpuCores implements Device {
         volatile boolean idle;
         volatile long busyNanos;
         TraceBuffer traceBuffer;
+        /** The group of the tasks finished and not yet counted, and how many (core thread only). */
+        private TaskGroup heldGroup;
+        private int held;
 
         Core(int index) {
             this.index = index;
@@ -215,6 +229,7 @@ final class CpuCores implements Device {
             while (true) {
                 TaskNode task = queue.poll();
                 if (task == null) {
+                    flushDone(); // nothing to run: report what is held before spinning or parking
                     task = awaitWork();
                     if (task == null) {
                         return;
@@ -237,6 +252,9 @@ final class CpuCores implements Device {
         /** Runs one task and returns the successor to run next, if any. */
         private TaskNode execute(TaskNode task) {
             TaskGroup group = task.group();
+            if (group != heldGroup) {
+                flushDone(); // before running another group's task, which may take long
+            }
             long begin = traceBuffer != null ? traceBuffer.spanStart(TraceEvent.Kind.TASK) : 0;
             boolean skipped = !group.isLive();
             if (!skipped) {
@@ -269,7 +287,28 @@ final class CpuCores implements Device {
                         task.name(),
                         skipped ? 1 : 0);
             }
-            return task.complete(this);
+            TaskNode next = task.finish(this);
+            countDone(group);
+            return next;
+        }
+
+        /** Counts a finished task in its group, in batches (see {@link Device}, "Batched counting"). */
+        private void countDone(TaskGroup group) {
+            heldGroup = group; // the held count, if any, is of this group: execute flushed another's
+            if (++held == HOLD_MAX) {
+                flushDone();
+            }
+        }
+
+        /** Reports the held count to its group. Before another group's task, before idling, at the bound. */
+        private void flushDone() {
+            int n = held;
+            if (n > 0) {
+                TaskGroup group = heldGroup;
+                held = 0;
+                heldGroup = null;
+                group.tasksDone(n);
+            }
         }
 
         @Override

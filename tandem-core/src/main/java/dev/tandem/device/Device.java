@@ -61,6 +61,13 @@ import java.lang.foreign.MemorySegment;
  *       device that can, should, so chains stay on one unit. It then counts the task done in
  *       its group (its step), which may end the step: that may run runtime code (delivery of
  *       the token, waking the program), bounded and non-blocking.
+ *   <li><b>Batched counting</b> (optional): instead of {@code complete}, a unit may call
+ *       {@link TaskNode#finish} and count the tasks it finished in one group with a single
+ *       {@link TaskGroup#tasksDone(int) tasksDone(n)}, which spares the group's shared counter
+ *       an atomic update per task. It must flush its count before it runs a task of another
+ *       group, before it goes idle or stops, and after a bounded number of tasks, so that a
+ *       step is reported done at the latest when the unit looks for its next task, and a
+ *       host waiting for room in a step is woken within a bounded number of tasks.
  *   <li><b>Exactly once</b>: a task completed twice, or never, corrupts its request's
  *       counters (it would hang or be delivered early). Shutting down does not release the
  *       device from completing what it was given: {@link #close()} drains queued tasks first.

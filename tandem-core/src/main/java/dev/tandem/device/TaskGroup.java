@@ -29,6 +29,10 @@ public interface TaskGroup {
     /** A READBACK task of this group read {@code token}; called before that task completes. */
     void tokenRead(byte[] token);
 
-    /** One task of this group completed (ran, failed or was skipped); the last step of {@link TaskNode#complete}. */
-    void taskDone();
+    /**
+     * {@code n ≥ 1} tasks of this group completed (ran, failed or were skipped): the last step
+     * of {@link TaskNode#complete} (n = 1), or a device's batched count of several
+     * {@link TaskNode#finish released} tasks (see {@link Device}, "Completion").
+     */
+    void tasksDone(int n);
 }

@@ -220,13 +220,14 @@ public final class TaskNode {
 
     /**
      * Completes the task: {@link #finish releases its successors}, then counts it done in its
-     * group. What a device calls, once, after running or skipping the task.
+     * group. What a device calls, once, after running or skipping the task (or it calls
+     * {@link #finish} and counts the task in a batch, see {@link Device}).
      *
      * @return a successor that became ready, for the caller to run next, or null
      */
     public TaskNode complete(ReadySink sink) {
         TaskNode next = finish(sink);
-        group.taskDone();
+        group.tasksDone(1);
         return next;
     }
 

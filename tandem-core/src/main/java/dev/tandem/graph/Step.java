@@ -97,13 +97,23 @@ public final class Step implements TaskGroup {
     }
 
     /** A task of this step has finished (ran, failed or was skipped). Any thread. */
-    @Override
     public void taskDone() {
-        int before = (int) REMAINING.getAndAdd(this, -1);
-        if (before == 1) {
+        tasksDone(1);
+    }
+
+    /**
+     * {@code n} tasks of this step have finished. Any thread. The decrement that reaches zero
+     * reports the step done; the one that takes the count from at least {@code roomAt} to
+     * below it reports room. Each value is passed by exactly one decrement, so both happen
+     * once per crossing, whatever the batch sizes.
+     */
+    @Override
+    public void tasksDone(int n) {
+        int before = (int) REMAINING.getAndAdd(this, -n);
+        if (before == n) {
             done = true;
             owner.stepDone(this);
-        } else if (before == roomAt) {
+        } else if (before >= roomAt && before - n < roomAt) {
             owner.roomInStep(this);
         }
     }
