@@ -19,7 +19,8 @@ import java.lang.invoke.VarHandle;
  *       {@code wired} (host-only) counts the edges pushed; from then on {@code pending} = the
  *       wired predecessors that have not finished. The task is ready exactly when an update
  *       brings {@code pending} to 0, and exactly one thread performs that update.
- *   <li>{@code successors} is a Treiber stack of {@link Edge}s, or {@link #CLOSED} once the
+ *   <li>{@code successors} is a Treiber stack of {@link Edge}s (a successor's first wiring
+ *       pushes the successor itself, later ones a fresh edge), or {@link #CLOSED} once the
  *       task has finished. It is closed exactly once, by {@link #finish}, with an atomic
  *       swap; after that no edge can be pushed.
  *   <li>Every successor pushed before the swap is released (decremented) by the finishing
@@ -46,17 +47,7 @@ import java.lang.invoke.VarHandle;
  * successor for the caller to run next and hands the others to a {@link ReadySink}, so a
  * chain of a million tasks runs in constant stack.
  */
-public final class TaskNode {
-
-    /** A link of a successor stack. */
-    static final class Edge {
-        final TaskNode task;
-        Edge next;
-
-        Edge(TaskNode task) {
-            this.task = task;
-        }
-    }
+public final class TaskNode extends Edge {
 
     /** Marks a finished task's stack. */
     static final Edge CLOSED = new Edge(null);
@@ -81,6 +72,8 @@ public final class TaskNode {
 
     /** Host only: edges pushed onto predecessors' stacks. */
     private int wired;
+    /** Host only: this task is itself the edge in one predecessor's stack (its first wiring). */
+    private boolean linked;
     private volatile Edge successors;
 
     /** Ready-queue link; written by the queue only. */
@@ -96,6 +89,8 @@ public final class TaskNode {
 
     private TaskNode(TaskKind kind, Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index,
             Object payload) {
+        super(null);
+        this.edgeTask = this;
         this.kind = kind;
         this.kernel = kernel;
         this.accesses = accesses;
@@ -170,14 +165,17 @@ public final class TaskNode {
      * @return whether the edge was wired (false: this task finished, no dependency remains)
      */
     public boolean wireTo(TaskNode successor) {
-        Edge edge = new Edge(successor);
+        Edge edge = successor.linked ? new Edge(successor) : successor; // its own link, once
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
-                return false;
+                return false; // the successor's own link stays free: it is in no stack
             }
-            edge.next = head;
+            edge.edgeNext = head;
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
+                if (edge == successor) {
+                    successor.linked = true;
+                }
                 successor.wired++;
                 return true;
             }
@@ -205,7 +203,9 @@ public final class TaskNode {
         Edge edge = (Edge) SUCCESSORS.getAndSet(this, CLOSED);
         TaskNode runNext = null;
         while (edge != null) {
-            TaskNode successor = edge.task;
+            TaskNode successor = edge.edgeTask;
+            Edge below = edge.edgeNext;
+            edge.edgeNext = null; // a successor that is its own link must not pin its siblings
             if ((int) PENDING.getAndAdd(successor, -1) == 1) {
                 if (runNext == null) {
                     runNext = successor;
@@ -213,7 +213,7 @@ public final class TaskNode {
                     sink.ready(successor);
                 }
             }
-            edge = edge.next;
+            edge = below;
         }
         return runNext;
     }
