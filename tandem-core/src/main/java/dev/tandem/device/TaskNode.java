@@ -50,14 +50,13 @@ import java.lang.invoke.VarHandle;
 public final class TaskNode extends Edge {
 
     /** Marks a finished task's stack. */
-    static final Edge CLOSED = new Edge(null);
+    static final Edge CLOSED = new Edge();
 
     /** Where a finishing task puts successors that became ready, beyond the first. */
     public interface ReadySink {
         void ready(TaskNode task);
     }
 
-    private final TaskKind kind;
     private final Kernel kernel;
     private final Access[] accesses;
     private final long[] scalars;
@@ -72,8 +71,6 @@ public final class TaskNode extends Edge {
 
     /** Host only: edges pushed onto predecessors' stacks. */
     private int wired;
-    /** Host only: this task is itself the edge in one predecessor's stack (its first wiring). */
-    private boolean linked;
     private volatile Edge successors;
 
     /** Ready-queue link; written by the queue only. */
@@ -84,14 +81,6 @@ public final class TaskNode extends Edge {
 
     /** A {@link TaskKind#KERNEL} task; {@code payload} is free for the caller (tests tag tasks with it). */
     public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index, Object payload) {
-        this(TaskKind.KERNEL, kernel, accesses, scalars, group, index, payload);
-    }
-
-    private TaskNode(TaskKind kind, Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index,
-            Object payload) {
-        super(null);
-        this.edgeTask = this;
-        this.kind = kind;
         this.kernel = kernel;
         this.accesses = accesses;
         this.scalars = scalars;
@@ -102,28 +91,38 @@ public final class TaskNode extends Edge {
 
     private static final long[] NO_SCALARS = new long[0];
 
+    /** The kernel field of the built-in kinds (never run): the kind costs the node no field of its own. */
+    private static final Kernel UPLOAD_MARK = Kernel.of(TaskKind.UPLOAD.taskName(), context -> {
+        throw new IllegalStateException("the upload is run by the device, not as a kernel");
+    });
+    private static final Kernel READBACK_MARK = Kernel.of(TaskKind.READBACK.taskName(), context -> {
+        throw new IllegalStateException("the readback is run by the device, not as a kernel");
+    });
+
     /** An {@link TaskKind#UPLOAD} of {@code bytes} (owned by the task from now on) into {@code target}, a WRITE. */
     public static TaskNode upload(Access target, byte[] bytes, TaskGroup group, long index) {
-        return new TaskNode(TaskKind.UPLOAD, null, new Access[] {target}, NO_SCALARS, group, index, bytes);
+        return new TaskNode(UPLOAD_MARK, new Access[] {target}, NO_SCALARS, group, index, bytes);
     }
 
     /** A {@link TaskKind#READBACK} of {@code token}, a READ, into {@link TaskGroup#tokenRead}. */
     public static TaskNode readback(Access token, TaskGroup group, long index) {
-        return new TaskNode(TaskKind.READBACK, null, new Access[] {token}, NO_SCALARS, group, index, null);
+        return new TaskNode(READBACK_MARK, new Access[] {token}, NO_SCALARS, group, index, null);
     }
 
     public TaskKind kind() {
-        return kind;
+        Kernel k = kernel;
+        return k == UPLOAD_MARK ? TaskKind.UPLOAD : k == READBACK_MARK ? TaskKind.READBACK : TaskKind.KERNEL;
     }
 
     /** The kernel of a {@link TaskKind#KERNEL} task; null for the built-in kinds. */
     public Kernel kernel() {
-        return kernel;
+        Kernel k = kernel;
+        return k == UPLOAD_MARK || k == READBACK_MARK ? null : k;
     }
 
     /** The kernel's name, or the built-in kind's. */
     public String name() {
-        return kind == TaskKind.KERNEL ? kernel.name() : kind.taskName();
+        return kernel.name();
     }
 
     public Access[] accesses() {
@@ -165,7 +164,8 @@ public final class TaskNode extends Edge {
      * @return whether the edge was wired (false: this task finished, no dependency remains)
      */
     public boolean wireTo(TaskNode successor) {
-        Edge edge = successor.linked ? new Edge(successor) : successor; // its own link, once
+        // Its own link for its first wiring (the first that succeeds is the one counted first).
+        Edge edge = successor.wired > 0 ? new Edge.To(successor) : successor;
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
@@ -173,9 +173,6 @@ public final class TaskNode extends Edge {
             }
             edge.edgeNext = head;
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
-                if (edge == successor) {
-                    successor.linked = true;
-                }
                 successor.wired++;
                 return true;
             }
@@ -203,7 +200,7 @@ public final class TaskNode extends Edge {
         Edge edge = (Edge) SUCCESSORS.getAndSet(this, CLOSED);
         TaskNode runNext = null;
         while (edge != null) {
-            TaskNode successor = edge.edgeTask;
+            TaskNode successor = edge instanceof TaskNode self ? self : ((Edge.To) edge).task;
             Edge below = edge.edgeNext;
             edge.edgeNext = null; // a successor that is its own link must not pin its siblings
             if ((int) PENDING.getAndAdd(successor, -1) == 1) {
@@ -238,7 +235,7 @@ public final class TaskNode extends Edge {
 
     @Override
     public String toString() {
-        return "task " + index + " (" + (kind == TaskKind.KERNEL && kernel == null ? "?" : name()) + ") of " + group;
+        return "task " + index + " (" + (kernel == null ? "?" : name()) + ") of " + group;
     }
 
     private static final VarHandle PENDING;
