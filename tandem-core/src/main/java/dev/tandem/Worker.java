@@ -1,8 +1,8 @@
 package dev.tandem;
 
-import dev.tandem.cpu.CpuCores;
-import dev.tandem.memory.DeviceBuffer;
-import dev.tandem.memory.DeviceMemory;
+import dev.tandem.device.Device;
+import dev.tandem.device.DeviceBuffer;
+import dev.tandem.device.DeviceMemory;
 import dev.tandem.session.DeviceParts;
 import dev.tandem.session.FeedRun;
 import dev.tandem.session.RequestHost;
@@ -58,7 +58,7 @@ public final class Worker implements AutoCloseable {
     private final DeviceMemory memory;
     private final TraceRecorder trace;
     private final PerfettoTraceWriter traceWriter;
-    private final CpuCores cores;
+    private final Device cores;
     private final DeviceParts parts;
     private final RuntimeThreads threads;
     private final Arena sharedArena = Arena.ofShared();
@@ -79,16 +79,16 @@ public final class Worker implements AutoCloseable {
         this.name = "tandem-" + number;
         this.deviceConfig = builder.device;
         this.policy = builder.policy;
-        this.memory = new DeviceMemory(deviceConfig.memoryBudget());
         TraceConfig traceConfig = builder.trace;
         this.trace = traceConfig == null ? null : new TraceRecorder(traceConfig.retainEvents(), traceConfig.jfr());
         // Opened before the cores start, so a file that cannot be opened leaves nothing running.
         this.traceWriter = traceConfig == null || traceConfig.file() == null ? null : new PerfettoTraceWriter(
                 trace, new Probe(), traceConfig.file(), name, (number - 1) % 0xFFFF + 1,
                 traceConfig.flushInterval().toNanos());
-        this.cores = new CpuCores(deviceConfig.cores(), deviceConfig.spinNanos(), trace, name);
+        this.cores = Device.cpu(deviceConfig, trace, name);
+        this.memory = cores.memory();
         this.threads = new RuntimeThreads(name);
-        this.parts = new DeviceParts(cores, memory, trace, threads);
+        this.parts = new DeviceParts(cores, trace, threads);
         if (traceWriter != null) {
             traceWriter.start();
         }
@@ -105,12 +105,12 @@ public final class Worker implements AutoCloseable {
 
         @Override
         public boolean coreParked(int index) {
-            return cores.isParked(index);
+            return cores.isIdle(index);
         }
 
         @Override
         public long readyTasks() {
-            return cores.readyTasks();
+            return cores.queuedTasks();
         }
 
         @Override
@@ -183,7 +183,7 @@ public final class Worker implements AutoCloseable {
         ensureOpen();
         memory.reserve(bytes, name + " worker buffer");
         sharedBytes += bytes;
-        MemorySegment segment = sharedArena.allocate(Math.max(bytes, 1), 64).asSlice(0, bytes);
+        MemorySegment segment = cores.allocate(sharedArena, bytes, 64);
         DeviceBuffer buffer = new DeviceBuffer("w/b" + sharedBuffers.size(), segment, Buffer.Scope.WORKER, null, null);
         sharedBuffers.add(buffer);
         return buffer;

@@ -32,6 +32,43 @@ class ArchitectureTest {
                 .check(CORE);
     }
 
+    /** The layers inside the core: device ← graph ← session ← the API's Worker; trace beside them. */
+    @Test
+    void theDeviceKnowsNothingOfGraphsRequestsOrSessions() {
+        noClasses().that().resideInAPackage("dev.tandem.device..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.tandem.graph..", "dev.tandem.session..")
+                .check(CORE);
+    }
+
+    @Test
+    void traceIsALeafBesideTheRuntime() {
+        noClasses().that().resideInAPackage("dev.tandem.trace..")
+                .should().dependOnClassesThat()
+                .resideInAnyPackage("dev.tandem.device..", "dev.tandem.graph..", "dev.tandem.session..")
+                .check(CORE);
+    }
+
+    /** Above the device, code sees the Device interface and the task types, never the CPU device's classes. */
+    @Test
+    void onlyTheDevicePackageUsesTheCpuDevicesClasses() {
+        noClasses().that().resideOutsideOfPackage("dev.tandem.device")
+                .should().dependOnClassesThat().haveFullyQualifiedName("dev.tandem.device.CpuCores")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("dev.tandem.device.CoreContext")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("dev.tandem.device.ReadyQueue")
+                .check(CORE);
+    }
+
+    /** The API's interfaces are what a kernel sees; nothing casts a TaskContext to the device's own. */
+    @Test
+    void theDevicesImplementationClassesArePackagePrivate() {
+        com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes()
+                .that().haveFullyQualifiedName("dev.tandem.device.CpuCores")
+                .or().haveFullyQualifiedName("dev.tandem.device.CoreContext")
+                .or().haveFullyQualifiedName("dev.tandem.device.ReadyQueue")
+                .should().notBePublic()
+                .check(CORE);
+    }
+
     @Test
     void publicApiSignaturesExposeNoImplementationTypes() {
         // Classes of dev.tandem may use implementation classes internally (Worker wires them),

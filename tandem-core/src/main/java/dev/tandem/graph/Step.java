@@ -1,11 +1,14 @@
 package dev.tandem.graph;
 
 import dev.tandem.Region;
+import dev.tandem.device.TaskGroup;
+import dev.tandem.device.TaskNode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
 /**
- * The tasks that produce one token of one request.
+ * The tasks that produce one token of one request: the {@link TaskGroup} their device reports
+ * to.
  *
  * <p>Implementation Overview. {@code remaining} counts the step's unfinished tasks plus one
  * build guard. The host adds the tasks of each publication batch ({@link #addTasks}) before
@@ -23,7 +26,7 @@ import java.lang.invoke.VarHandle;
  * per crossing; the check is a compare with a final field on the value the decrement returned,
  * so it costs the cores nothing else.
  */
-public final class Step {
+public final class Step implements TaskGroup {
     private final StepOwner owner;
     private final long index;
     private Region tokenRegion; // host-only, set at endStep before close()
@@ -45,8 +48,29 @@ public final class Step {
         this.roomAt = lowWater >= Integer.MAX_VALUE - 2 ? Integer.MAX_VALUE : lowWater + 2;
     }
 
+    @Override
     public long index() {
         return index;
+    }
+
+    @Override
+    public long requestId() {
+        return owner.requestId();
+    }
+
+    @Override
+    public boolean isLive() {
+        return owner.isRunning();
+    }
+
+    @Override
+    public int lane() {
+        return owner.laneOf(this);
+    }
+
+    @Override
+    public void taskFailed(TaskNode task, Throwable cause) {
+        owner.taskFailed(task, cause);
     }
 
     public StepOwner owner() {
@@ -74,11 +98,22 @@ public final class Step {
 
     /** A task of this step has finished (ran, failed or was skipped). Any thread. */
     public void taskDone() {
-        int before = (int) REMAINING.getAndAdd(this, -1);
-        if (before == 1) {
+        tasksDone(1);
+    }
+
+    /**
+     * {@code n} tasks of this step have finished. Any thread. The decrement that reaches zero
+     * reports the step done; the one that takes the count from at least {@code roomAt} to
+     * below it reports room. Each value is passed by exactly one decrement, so both happen
+     * once per crossing, whatever the batch sizes.
+     */
+    @Override
+    public void tasksDone(int n) {
+        int before = (int) REMAINING.getAndAdd(this, -n);
+        if (before == n) {
             done = true;
             owner.stepDone(this);
-        } else if (before == roomAt) {
+        } else if (before >= roomAt && before - n < roomAt) {
             owner.roomInStep(this);
         }
     }
@@ -107,8 +142,9 @@ public final class Step {
         return tokenRegion;
     }
 
-    /** Called by the readback task on the core thread. */
-    public void setToken(byte[] bytes) {
+    /** Called by the device running the step's readback task, before that task completes. */
+    @Override
+    public void tokenRead(byte[] bytes) {
         this.token = bytes;
     }
 

@@ -1,5 +1,7 @@
 package dev.tandem.graph;
 
+import dev.tandem.device.TaskNode;
+
 /**
  * What a step and its tasks report to: the request they belong to. Implemented by the
  * request; kept as an interface so the graph package does not depend on sessions.

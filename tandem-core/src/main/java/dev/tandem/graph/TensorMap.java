@@ -1,7 +1,8 @@
 package dev.tandem.graph;
 
 import dev.tandem.AccessMode;
-import dev.tandem.memory.DeviceBuffer;
+import dev.tandem.device.DeviceBuffer;
+import dev.tandem.device.TaskNode;
 import java.util.Arrays;
 
 /**
@@ -11,7 +12,9 @@ import java.util.Arrays;
  * <p>Implementation Overview. Each tracked buffer carries a {@link Track} (in
  * {@link DeviceBuffer#dependencyTrack}) whose segments always cover the whole buffer: it
  * starts as one segment with no writer and no readers. An access to [s, e) first splits the
- * segments at s and e, so that it covers whole segments only, then, per covered segment:
+ * segments at s and e, so that it covers whole segments only (a region that is exactly one
+ * segment, the common case of a tensor accessed whole, takes one search and no split), then,
+ * per covered segment:
  * <ul>
  *   <li>a READ depends on the segment's last writer (RAW) and joins its readers;
  *   <li>a WRITE or READ_WRITE depends on the last writer (WAW) and on every reader since
@@ -109,8 +112,16 @@ public final class TensorMap {
             if (count > compactAt) {
                 compact();
             }
-            int first = splitAt(s, find(s));
-            int last = e == size ? count : splitAt(e, findFrom(first, e)); // exclusive
+            int at = find(s);
+            int first;
+            int last; // exclusive
+            if (start[at] == s && end(at) == e) {
+                first = at; // the region is exactly one segment: nothing to split or search
+                last = at + 1;
+            } else {
+                first = splitAt(s, at);
+                last = e == size ? count : splitAt(e, findFrom(first, e));
+            }
             boolean writes = mode.writes();
             for (int k = first; k < last; k++) {
                 TaskNode w = writer[k];

@@ -31,7 +31,7 @@ import java.util.function.Consumer;
  * The ring cannot overflow as long as fewer than {@code capacity} steps past {@code next} are
  * unfinished; the run-ahead gate guarantees that for a request.
  */
-public final class DeliverySequencer {
+final class DeliverySequencer {
     private final Step[] ring;
     private final AtomicInteger wip = new AtomicInteger();
     private final Consumer<Step> consumer;

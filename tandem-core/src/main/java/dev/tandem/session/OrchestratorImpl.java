@@ -10,9 +10,10 @@ import dev.tandem.Region;
 import dev.tandem.RunOptions;
 import dev.tandem.TraceEvent;
 import dev.tandem.graph.Step;
-import dev.tandem.graph.TaskNode;
+import dev.tandem.device.TaskKind;
+import dev.tandem.device.TaskNode;
 import dev.tandem.graph.TensorMap;
-import dev.tandem.memory.DeviceBuffer;
+import dev.tandem.device.DeviceBuffer;
 import dev.tandem.trace.TraceBuffer;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemoryLayout;
@@ -172,7 +173,7 @@ final class OrchestratorImpl implements Orchestrator {
             }
         } else {
             try {
-                device.memory().reserve(bytes, who);
+                device.device().memory().reserve(bytes, who);
             } catch (DeviceOutOfMemoryException outOfMemory) {
                 throw failRequest(outOfMemory);
             }
@@ -181,7 +182,7 @@ final class OrchestratorImpl implements Orchestrator {
         if (arena == null) {
             arena = Arena.ofShared();
         }
-        return arena.allocate(Math.max(bytes, 1), STEP_BANK_ALIGNMENT).asSlice(0, bytes);
+        return device.device().allocate(arena, bytes, STEP_BANK_ALIGNMENT);
     }
 
     /** Frees the request's memory. Called once, after every task of the request is done. */
@@ -193,7 +194,7 @@ final class OrchestratorImpl implements Orchestrator {
             arena.close();
         }
         if (memoryQuota < 0) {
-            device.memory().release(reservedBytes);
+            device.device().memory().release(reservedBytes);
         }
     }
 
@@ -212,7 +213,7 @@ final class OrchestratorImpl implements Orchestrator {
         for (int i = 0; i < copy.length; i++) {
             validate(step, index, kernel, i, copy[i]);
         }
-        enqueue(new TaskNode(kernel, copy, scalars.length == 0 ? NO_SCALARS : scalars.clone(), step, index, null));
+        enqueue(new TaskNode(kernel, copy, scalars.length == 0 ? NO_SCALARS : scalars.clone(), step, index, null), step);
     }
 
     @Override
@@ -221,16 +222,16 @@ final class OrchestratorImpl implements Orchestrator {
         Step step = openStep();
         long index = taskIndex;
         if (target == null || data == null) {
-            throw invalid(step, index, BuiltinKernels.UPLOAD, (target == null ? "target" : "data") + " is null");
+            throw invalid(step, index, TaskKind.UPLOAD.taskName(), (target == null ? "target" : "data") + " is null");
         }
         Access access = Access.write(target);
-        validate(step, index, BuiltinKernels.UPLOAD, 0, access);
+        validate(step, index, TaskKind.UPLOAD.taskName(), 0, access);
         if (data.byteSize() != target.length()) {
-            throw invalid(step, index, BuiltinKernels.UPLOAD, "data has " + data.byteSize() + " bytes but region "
+            throw invalid(step, index, TaskKind.UPLOAD.taskName(), "data has " + data.byteSize() + " bytes but region "
                     + target + " has " + target.length());
         }
         byte[] bytes = data.toArray(ValueLayout.JAVA_BYTE);
-        enqueue(new TaskNode(BuiltinKernels.UPLOAD, new Access[] {access}, NO_SCALARS, step, index, bytes));
+        enqueue(TaskNode.upload(access, bytes, step, index), step);
     }
 
     @Override
@@ -239,19 +240,19 @@ final class OrchestratorImpl implements Orchestrator {
         Step step = openStep();
         long index = taskIndex;
         if (tokenRegion == null) {
-            throw invalid(step, index, BuiltinKernels.READBACK, "token region is null");
+            throw invalid(step, index, TaskKind.READBACK.taskName(), "token region is null");
         }
         Access access = Access.read(tokenRegion);
-        validate(step, index, BuiltinKernels.READBACK, 0, access);
-        enqueue(new TaskNode(BuiltinKernels.READBACK, new Access[] {access}, NO_SCALARS, step, index, step));
+        validate(step, index, TaskKind.READBACK.taskName(), 0, access);
+        enqueue(TaskNode.readback(access, step, index), step);
         closeStep(tokenRegion);
         request.awaitGate(stepIndex);
     }
 
     /** Registers, wires and batches one validated task. */
-    private void enqueue(TaskNode task) {
+    private void enqueue(TaskNode task, Step step) {
         taskIndex++;
-        task.step().countTask();
+        step.countTask();
         for (Access access : task.accesses()) {
             DeviceBuffer buffer = (DeviceBuffer) access.region().buffer();
             if (buffer.scope() != Buffer.Scope.WORKER) {
@@ -267,7 +268,6 @@ final class OrchestratorImpl implements Orchestrator {
         }
         // Bound on the step's tasks in flight (published and unfinished, plus the batch). The
         // host-only count spares steps below the bound any shared read.
-        Step step = task.step();
         if (step.taskCount() >= maxTasksInFlight && batchSize + step.inFlight() >= maxTasksInFlight) {
             publish();
             request.awaitRoom(step, roomLowWater);
@@ -281,7 +281,7 @@ final class OrchestratorImpl implements Orchestrator {
             return;
         }
         TaskNode[] tasks = batch;
-        tasks[0].step().addTasks(n); // a batch never spans steps: every endStep publishes
+        openStep.addTasks(n); // a batch never spans steps: every endStep publishes, before the step closes
         int ready = 0;
         for (int i = 0; i < n; i++) {
             TaskNode task = tasks[i];
@@ -290,7 +290,7 @@ final class OrchestratorImpl implements Orchestrator {
                 tasks[ready++] = task; // reuse the batch's prefix for the ready ones
             }
         }
-        device.cores().submitReady(tasks, ready);
+        device.device().submit(tasks, ready);
         Arrays.fill(tasks, 0, ready, null);
         batchSize = 0;
         if (trace != null) {
@@ -358,7 +358,7 @@ final class OrchestratorImpl implements Orchestrator {
 
     // ---- validation --------------------------------------------------------------------------
 
-    private void validate(Step step, long index, Kernel kernel, int i, Access access) {
+    private void validate(Step step, long index, Object kernel, int i, Access access) {
         if (access == null) {
             throw invalid(step, index, kernel, "access " + i + " is null");
         }
@@ -409,8 +409,8 @@ final class OrchestratorImpl implements Orchestrator {
      * An invalid task fails its request (even if the program catches the exception) and is
      * never registered: nothing of it was counted, wired or published.
      */
-    private InvalidTaskException invalid(Step step, long index, Kernel kernel, String what) {
-        String name = kernel == null ? "null" : kernel.name();
+    private InvalidTaskException invalid(Step step, long index, Object kernel, String what) {
+        String name = kernel instanceof Kernel k ? k.name() : String.valueOf(kernel); // a Kernel, a built-in's name or null
         InvalidTaskException failure = new InvalidTaskException("request " + request.id() + ", step " + step.index()
                 + ", task " + index + " (kernel " + name + "): " + what);
         request.terminate(dev.tandem.Status.FAILED, failure);

@@ -11,7 +11,7 @@ import dev.tandem.TokenStream;
 import dev.tandem.TraceEvent;
 import dev.tandem.graph.Step;
 import dev.tandem.graph.StepOwner;
-import dev.tandem.graph.TaskNode;
+import dev.tandem.device.TaskNode;
 import dev.tandem.trace.TraceRecorder;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
@@ -176,7 +176,7 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
      * common case costs no thread hop per token.
      */
     private void drainOffCore(Runnable drain) {
-        if (spec.stopWhen() != null && device.cores().isCoreThread()) {
+        if (spec.stopWhen() != null && device.device().isDeviceThread()) {
             device.threads().start(threadName("-delivery"), drain);
         } else {
             drain.run();
@@ -371,8 +371,8 @@ public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView
     @Override
     public void taskFailed(TaskNode task, Throwable cause) {
         terminate(Status.FAILED, new KernelFailedException(
-                "request " + id + ", step " + task.step().index() + ", task " + task.index() + " (kernel "
-                        + task.kernel().name() + "): " + cause,
+                "request " + id + ", step " + task.group().index() + ", task " + task.index() + " (kernel "
+                        + task.name() + "): " + cause,
                 cause));
     }
 

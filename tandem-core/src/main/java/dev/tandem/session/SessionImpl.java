@@ -65,7 +65,7 @@ public final class SessionImpl<I> implements Session<I> {
                 .withPublishBatch(config.publishBatch())
                 .withStreamBuffer(config.streamBuffer())
                 .withMaxTasksInFlight(config.maxTasksInFlight());
-        var memory = host.device().memory();
+        var memory = host.device().device().memory();
         this.admission = new Admission<>(config.maxActive(), config.maxQueued(), config.memoryPerRequest(),
                 memory::tryReserve, memory::release);
         for (Status status : Status.values()) {
@@ -77,7 +77,7 @@ public final class SessionImpl<I> implements Session<I> {
     public TokenStream submit(I input, RequestOptions options) {
         Objects.requireNonNull(input, "input");
         Objects.requireNonNull(options, "options");
-        long budget = host.device().memory().budget();
+        long budget = host.device().device().memory().budget();
         if (config.memoryPerRequest() > budget) {
             throw new AdmissionRejectedException(Reason.TOO_LARGE, "a request needs " + config.memoryPerRequest()
                     + " bytes (memoryPerRequest) but the device budget is " + budget + " bytes");
@@ -135,7 +135,7 @@ public final class SessionImpl<I> implements Session<I> {
             }
         });
         return new SessionStats(admission.queued(), running.size(), Map.copyOf(finished), tokensDelivered.get() + live,
-                host.device().cores().busyFraction(), (long) running.size() * config.memoryPerRequest());
+                host.device().device().busyFraction(), (long) running.size() * config.memoryPerRequest());
     }
 
     /** Stops admission and cancels everything live; returns without waiting. */

@@ -4,7 +4,7 @@ import dev.tandem.TraceEvent;
 
 /** Receives recorded events column by column, so reading a buffer allocates nothing per event. */
 @FunctionalInterface
-public interface TraceSink {
+interface TraceSink {
     /** One event; the parameters are those of {@link TraceEvent}. */
     void event(TraceEvent.Kind kind, long start, long end, int thread, long request, long step, long task, String name,
             long count);

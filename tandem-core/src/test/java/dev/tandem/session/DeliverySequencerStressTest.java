@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.graph.Step;
 import dev.tandem.graph.StepOwner;
-import dev.tandem.sched.Races;
+import dev.tandem.device.Races;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

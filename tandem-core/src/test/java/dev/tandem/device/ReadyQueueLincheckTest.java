@@ -1,7 +1,6 @@
-package dev.tandem.sched;
+package dev.tandem.device;
 
 import dev.tandem.Kernel;
-import dev.tandem.graph.TaskNode;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 import org.jetbrains.lincheck.datastructures.IntGen;

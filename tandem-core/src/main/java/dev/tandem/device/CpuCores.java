@@ -1,25 +1,35 @@
-package dev.tandem.cpu;
+package dev.tandem.device;
 
+import dev.tandem.CpuDevice;
 import dev.tandem.SchedulingPolicy;
 import dev.tandem.TraceEvent;
-import dev.tandem.graph.Step;
-import dev.tandem.graph.StepOwner;
-import dev.tandem.graph.TaskNode;
-import dev.tandem.sched.ReadyQueue;
 import dev.tandem.trace.TraceBuffer;
 import dev.tandem.trace.TraceRecorder;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.concurrent.locks.LockSupport;
 
 /**
- * The CPU device's cores: platform threads that run ready tasks of every request.
+ * The CPU device ({@link Device#cpu}): platform threads ("cores") that run ready tasks of
+ * every request, over host memory with a budget.
  *
  * <p>Implementation Overview. Ready tasks wait in one {@link ReadyQueue} whose lanes the
- * scheduling policy chooses. A core takes a task, runs it (or skips it if its request has
- * ended), then finishes it: the finish makes successors ready, and the core runs one of them
- * itself and queues the rest, in a loop — so chains stay on one core and never grow the
- * stack. A kernel exception is handed to the task's request; the core lives on.
+ * scheduling policy chooses ({@link TaskGroup#lane()}). A core takes a task, runs it by its
+ * {@link TaskKind} (or skips it if its request has ended), then completes it: it releases
+ * its successors ({@link TaskNode#finish}), runs one that became ready itself and queues the
+ * rest, in a loop — so chains stay on one core and never grow the stack. A kernel exception is
+ * handed to the task's group; the core lives on.
+ *
+ * <p>Counting: a core counts the tasks it finished in one group (a step) locally and reports
+ * them with one {@link TaskGroup#tasksDone(int)}: before it runs a task of another group,
+ * when it finds the queue empty (so before it spins, parks or stops) and every
+ * {@link #HOLD_MAX} tasks. So the step's shared counter takes one atomic update per run of a
+ * core in a step rather than one per task, a step is reported done no later than the core's
+ * next look at the queue, and a host waiting for room is woken within {@code HOLD_MAX}
+ * tasks (or one kernel) of the crossing.
  *
  * <p>Idling: a core that finds nothing spins for {@code spinNanos}, then parks. The
  * handshake between a core going idle and a thread queueing work must not lose a wake-up:
@@ -35,10 +45,14 @@ import java.util.concurrent.locks.LockSupport;
  * turns a flag from true to false (the waker, or the core itself on finding work) owns the
  * matching {@code idleCount--}.
  */
-public final class CpuCores implements AutoCloseable {
+final class CpuCores implements Device {
+    /** Finished tasks of one group a core counts before it reports them (see {@link Device}). */
+    static final int HOLD_MAX = 64;
+
     /** How long an idle core spins before it starts yielding between polls. */
     private static final long PURE_SPIN_NANOS = 2_000;
 
+    private final DeviceMemory memory;
     private final ReadyQueue queue;
     private final Core[] cores;
     private final AtomicInteger idleCount = new AtomicInteger();
@@ -48,10 +62,15 @@ public final class CpuCores implements AutoCloseable {
     private volatile boolean shutdown;
     private final long startedAt = System.nanoTime();
 
-    public CpuCores(int coreCount, long spinNanos, TraceRecorder trace, String name) {
+    CpuCores(CpuDevice config, TraceRecorder trace, String name) {
+        this(config.cores(), config.spinNanos(), config.memoryBudget(), trace, name);
+    }
+
+    CpuCores(int coreCount, long spinNanos, long memoryBudget, TraceRecorder trace, String name) {
         if (coreCount < 1) {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
         }
+        this.memory = new DeviceMemory(memoryBudget);
         this.queue = new ReadyQueue(SchedulingPolicy.LANES);
         this.spinNanos = spinNanos;
         this.trace = trace;
@@ -71,12 +90,24 @@ public final class CpuCores implements AutoCloseable {
         }
     }
 
-    public int coreCount() {
+    @Override
+    public int units() {
         return cores.length;
     }
 
+    @Override
+    public DeviceMemory memory() {
+        return memory;
+    }
+
+    @Override
+    public MemorySegment allocate(Arena scope, long bytes, long alignment) {
+        return scope.allocate(Math.max(bytes, 1), alignment).asSlice(0, bytes);
+    }
+
     /** Whether the calling thread is one of these cores. */
-    public boolean isCoreThread() {
+    @Override
+    public boolean isDeviceThread() {
         Thread current = Thread.currentThread();
         for (Core core : cores) {
             if (core.thread == current) {
@@ -91,7 +122,8 @@ public final class CpuCores implements AutoCloseable {
      * finds more queued work wakes the next idle core itself, so a batch costs its publisher
      * at most one unpark however many cores it ends up occupying.
      */
-    public void submitReady(TaskNode[] tasks, int count) {
+    @Override
+    public void submit(TaskNode[] tasks, int count) {
         for (int i = 0; i < count; i++) {
             enqueue(tasks[i]);
         }
@@ -101,8 +133,7 @@ public final class CpuCores implements AutoCloseable {
     }
 
     private void enqueue(TaskNode task) {
-        Step step = task.step();
-        task.lane = step.owner().laneOf(step);
+        task.lane = task.group().lane();
         if (readyCount != null) {
             readyCount.increment(); // before the push, so a core's decrement never comes first
         }
@@ -127,22 +158,26 @@ public final class CpuCores implements AutoCloseable {
      * it has recorded every task it ran and starts its next task only after this call: it must
      * clear its flag (or have it cleared by a waker) first.
      */
-    public boolean isParked(int index) {
+    @Override
+    public boolean isIdle(int index) {
         return cores[index].idle;
     }
 
     /** Tasks waiting in the ready queue; counted only when tracing (else 0). */
-    public long readyTasks() {
+    @Override
+    public long queuedTasks() {
         return readyCount == null ? 0 : Math.max(0, readyCount.sum());
     }
 
     /** Fraction of core time spent running tasks since the cores started. */
+    @Override
     public double busyFraction() {
         long elapsed = System.nanoTime() - startedAt;
         return elapsed <= 0 ? 0 : Math.min(1.0, (double) busyNanos() / ((double) elapsed * cores.length));
     }
 
     /** Busy time summed over cores since start, in nanoseconds (an estimate while running). */
+    @Override
     public long busyNanos() {
         long sum = 0;
         for (Core core : cores) {
@@ -161,6 +196,7 @@ public final class CpuCores implements AutoCloseable {
     }
 
     /** Waits for every core thread to exit. */
+    @Override
     public void join() throws InterruptedException {
         for (Core core : cores) {
             if (core.thread != Thread.currentThread()) {
@@ -176,6 +212,9 @@ public final class CpuCores implements AutoCloseable {
         volatile boolean idle;
         volatile long busyNanos;
         TraceBuffer traceBuffer;
+        /** The group of the tasks finished and not yet counted, and how many (core thread only). */
+        private TaskGroup heldGroup;
+        private int held;
 
         Core(int index) {
             this.index = index;
@@ -190,6 +229,7 @@ public final class CpuCores implements AutoCloseable {
             while (true) {
                 TaskNode task = queue.poll();
                 if (task == null) {
+                    flushDone(); // nothing to run: report what is held before spinning or parking
                     task = awaitWork();
                     if (task == null) {
                         return;
@@ -211,16 +251,28 @@ public final class CpuCores implements AutoCloseable {
 
         /** Runs one task and returns the successor to run next, if any. */
         private TaskNode execute(TaskNode task) {
-            Step step = task.step();
-            StepOwner owner = step.owner();
+            TaskGroup group = task.group();
+            if (group != heldGroup) {
+                flushDone(); // before running another group's task, which may take long
+            }
             long begin = traceBuffer != null ? traceBuffer.spanStart(TraceEvent.Kind.TASK) : 0;
-            boolean skipped = !owner.isRunning();
+            boolean skipped = !group.isLive();
             if (!skipped) {
-                context.bind(task);
                 try {
-                    task.kernel().run(context);
+                    switch (task.kind()) {
+                        case KERNEL -> {
+                            context.bind(task);
+                            task.kernel().run(context);
+                        }
+                        case UPLOAD -> {
+                            byte[] bytes = task.uploadBytes();
+                            MemorySegment.copy(MemorySegment.ofArray(bytes), 0, CoreContext.segment(task, 0), 0,
+                                    bytes.length);
+                        }
+                        case READBACK -> group.tokenRead(CoreContext.segment(task, 0).toArray(ValueLayout.JAVA_BYTE));
+                    }
                 } catch (Throwable failure) {
-                    owner.taskFailed(task, failure);
+                    group.taskFailed(task, failure);
                 }
             }
             if (traceBuffer != null) {
@@ -229,15 +281,34 @@ public final class CpuCores implements AutoCloseable {
                         begin,
                         System.nanoTime(),
                         index,
-                        owner.requestId(),
-                        step.index(),
+                        group.requestId(),
+                        group.index(),
                         task.index(),
-                        task.kernel().name(),
+                        task.name(),
                         skipped ? 1 : 0);
             }
             TaskNode next = task.finish(this);
-            step.taskDone();
+            countDone(group);
             return next;
+        }
+
+        /** Counts a finished task in its group, in batches (see {@link Device}, "Batched counting"). */
+        private void countDone(TaskGroup group) {
+            heldGroup = group; // the held count, if any, is of this group: execute flushed another's
+            if (++held == HOLD_MAX) {
+                flushDone();
+            }
+        }
+
+        /** Reports the held count to its group. Before another group's task, before idling, at the bound. */
+        private void flushDone() {
+            int n = held;
+            if (n > 0) {
+                TaskGroup group = heldGroup;
+                held = 0;
+                heldGroup = null;
+                group.tasksDone(n);
+            }
         }
 
         @Override

@@ -1,4 +1,4 @@
-package dev.tandem.graph;
+package dev.tandem.device;
 
 import dev.tandem.Access;
 import dev.tandem.Kernel;
@@ -19,7 +19,8 @@ import java.lang.invoke.VarHandle;
  *       {@code wired} (host-only) counts the edges pushed; from then on {@code pending} = the
  *       wired predecessors that have not finished. The task is ready exactly when an update
  *       brings {@code pending} to 0, and exactly one thread performs that update.
- *   <li>{@code successors} is a Treiber stack of {@link Edge}s, or {@link #CLOSED} once the
+ *   <li>{@code successors} is a Treiber stack of {@link Edge}s (a successor's first wiring
+ *       pushes the successor itself, later ones a fresh edge), or {@link #CLOSED} once the
  *       task has finished. It is closed exactly once, by {@link #finish}, with an atomic
  *       swap; after that no edge can be pushed.
  *   <li>Every successor pushed before the swap is released (decremented) by the finishing
@@ -46,20 +47,10 @@ import java.lang.invoke.VarHandle;
  * successor for the caller to run next and hands the others to a {@link ReadySink}, so a
  * chain of a million tasks runs in constant stack.
  */
-public final class TaskNode {
-
-    /** A link of a successor stack. */
-    static final class Edge {
-        final TaskNode task;
-        Edge next;
-
-        Edge(TaskNode task) {
-            this.task = task;
-        }
-    }
+public final class TaskNode extends Edge {
 
     /** Marks a finished task's stack. */
-    static final Edge CLOSED = new Edge(null);
+    static final Edge CLOSED = new Edge();
 
     /** Where a finishing task puts successors that became ready, beyond the first. */
     public interface ReadySink {
@@ -69,7 +60,7 @@ public final class TaskNode {
     private final Kernel kernel;
     private final Access[] accesses;
     private final long[] scalars;
-    private final Step step;
+    private final TaskGroup group;
     private final long index;
     private final Object payload;
 
@@ -85,20 +76,53 @@ public final class TaskNode {
     /** Ready-queue link; written by the queue only. */
     volatile TaskNode queueNext;
 
-    /** Scheduling lane, chosen when the task becomes ready. */
+    /** Scheduling lane, chosen by the device when the task becomes ready ({@link TaskGroup#lane()}). */
     public int lane;
 
-    public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, Step step, long index, Object payload) {
+    /** A {@link TaskKind#KERNEL} task; {@code payload} is free for the caller (tests tag tasks with it). */
+    public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index, Object payload) {
         this.kernel = kernel;
         this.accesses = accesses;
         this.scalars = scalars;
-        this.step = step;
+        this.group = group;
         this.index = index;
         this.payload = payload;
     }
 
+    private static final long[] NO_SCALARS = new long[0];
+
+    /** The kernel field of the built-in kinds (never run): the kind costs the node no field of its own. */
+    private static final Kernel UPLOAD_MARK = Kernel.of(TaskKind.UPLOAD.taskName(), context -> {
+        throw new IllegalStateException("the upload is run by the device, not as a kernel");
+    });
+    private static final Kernel READBACK_MARK = Kernel.of(TaskKind.READBACK.taskName(), context -> {
+        throw new IllegalStateException("the readback is run by the device, not as a kernel");
+    });
+
+    /** An {@link TaskKind#UPLOAD} of {@code bytes} (owned by the task from now on) into {@code target}, a WRITE. */
+    public static TaskNode upload(Access target, byte[] bytes, TaskGroup group, long index) {
+        return new TaskNode(UPLOAD_MARK, new Access[] {target}, NO_SCALARS, group, index, bytes);
+    }
+
+    /** A {@link TaskKind#READBACK} of {@code token}, a READ, into {@link TaskGroup#tokenRead}. */
+    public static TaskNode readback(Access token, TaskGroup group, long index) {
+        return new TaskNode(READBACK_MARK, new Access[] {token}, NO_SCALARS, group, index, null);
+    }
+
+    public TaskKind kind() {
+        Kernel k = kernel;
+        return k == UPLOAD_MARK ? TaskKind.UPLOAD : k == READBACK_MARK ? TaskKind.READBACK : TaskKind.KERNEL;
+    }
+
+    /** The kernel of a {@link TaskKind#KERNEL} task; null for the built-in kinds. */
     public Kernel kernel() {
-        return kernel;
+        Kernel k = kernel;
+        return k == UPLOAD_MARK || k == READBACK_MARK ? null : k;
+    }
+
+    /** The kernel's name, or the built-in kind's. */
+    public String name() {
+        return kernel.name();
     }
 
     public Access[] accesses() {
@@ -109,8 +133,9 @@ public final class TaskNode {
         return scalars;
     }
 
-    public Step step() {
-        return step;
+    /** The task's step, which its completion is counted in. */
+    public TaskGroup group() {
+        return group;
     }
 
     /** Index of this task within its request, in submission order. */
@@ -118,9 +143,14 @@ public final class TaskNode {
         return index;
     }
 
-    /** Runtime data for built-in tasks (readback, upload); null for user kernels. */
+    /** The caller's tag of a kernel task; null unless given. */
     public Object payload() {
         return payload;
+    }
+
+    /** The bytes an {@link TaskKind#UPLOAD} writes. */
+    public byte[] uploadBytes() {
+        return (byte[]) payload;
     }
 
     /** Whether the task has finished (its successor stack is closed). */
@@ -133,14 +163,15 @@ public final class TaskNode {
      *
      * @return whether the edge was wired (false: this task finished, no dependency remains)
      */
-    boolean wireTo(TaskNode successor) {
-        Edge edge = new Edge(successor);
+    public boolean wireTo(TaskNode successor) {
+        // Its own link for its first wiring (the first that succeeds is the one counted first).
+        Edge edge = successor.wired > 0 ? new Edge.To(successor) : successor;
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
-                return false;
+                return false; // the successor's own link stays free: it is in no stack
             }
-            edge.next = head;
+            edge.edgeNext = head;
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
                 successor.wired++;
                 return true;
@@ -169,7 +200,9 @@ public final class TaskNode {
         Edge edge = (Edge) SUCCESSORS.getAndSet(this, CLOSED);
         TaskNode runNext = null;
         while (edge != null) {
-            TaskNode successor = edge.task;
+            TaskNode successor = edge instanceof TaskNode self ? self : ((Edge.To) edge).task;
+            Edge below = edge.edgeNext;
+            edge.edgeNext = null; // a successor that is its own link must not pin its siblings
             if ((int) PENDING.getAndAdd(successor, -1) == 1) {
                 if (runNext == null) {
                     runNext = successor;
@@ -177,9 +210,22 @@ public final class TaskNode {
                     sink.ready(successor);
                 }
             }
-            edge = edge.next;
+            edge = below;
         }
         return runNext;
+    }
+
+    /**
+     * Completes the task: {@link #finish releases its successors}, then counts it done in its
+     * group. What a device calls, once, after running or skipping the task (or it calls
+     * {@link #finish} and counts the task in a batch, see {@link Device}).
+     *
+     * @return a successor that became ready, for the caller to run next, or null
+     */
+    public TaskNode complete(ReadySink sink) {
+        TaskNode next = finish(sink);
+        group.tasksDone(1);
+        return next;
     }
 
     /** Current pending count (including the guard before publication); for tests and assertions. */
@@ -189,7 +235,7 @@ public final class TaskNode {
 
     @Override
     public String toString() {
-        return "task " + index + " (" + kernel.name() + ") of " + step;
+        return "task " + index + " (" + (kernel == null ? "?" : name()) + ") of " + group;
     }
 
     private static final VarHandle PENDING;

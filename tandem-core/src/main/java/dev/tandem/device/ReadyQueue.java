@@ -1,6 +1,5 @@
-package dev.tandem.sched;
+package dev.tandem.device;
 
-import dev.tandem.graph.TaskNode;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;
 
@@ -21,7 +20,7 @@ import java.lang.invoke.VarHandle;
  * not always the last node; {@link #isEmpty()} is a snapshot; {@link #poll()} is FIFO within
  * a lane but orders lanes only by a non-atomic scan.
  */
-public final class ReadyQueue {
+final class ReadyQueue {
     private final Lane[] lanes;
 
     public ReadyQueue(int laneCount) {

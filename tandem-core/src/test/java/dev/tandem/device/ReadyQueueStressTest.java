@@ -1,9 +1,8 @@
-package dev.tandem.sched;
+package dev.tandem.device;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.Kernel;
-import dev.tandem.graph.TaskNode;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;

@@ -1,4 +1,4 @@
-package dev.tandem.sched;
+package dev.tandem.device;
 
 import java.util.ArrayList;
 import java.util.List;

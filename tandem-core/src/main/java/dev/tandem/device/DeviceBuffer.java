@@ -1,4 +1,4 @@
-package dev.tandem.memory;
+package dev.tandem.device;
 
 import dev.tandem.Buffer;
 import java.lang.foreign.MemorySegment;

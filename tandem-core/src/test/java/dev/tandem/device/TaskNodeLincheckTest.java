@@ -1,4 +1,4 @@
-package dev.tandem.graph;
+package dev.tandem.device;
 
 import dev.tandem.Kernel;
 import java.util.List;

@@ -1,17 +1,15 @@
-package dev.tandem.cpu;
+package dev.tandem.device;
 
 import dev.tandem.Access;
 import dev.tandem.AccessMode;
 import dev.tandem.TaskContext;
-import dev.tandem.graph.TaskNode;
-import dev.tandem.memory.DeviceBuffer;
 import java.lang.foreign.MemorySegment;
 
 /**
  * The {@link TaskContext} of one core, rebound to each task it runs. Core thread only.
  * Region segments are sliced lazily, so kernels that do not touch memory cost no slicing.
  */
-public final class CoreContext implements TaskContext {
+final class CoreContext implements TaskContext {
     private final int core;
     private TaskNode task;
 
@@ -23,11 +21,6 @@ public final class CoreContext implements TaskContext {
         this.task = task;
     }
 
-    /** The task being run; for the runtime's built-in kernels. */
-    public TaskNode task() {
-        return task;
-    }
-
     @Override
     public int regionCount() {
         return task.accesses().length;
@@ -35,6 +28,11 @@ public final class CoreContext implements TaskContext {
 
     @Override
     public MemorySegment region(int i) {
+        return segment(task, i);
+    }
+
+    /** The memory of {@code task}'s i-th region; read-only for a READ. */
+    static MemorySegment segment(TaskNode task, int i) {
         Access access = task.accesses()[i];
         DeviceBuffer buffer = (DeviceBuffer) access.region().buffer();
         MemorySegment base = access.mode() == AccessMode.READ ? buffer.readOnlySegment() : buffer.segment();
@@ -58,16 +56,16 @@ public final class CoreContext implements TaskContext {
 
     @Override
     public long requestId() {
-        return task.step().owner().requestId();
+        return task.group().requestId();
     }
 
     @Override
     public long step() {
-        return task.step().index();
+        return task.group().index();
     }
 
     @Override
     public boolean cancelled() {
-        return !task.step().owner().isRunning();
+        return !task.group().isLive();
     }
 }

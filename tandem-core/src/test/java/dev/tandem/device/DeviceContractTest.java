@@ -1,0 +1,261 @@
+package dev.tandem.device;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.Access;
+import dev.tandem.Buffer;
+import dev.tandem.CpuDevice;
+import dev.tandem.Kernel;
+import dev.tandem.Region;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * The {@link Device} contract, checked on the CPU device through the interface only: each
+ * kind of task runs as documented, every submitted task is completed exactly once (also when
+ * skipped or failing), a readback's token arrives before its completion, chains run without
+ * resubmission, and a task submitted to idle units is run (no lost wake-up). A GPU device or
+ * a remote worker should pass the same checks.
+ */
+@Timeout(60)
+class DeviceContractTest {
+    private Device device;
+    private final Arena arena = Arena.ofShared();
+
+    /** A group that records what the device reported. */
+    static final class Group implements TaskGroup {
+        volatile boolean live = true;
+        final AtomicInteger done = new AtomicInteger();
+        final ConcurrentLinkedQueue<String> events = new ConcurrentLinkedQueue<>();
+        final ConcurrentLinkedQueue<Throwable> failures = new ConcurrentLinkedQueue<>();
+        volatile byte[] token;
+        final CountDownLatch allDone;
+
+        Group(int tasks) {
+            allDone = new CountDownLatch(tasks);
+        }
+
+        @Override public long requestId() { return 7; }
+        @Override public long index() { return 3; }
+        @Override public boolean isLive() { return live; }
+        @Override public int lane() { return 1; }
+
+        @Override
+        public void taskFailed(TaskNode task, Throwable cause) {
+            failures.add(cause);
+        }
+
+        @Override
+        public void tokenRead(byte[] bytes) {
+            token = bytes;
+            events.add("token");
+        }
+
+        @Override
+        public void tasksDone(int n) {
+            assertThat(n).as("a batch counts at least one task").isPositive();
+            events.add("done");
+            done.addAndGet(n);
+            for (int i = 0; i < n; i++) {
+                allDone.countDown();
+            }
+        }
+
+        void await() throws InterruptedException {
+            assertThat(allDone.await(30, TimeUnit.SECONDS)).as("every task completed").isTrue();
+        }
+    }
+
+    @BeforeEach
+    void start() {
+        device = Device.cpu(new CpuDevice(2, 1 << 20, 1_000), null, "contract");
+    }
+
+    @AfterEach
+    void stop() throws InterruptedException {
+        device.close();
+        device.join();
+        arena.close();
+    }
+
+    private DeviceBuffer buffer(long bytes) {
+        device.memory().reserve(bytes, "test");
+        return new DeviceBuffer("b", device.allocate(arena, bytes, 64), Buffer.Scope.REQUEST, this, null);
+    }
+
+    private static void submit(Device device, TaskNode task) {
+        assertThat(task.publish()).as("a task without predecessors is ready at publication").isTrue();
+        device.submit(new TaskNode[] {task}, 1);
+    }
+
+    @Test
+    void uploadThenReadbackDeliversTheBytesBeforeCompleting() throws InterruptedException {
+        DeviceBuffer buffer = buffer(8);
+        Region region = new Region(buffer, 0, 8);
+        Group group = new Group(2);
+        TaskNode upload = TaskNode.upload(Access.write(region), new byte[] {1, 2, 3, 4, 5, 6, 7, 8}, group, 0);
+        TaskNode readback = TaskNode.readback(Access.read(region), group, 1);
+        assertThat(upload.wireTo(readback)).isTrue();
+        assertThat(readback.publish()).as("waits for the upload").isFalse();
+        submit(device, upload);
+        group.await();
+        assertThat(group.token).containsExactly(1, 2, 3, 4, 5, 6, 7, 8);
+        List<String> events = List.copyOf(group.events);
+        assertThat(events).as("the token, then the count that completes both (in one batch or two)")
+                .containsAnyOf("token").endsWith("done");
+        assertThat(events.indexOf("token")).isLessThan(events.lastIndexOf("done"));
+        assertThat(group.done).hasValue(2);
+        assertThat(upload.isFinished()).isTrue();
+        assertThat(readback.isFinished()).isTrue();
+    }
+
+    @Test
+    void kernelsSeeTheirRegionsReadOnlyForReadsAndFailuresAreReportedOnce() throws InterruptedException {
+        DeviceBuffer buffer = buffer(4);
+        Region region = new Region(buffer, 0, 4);
+        Group group = new Group(2);
+        Kernel write = new Kernel() {
+            @Override public String name() { return "write"; }
+            @Override public void run(dev.tandem.TaskContext context) {
+                assertThat(context.requestId()).isEqualTo(7);
+                assertThat(context.step()).isEqualTo(3);
+                assertThat(context.cancelled()).isFalse();
+                context.region(0).set(ValueLayout.JAVA_INT, 0, 42);
+            }
+        };
+        Kernel writeThroughRead = new Kernel() {
+            @Override public String name() { return "writes its input"; }
+            @Override public void run(dev.tandem.TaskContext context) {
+                context.region(0).set(ValueLayout.JAVA_INT, 0, 1); // a READ region: throws
+            }
+        };
+        TaskNode first = new TaskNode(write, new Access[] {Access.write(region)}, new long[0], group, 0, null);
+        TaskNode second = new TaskNode(writeThroughRead, new Access[] {Access.read(region)}, new long[0], group, 1, null);
+        assertThat(first.wireTo(second)).isTrue();
+        second.publish();
+        submit(device, first);
+        group.await();
+        assertThat(buffer.segment().get(ValueLayout.JAVA_INT, 0)).isEqualTo(42);
+        assertThat(group.failures).singleElement().isInstanceOf(IllegalArgumentException.class);
+        assertThat(group.done).hasValue(2);
+    }
+
+    @Test
+    void tasksOfAnEndedGroupAreSkippedButCompleted() throws InterruptedException {
+        AtomicInteger ran = new AtomicInteger();
+        Kernel count = new Kernel() {
+            @Override public String name() { return "count"; }
+            @Override public void run(dev.tandem.TaskContext context) { ran.incrementAndGet(); }
+        };
+        Group group = new Group(100);
+        group.live = false;
+        TaskNode[] tasks = new TaskNode[100];
+        for (int i = 0; i < tasks.length; i++) {
+            tasks[i] = new TaskNode(count, new Access[0], new long[0], group, i, null);
+            if (i > 0) {
+                tasks[i - 1].wireTo(tasks[i]);
+            }
+        }
+        for (int i = tasks.length - 1; i > 0; i--) {
+            assertThat(tasks[i].publish()).isFalse();
+        }
+        submit(device, tasks[0]);
+        group.await();
+        assertThat(ran).hasValue(0);
+        assertThat(group.done).hasValue(100);
+    }
+
+    @Test
+    void aChainRunsToTheEndAndTasksSubmittedToIdleUnitsRun() throws InterruptedException {
+        Kernel noop = new Kernel() {
+            @Override public String name() { return "noop"; }
+            @Override public void run(dev.tandem.TaskContext context) {}
+        };
+        for (int round = 0; round < 200; round++) {
+            Group group = new Group(50);
+            TaskNode[] tasks = new TaskNode[50];
+            for (int i = 0; i < tasks.length; i++) {
+                tasks[i] = new TaskNode(noop, new Access[0], new long[0], group, i, null);
+                if (i > 0) {
+                    tasks[i - 1].wireTo(tasks[i]);
+                    tasks[i].publish();
+                }
+            }
+            if (round % 20 == 0) {
+                // Let the units go idle (spin 1 µs, then park) before the next submit.
+                while (!(device.isIdle(0) && device.isIdle(1))) {
+                    Thread.onSpinWait();
+                }
+            }
+            submit(device, tasks[0]);
+            group.await();
+            assertThat(group.done).hasValue(50);
+        }
+        assertThat(device.busyNanos()).isPositive();
+        assertThat(device.busyFraction()).isBetween(0.0, 1.0);
+        assertThat(device.units()).isEqualTo(2);
+        assertThat(device.isDeviceThread()).isFalse();
+    }
+
+    @Test
+    void aGroupsCountIsReportedBeforeTheUnitRunsAnotherGroupsTask() throws InterruptedException {
+        CountDownLatch release = new CountDownLatch(1);
+        CountDownLatch blocking = new CountDownLatch(1);
+        Kernel noop = new Kernel() {
+            @Override public String name() { return "noop"; }
+            @Override public void run(dev.tandem.TaskContext context) {}
+        };
+        Kernel block = new Kernel() {
+            @Override public String name() { return "block"; }
+            @Override public void run(dev.tandem.TaskContext context) {
+                blocking.countDown();
+                try {
+                    release.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        };
+        Group first = new Group(3);
+        Group second = new Group(1);
+        TaskNode a0 = new TaskNode(noop, new Access[0], new long[0], first, 0, null);
+        TaskNode a1 = new TaskNode(noop, new Access[0], new long[0], first, 1, null);
+        TaskNode a2 = new TaskNode(noop, new Access[0], new long[0], first, 2, null);
+        TaskNode b0 = new TaskNode(block, new Access[0], new long[0], second, 0, null);
+        a0.wireTo(a1);
+        a1.wireTo(a2);
+        a2.wireTo(b0); // the chain runs on one unit and moves to the other group without a queue
+        a1.publish();
+        a2.publish();
+        b0.publish();
+        submit(device, a0);
+        assertThat(blocking.await(30, TimeUnit.SECONDS)).isTrue();
+        first.await(); // while the other group's kernel still runs
+        assertThat(first.done).hasValue(3);
+        assertThat(second.done).hasValue(0);
+        release.countDown();
+        second.await();
+    }
+
+    @Test
+    void allocationsComeFromTheScopeAndTheBudgetIsTheDevices() {
+        MemorySegment empty = device.allocate(arena, 0, 64);
+        assertThat(empty.byteSize()).isZero();
+        MemorySegment segment = device.allocate(arena, 100, 64);
+        assertThat(segment.byteSize()).isEqualTo(100);
+        assertThat(segment.address() % 64).isZero();
+        assertThat(device.memory().budget()).isEqualTo(1 << 20);
+        assertThat(device.memory().tryReserve(2L << 20)).isFalse();
+        assertThat(device.memory().inUse()).isZero();
+    }
+}

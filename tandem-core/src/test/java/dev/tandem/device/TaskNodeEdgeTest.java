@@ -1,0 +1,59 @@
+package dev.tandem.device;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.Kernel;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** A task is its own edge for its first wiring; later ones, and a wiring that found its predecessor finished, are not. */
+class TaskNodeEdgeTest {
+    private static final Kernel NOOP = Kernel.of("noop", context -> {});
+    private final List<TaskNode> queued = new ArrayList<>();
+    private final TaskNode.ReadySink sink = queued::add;
+
+    private static TaskNode node(long index) {
+        return new TaskNode(NOOP, null, null, null, index, null);
+    }
+
+    @Test
+    void aWiringToAFinishedPredecessorLeavesTheOwnLinkFreeForTheNext() {
+        TaskNode done = node(0);
+        done.finish(sink);
+        TaskNode p1 = node(1);
+        TaskNode p2 = node(2);
+        TaskNode t = node(3);
+        assertThat(done.wireTo(t)).isFalse();
+        assertThat(p1.wireTo(t)).isTrue(); // t itself is the link
+        assertThat(p2.wireTo(t)).isTrue(); // a fresh edge
+        assertThat(t.publish()).isFalse();
+        assertThat(p1.finish(sink)).isNull();
+        assertThat(t.pendingCount()).isEqualTo(1);
+        assertThat(p2.finish(sink)).isSameAs(t);
+        assertThat(queued).isEmpty();
+    }
+
+    @Test
+    void successorsThatAreTheirOwnLinksAreEachReleasedOnceAndUnlinked() {
+        TaskNode p = node(0);
+        TaskNode other = node(9); // a second predecessor of successor 0, wired through a fresh edge
+        TaskNode[] successors = new TaskNode[5];
+        for (int i = 0; i < successors.length; i++) {
+            successors[i] = node(i + 1);
+            assertThat(p.wireTo(successors[i])).isTrue();
+        }
+        assertThat(other.wireTo(successors[0])).isTrue();
+        for (TaskNode s : successors) {
+            assertThat(s.publish()).isFalse();
+        }
+        TaskNode first = p.finish(sink);
+        assertThat(first).isNotNull();
+        List<TaskNode> ready = new ArrayList<>(queued);
+        ready.add(first);
+        assertThat(ready).containsExactlyInAnyOrder(successors[1], successors[2], successors[3], successors[4]);
+        for (TaskNode s : successors) {
+            assertThat(s.edgeNext).as("released links are cleared").isNull();
+        }
+    }
+}
