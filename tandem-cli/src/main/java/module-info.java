@@ -1,0 +1,12 @@
+/**
+ * The {@code tandem} command (picocli). The launcher runs it on the class path; as a module it
+ * opens its command classes to picocli, which sets their options by reflection.
+ */
+module dev.tandem.cli {
+    requires dev.tandem.bench;
+    requires info.picocli;
+    requires com.fasterxml.jackson.databind;
+    requires java.logging; // to quiet Helidon's java.util.logging output in serve
+
+    opens dev.tandem.cli to info.picocli;
+}
