@@ -3,19 +3,16 @@ package dev.tandem;
 import java.util.concurrent.Flow;
 import java.util.concurrent.Semaphore;
 import org.reactivestreams.tck.TestEnvironment;
-import org.reactivestreams.tck.flow.FlowPublisherVerification;
-import org.testng.SkipException;
 import org.testng.annotations.AfterClass;
-import org.testng.annotations.Test;
 
 /**
  * The Reactive Streams TCK against the stream of a {@link TokenFeed}: a producer thread offers
  * {@code n} tokens, pausing while the reader has 8 unread (as a batcher pauses a member whose
  * reader is behind), then completes and releases the feed; a failed publisher is a feed failed
- * before its first token. Skipped optional rules as in {@link TokenStreamTckTest}: one subscriber
+ * before its first token. Skipped optional rules as in {@link SingleSubscriberVerification}: one subscriber
  * per stream.
  */
-public class TokenFeedTckTest extends FlowPublisherVerification<Token> {
+public class TokenFeedTckTest extends SingleSubscriberVerification {
     private static final TestEnvironment ENV = new TestEnvironment(1_000, 50);
 
     private final Worker worker = Worker.create(CpuDevice.withCores(1));
@@ -65,38 +62,4 @@ public class TokenFeedTckTest extends FlowPublisherVerification<Token> {
         return feed.stream();
     }
 
-    @Override
-    public long maxElementsFromPublisher() {
-        return Long.MAX_VALUE - 1;
-    }
-
-    @Override
-    @Test
-    public void optional_spec111_maySupportMultiSubscribe() {
-        throw new SkipException("a TokenStream has one subscriber: the tokens of one request");
-    }
-
-    @Override
-    @Test
-    public void optional_spec111_registeredSubscribersMustReceiveOnNextOrOnCompleteSignals() {
-        throw new SkipException("a TokenStream has one subscriber: the tokens of one request");
-    }
-
-    @Override
-    @Test
-    public void optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribersWhenRequestingOneByOne() {
-        throw new SkipException("a TokenStream has one subscriber: the tokens of one request");
-    }
-
-    @Override
-    @Test
-    public void optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribersWhenRequestingManyUpfront() {
-        throw new SkipException("a TokenStream has one subscriber: the tokens of one request");
-    }
-
-    @Override
-    @Test
-    public void optional_spec111_multicast_mustProduceTheSameElementsInTheSameSequenceToAllOfItsSubscribersWhenRequestingManyUpfrontAndCompleteAsExpected() {
-        throw new SkipException("a TokenStream has one subscriber: the tokens of one request");
-    }
 }
