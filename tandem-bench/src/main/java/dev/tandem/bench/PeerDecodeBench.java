@@ -10,8 +10,6 @@ import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
 import java.io.IOException;
-import java.io.UncheckedIOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -76,18 +74,8 @@ public final class PeerDecodeBench {
 
     /** Writes (once, into {@code dir}) the random GGUF of {@code shape} in {@code type}. */
     public static Path file(Path dir, String shapeName, LlamaConfig shape, GgmlType type) {
-        Path path = dir.resolve("tandem-bench-" + shapeName + "-" + type.name().toLowerCase() + ".gguf");
-        if (!Files.exists(path)) {
-            try {
-                Files.createDirectories(dir);
-                Path partial = Files.createTempFile(dir, "partial", ".gguf");
-                RandomGguf.write(partial, shape, type, 7);
-                Files.move(partial, path, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        return path;
+        return RandomGguf.cached(dir.resolve("tandem-bench-" + shapeName + "-" + type.name().toLowerCase() + ".gguf"),
+                shape, type, 7, false);
     }
 
     /**

@@ -43,6 +43,24 @@ public final class RandomGguf {
         return new LlamaConfig(dim, layers, heads, kvHeads, ffn, 512, 1024, 10000f, 1e-5f, WeightType.F32);
     }
 
+    /**
+     * {@code path}, written by {@link #write(Path, LlamaConfig, GgmlType, long, boolean)} unless
+     * it exists (through a temporary file moved into place, so a partial file is never used).
+     */
+    public static Path cached(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable) {
+        if (!java.nio.file.Files.exists(path)) {
+            try {
+                java.nio.file.Files.createDirectories(path.getParent());
+                Path partial = java.nio.file.Files.createTempFile(path.getParent(), "partial", ".gguf");
+                write(partial, shape, type, seed, printable);
+                java.nio.file.Files.move(partial, path, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            } catch (IOException e) {
+                throw new UncheckedIOException(e);
+            }
+        }
+        return path;
+    }
+
     /** Writes the file; the matrices in {@code type}. */
     public static void write(Path path, LlamaConfig shape, GgmlType type, long seed) {
         write(path, shape, type, seed, false);

@@ -15,9 +15,7 @@ import dev.tandem.server.ServerConfig;
 import dev.tandem.server.SessionEngine;
 import dev.tandem.server.TandemServer;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -63,19 +61,8 @@ public final class ServeBench {
 
     /** The random {@code small}-shaped GGUF of {@code type} whose greedy output is printable text (written once). */
     public static Path printableFile(Path dir, GgmlType type) {
-        LlamaConfig shape = PeerDecodeBench.shapes().get("small");
-        Path path = dir.resolve("tandem-serve-small-" + type.name().toLowerCase() + ".gguf");
-        if (!Files.exists(path)) {
-            try {
-                Files.createDirectories(dir);
-                Path partial = Files.createTempFile(dir, "partial", ".gguf");
-                RandomGguf.write(partial, shape, type, 7, true);
-                Files.move(partial, path, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-            } catch (IOException e) {
-                throw new UncheckedIOException(e);
-            }
-        }
-        return path;
+        return RandomGguf.cached(dir.resolve("tandem-serve-small-" + type.name().toLowerCase() + ".gguf"),
+                PeerDecodeBench.shapes().get("small"), type, 7, true);
     }
 
     private static final List<String> PROMPTS = List.of("Once upon a time", "Lily and Ben went to the park.",

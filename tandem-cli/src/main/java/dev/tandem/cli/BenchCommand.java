@@ -33,6 +33,16 @@ public final class BenchCommand implements Runnable {
         spec.commandLine().usage(System.out);
     }
 
+    /** A {@code --types} entry: a ggml type the GGUF loader reads. */
+    static dev.tandem.llm.gguf.GgmlType matrixType(String name) {
+        dev.tandem.llm.gguf.GgmlType type = dev.tandem.llm.gguf.GgmlType.byName(name);
+        if (type == null || !dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES.contains(type.name())) {
+            throw new IllegalArgumentException("--types: " + name + " is not one of "
+                    + dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES);
+        }
+        return type;
+    }
+
     /** Options every benchmark takes. */
     static final class Common {
         @Option(names = "--quick", description = "A short run (at most about a minute on 2 cores).")
@@ -233,12 +243,7 @@ public final class BenchCommand implements Runnable {
             } else {
                 List<dev.tandem.llm.gguf.GgmlType> ggml = new java.util.ArrayList<>();
                 for (String t : types) {
-                    dev.tandem.llm.gguf.GgmlType type = dev.tandem.llm.gguf.GgmlType.byName(t);
-                    if (type == null || !dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES.contains(type.name())) {
-                        throw new IllegalArgumentException("--types: " + t + " is not one of "
-                                + dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES);
-                    }
-                    ggml.add(type);
+                    ggml.add(matrixType(t));
                 }
                 java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
                 rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer);
@@ -374,11 +379,7 @@ public final class BenchCommand implements Runnable {
             } else {
                 java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
                 for (String t : types) {
-                    dev.tandem.llm.gguf.GgmlType type = dev.tandem.llm.gguf.GgmlType.byName(t);
-                    if (type == null || !dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES.contains(type.name())) {
-                        throw new IllegalArgumentException("--types: " + t + " is not one of "
-                                + dev.tandem.llm.gguf.GgufModel.TENSOR_TYPES);
-                    }
+                    dev.tandem.llm.gguf.GgmlType type = matrixType(t);
                     files.add(dev.tandem.bench.ServeBench.printableFile(dir, type));
                     labels.add("small-" + type.name());
                 }

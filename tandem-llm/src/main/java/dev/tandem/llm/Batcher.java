@@ -265,7 +265,7 @@ public final class Batcher implements AutoCloseable {
     /** Ends every member (CANCELLED), queued or active, and stops the program; waits for it. */
     @Override
     public void close() {
-        beginClose();
+        stopProgram();
         program.completion().join();
         stopped.join();
     }
@@ -312,16 +312,6 @@ public final class Batcher implements AutoCloseable {
             Thread.currentThread().interrupt();
         }
         return cut.stream().sorted().toList();
-    }
-
-    private void beginClose() {
-        lock.lock();
-        try {
-            closing = true;
-        } finally {
-            lock.unlock();
-        }
-        stopProgram();
     }
 
     /** Ends every member and lets the program return. */

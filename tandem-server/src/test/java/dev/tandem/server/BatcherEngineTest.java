@@ -17,15 +17,10 @@ import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -154,24 +149,8 @@ class BatcherEngineTest {
     void aClientThatDisconnectsGivesItsBlocksBack() throws Exception {
         String body = """
                 {"prompt":"Once upon a time","max_tokens":400,"ignore_eos":true,"temperature":0,"stream":true}""";
-        long closedAt;
-        try (Socket socket = new Socket("127.0.0.1", server.port())) {
-            OutputStream out = socket.getOutputStream();
-            byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-            out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: " + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-            out.write(bytes);
-            out.flush();
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-            assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
-            String line;
-            while ((line = in.readLine()) != null && !line.startsWith("data: ")) {
-                // headers
-            }
-            assertThat(line).startsWith("data: {");
-            assertThat(engine.batcher().stats().kvBlocksInUse()).isPositive();
-            closedAt = System.nanoTime();
-        }
+        long closedAt = Served.streamThenDisconnect(server.port(), body,
+                () -> assertThat(engine.batcher().stats().kvBlocksInUse()).isPositive());
         assertIdle();
         long millis = (System.nanoTime() - closedAt) / 1_000_000;
         org.slf4j.LoggerFactory.getLogger(BatcherEngineTest.class).info("blocks back {} ms after the disconnect", millis);

@@ -66,4 +66,31 @@ final class Served implements AutoCloseable {
         }
         return true;
     }
+
+    /**
+     * Posts {@code body} to {@code /v1/completions} on a raw socket, reads up to the first event,
+     * runs {@code whileStreaming}, then closes the socket without reading on.
+     *
+     * @return {@link System#nanoTime()} just before the close
+     */
+    static long streamThenDisconnect(int port, String body, Runnable whileStreaming) throws java.io.IOException {
+        try (java.net.Socket socket = new java.net.Socket("127.0.0.1", port)) {
+            java.io.OutputStream out = socket.getOutputStream();
+            byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+            out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: " + bytes.length + "\r\n\r\n").getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+            out.write(bytes);
+            out.flush();
+            java.io.BufferedReader in = new java.io.BufferedReader(new java.io.InputStreamReader(socket.getInputStream(),
+                    java.nio.charset.StandardCharsets.UTF_8));
+            org.assertj.core.api.Assertions.assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
+            String line;
+            while ((line = in.readLine()) != null && !line.startsWith("data: ")) {
+                // headers
+            }
+            org.assertj.core.api.Assertions.assertThat(line).startsWith("data: {");
+            whileStreaming.run();
+            return System.nanoTime();
+        }
+    }
 }

@@ -10,14 +10,9 @@ import dev.tandem.Status;
 import dev.tandem.TokenStream;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.GenerateOptions;
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
-import java.net.Socket;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -68,23 +63,7 @@ class StreamingLoadTest {
         int before = streams.streams.size();
         String body = """
                 {"prompt":"Once upon a time","max_tokens":1500,"ignore_eos":true,"temperature":0,"stream":true}""";
-        long closedAt;
-        try (Socket socket = new Socket("127.0.0.1", served.server.port())) {
-            OutputStream out = socket.getOutputStream();
-            byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
-            out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                    + "Content-Length: " + bytes.length + "\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
-            out.write(bytes);
-            out.flush();
-            BufferedReader in = new BufferedReader(new InputStreamReader(socket.getInputStream(), StandardCharsets.UTF_8));
-            assertThat(in.readLine()).isEqualTo("HTTP/1.1 200 OK");
-            String line;
-            while ((line = in.readLine()) != null && !line.startsWith("data: ")) {
-                // headers, chunk sizes
-            }
-            assertThat(line).startsWith("data: {");
-            closedAt = System.nanoTime();
-        }
+        long closedAt = Served.streamThenDisconnect(served.server.port(), body, () -> {});
         assertThat(streams.streams).hasSize(before + 1);
         TokenStream stream = streams.streams.getLast();
         Outcome outcome = stream.completion().get(10, TimeUnit.SECONDS);
