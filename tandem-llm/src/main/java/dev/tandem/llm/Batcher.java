@@ -459,12 +459,13 @@ public final class Batcher implements AutoCloseable {
     private Plan planStep() {
         List<Member> decoding = new ArrayList<>();
         List<Member> prefilling = new ArrayList<>();
+        int paused = 0;
         for (Member m : active) {
             if (m.prefilled < m.prompt.length) {
                 prefilling.add(m);
             } else if (m.built < m.maxTokens) {
                 if (m.feed.unread() + (m.built - m.delivered) >= config.streamBuffer()) {
-                    pausedRows++;
+                    paused++;
                 } else {
                     decoding.add(m);
                 }
@@ -517,6 +518,7 @@ public final class Batcher implements AutoCloseable {
         steps++;
         prefillRows += prefill;
         decodeRows += decoding.size();
+        pausedRows += paused; // counted for built steps only, not for plans that found nothing to do
         if (prefill > 0 && !decoding.isEmpty()) {
             mixedSteps++;
         }

@@ -13,7 +13,7 @@ package dev.tandem.llm;
  * @param prefillRows     prompt rows in those steps
  * @param decodeRows      decoding rows in those steps
  * @param mixedSteps      steps with both prompt and decoding rows
- * @param pausedRows      decoding rows left out because the member's reader was behind
+ * @param pausedRows      decoding rows left out of built steps because the member's reader was behind
  * @param tokens          tokens delivered to members
  */
 public record BatcherStats(int active, int queued, int maxBatch, int kvBlocksInUse, int kvBlocksReserved,
