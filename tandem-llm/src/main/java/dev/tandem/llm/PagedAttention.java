@@ -32,34 +32,33 @@ import java.util.function.LongFunction;
  * {@code p % blockSize} of block {@code table[r][p / blockSize]}. The output is
  * {@code [rows, heads, headDim]}.
  *
- * <p>Tasks, per q-tile (at most {@link #MAX_TILE_HEADS} heads), per chunk of at most
- * {@link #MAX_CHUNK_ROWS} rows:
+ * <p>A row's context is cut into <em>partitions</em> of whole KV blocks, at least
+ * {@link #PARTITION_POSITIONS} positions each and at most {@code slabs} of them (a function of
+ * the row's context alone, so a row computes the same whatever its batch). Tasks, per q-tile (at
+ * most {@link #MAX_TILE_HEADS} heads), per chunk of at most {@link #MAX_CHUNK_ROWS} rows:
  *
  * <pre>
- *   init                                    running (M, S, out) of every row := nothing seen
- *   for each KV block index j:              (rows whose context ends before block j sit out)
- *     qk(j) -> softmaxPrepare(j) -> pv(j) -> update(j)
- *   normalize                               out := running out / S
+ *   attention(p), per partition p           for each row with a partition p, over its blocks:
+ *                                           running (M, S, out) of partition p := nothing seen;
+ *                                           per block: qk, softmax, pv, online update
+ *   attention_combine (if any row has       out := partitions 1.. merged into partition 0, / S
+ *     more than one partition)
  * </pre>
  *
- * <p>Each task declares exactly what it touches, row by row: its rows of the scratch slab, its
- * rows of the query, running state and output, and the positions of each KV block that the row
- * attends to (all KV heads of them: a tile of fewer heads reads only its share, strided, which
- * no region can describe; nothing writes those positions while attention reads them, so the
- * wider read costs no parallelism). The dependencies that follow:
+ * <p>A chunk whose rows all have one partition (every context up to
+ * {@code PARTITION_POSITIONS}, which covers most decode steps) is one task per q-tile, which
+ * normalizes into the output itself. A decode row costs a handful of tasks however long its
+ * context: the host builds few, and each does enough work to pay for its scheduling.
  *
- * <ul>
- *   <li>{@code qk(j)}, {@code softmaxPrepare(j)} and {@code pv(j)} of one block form a chain
- *       through slab {@code j % slabs} of the scratch; chains of different blocks are independent,
- *       so up to {@code slabs} blocks of one tile and chunk run at once on different cores;
- *   <li>the updates form one chain per tile and chunk through the running state, in block order,
- *       and each waits for its own block's chain;
- *   <li>block {@code j + slabs} reuses the slab of block {@code j}: it waits (write after read)
- *       for {@code pv(j)} and {@code update(j)} to have read it, which bounds the scratch.
- * </ul>
- *
- * <p>The reads of the query and of the KV blocks wait for whoever wrote them last (the
- * program's previous tasks); the output's write waits for the readers of the previous output.
+ * <p>Each task declares exactly what it touches, row by row: its rows of the scratch slab of
+ * its partition (scores, block stats and partial of the block in hand, the partition's running
+ * state), its rows of the query, the positions of each KV block that the row attends to (all
+ * KV heads of them: a tile of fewer heads reads only its share, strided, which no region can
+ * describe; nothing writes those positions while attention reads them, so the wider read costs
+ * no parallelism), and its rows of the output. The partitions of one tile and chunk are
+ * independent; the combine waits for all of them. The reads of the query and of the KV blocks
+ * wait for whoever wrote them last (the program's previous tasks); the scratch and output
+ * writes wait for the readers of their previous contents (the layer before).
  */
 final class PagedAttention {
 
@@ -69,8 +68,11 @@ final class PagedAttention {
     /** Rows of one chunk, at most. */
     static final int MAX_CHUNK_ROWS = 16;
 
-    /** Scratch slabs: KV blocks of one tile and chunk that can be in flight at once. */
+    /** Scratch slabs: partitions of one row's context, at most (each its own task). */
     static final int DEFAULT_SLABS = 8;
+
+    /** Positions a partition task covers, at least (fewer only when the context is shorter). */
+    static final int PARTITION_POSITIONS = 256;
 
     private static final long F = Float.BYTES;
     private static final int STATS = AttentionOps.STATS_FLOATS;
@@ -83,17 +85,13 @@ final class PagedAttention {
     final int chunkRows;
     final int slabs;
     private final float scale;
-    private final Kernel init;
-    private final Kernel qk;
-    private final Kernel softmax;
-    private final Kernel pv;
-    private final Kernel update;
-    private final Kernel normalize;
+    private final Kernel partition;
+    private final Kernel combine;
 
     /**
      * @param tileHeads heads per q-tile, in {@code [1, MAX_TILE_HEADS]}
      * @param chunkRows rows per chunk, in {@code [1, MAX_CHUNK_ROWS]}
-     * @param slabs     KV blocks per tile and chunk in flight at once, at least 1
+     * @param slabs     partitions of one row, at most, at least 1
      */
     PagedAttention(
             KernelOps ops, int heads, int kvHeads, int headDim, int blockSize, int tileHeads, int chunkRows,
@@ -122,81 +120,72 @@ final class PagedAttention {
         long scoreBytes = blockSize * F;
         long statBytes = STATS * F;
 
-        // Scalars shared by the kernels below: [0] heads of the tile, [1] first head of the tile,
-        // then one scalar per row (its valid keys in this block), in region order.
-        this.init = Kernel.of("attention_init", c -> {
-            int tile = (int) c.scalar(0);
-            for (int i = 0; i < c.regionCount() / 2; i++) {
-                MemorySegment stats = c.region(2 * i);
-                MemorySegment out = c.region(2 * i + 1);
-                for (int hl = 0; hl < tile; hl++) {
-                    ops.onlineInit(stats, hl * statBytes, out, hl * headBytes, headDim);
-                }
-            }
-        });
-        this.qk = Kernel.of("attention_qk", c -> {
+        // Scalars of both kernels: [0] heads of the tile, [1] first head of the tile, [2] for a
+        // partition task whether it also normalizes (its chunk has one partition), then one scalar
+        // per row (its blocks in this partition; for the combine, its partitions), in region order.
+        this.partition = Kernel.of("attention", c -> {
             int tile = (int) c.scalar(0);
             int h0 = (int) c.scalar(1);
-            for (int i = 0; i < c.regionCount() / 3; i++) {
-                MemorySegment scores = c.region(3 * i);
-                MemorySegment q = c.region(3 * i + 1);
-                MemorySegment keys = c.region(3 * i + 2);
-                int valid = (int) c.scalar(2 + i);
+            boolean last = c.scalar(2) != 0;
+            int at = 0;
+            for (int i = 0; 3 + i < c.scalarCount(); i++) {
+                int nb = (int) c.scalar(3 + i);
+                MemorySegment scores = c.region(at);
+                MemorySegment blockStats = c.region(at + 1);
+                MemorySegment partial = c.region(at + 2);
+                MemorySegment runningStats = c.region(at + 3);
+                MemorySegment runningOut = c.region(at + 4);
+                MemorySegment q = c.region(at + 5);
+                int keysAt = at + 6;
+                int valuesAt = keysAt + nb;
                 for (int hl = 0; hl < tile; hl++) {
-                    int kvHead = (h0 + hl) / group;
-                    ops.qk(q, hl * headBytes, keys, kvHead * headBytes, scores, hl * scoreBytes, headDim, rowStride,
-                            valid, scale);
+                    ops.onlineInit(runningStats, hl * statBytes, runningOut, hl * headBytes, headDim);
+                }
+                for (int j = 0; j < nb; j++) {
+                    MemorySegment keys = c.region(keysAt + j);
+                    MemorySegment values = c.region(valuesAt + j);
+                    int valid = (int) (keys.byteSize() / (rowStride * F));
+                    for (int hl = 0; hl < tile; hl++) {
+                        int kvHead = (h0 + hl) / group;
+                        ops.qk(q, hl * headBytes, keys, kvHead * headBytes, scores, hl * scoreBytes, headDim,
+                                rowStride, valid, scale);
+                        ops.softmaxPrepare(scores, hl * scoreBytes, blockStats, hl * statBytes, valid);
+                        ops.pv(scores, hl * scoreBytes, values, kvHead * headBytes, partial, hl * headBytes,
+                                headDim, rowStride, valid);
+                        ops.onlineUpdate(runningStats, hl * statBytes, runningOut, hl * headBytes, blockStats,
+                                hl * statBytes, partial, hl * headBytes, headDim);
+                    }
+                }
+                at = valuesAt + nb;
+                if (last) {
+                    MemorySegment out = c.region(at++);
+                    for (int hl = 0; hl < tile; hl++) {
+                        ops.normalize(runningStats, hl * statBytes, runningOut, hl * headBytes, out, hl * headBytes,
+                                headDim);
+                    }
                 }
             }
         });
-        this.softmax = Kernel.of("attention_softmax", c -> {
+        this.combine = Kernel.of("attention_combine", c -> {
             int tile = (int) c.scalar(0);
-            for (int i = 0; i < c.regionCount() / 2; i++) {
-                MemorySegment scores = c.region(2 * i);
-                MemorySegment stats = c.region(2 * i + 1);
-                int valid = (int) c.scalar(2 + i);
-                for (int hl = 0; hl < tile; hl++) {
-                    ops.softmaxPrepare(scores, hl * scoreBytes, stats, hl * statBytes, valid);
+            int at = 0;
+            for (int i = 0; 3 + i < c.scalarCount(); i++) {
+                int parts = (int) c.scalar(3 + i);
+                MemorySegment stats = c.region(at);
+                MemorySegment running = c.region(at + 1);
+                for (int p = 1; p < parts; p++) {
+                    MemorySegment partStats = c.region(at + 2 * p);
+                    MemorySegment partOut = c.region(at + 2 * p + 1);
+                    for (int hl = 0; hl < tile; hl++) {
+                        ops.onlineUpdate(stats, hl * statBytes, running, hl * headBytes, partStats, hl * statBytes,
+                                partOut, hl * headBytes, headDim);
+                    }
                 }
-            }
-        });
-        this.pv = Kernel.of("attention_pv", c -> {
-            int tile = (int) c.scalar(0);
-            int h0 = (int) c.scalar(1);
-            for (int i = 0; i < c.regionCount() / 3; i++) {
-                MemorySegment exps = c.region(3 * i);
-                MemorySegment values = c.region(3 * i + 1);
-                MemorySegment partial = c.region(3 * i + 2);
-                int valid = (int) c.scalar(2 + i);
-                for (int hl = 0; hl < tile; hl++) {
-                    int kvHead = (h0 + hl) / group;
-                    ops.pv(exps, hl * scoreBytes, values, kvHead * headBytes, partial, hl * headBytes, headDim,
-                            rowStride, valid);
-                }
-            }
-        });
-        this.update = Kernel.of("attention_update", c -> {
-            int tile = (int) c.scalar(0);
-            for (int i = 0; i < c.regionCount() / 4; i++) {
-                MemorySegment stats = c.region(4 * i);
-                MemorySegment partial = c.region(4 * i + 1);
-                MemorySegment runningStats = c.region(4 * i + 2);
-                MemorySegment runningOut = c.region(4 * i + 3);
-                for (int hl = 0; hl < tile; hl++) {
-                    ops.onlineUpdate(runningStats, hl * statBytes, runningOut, hl * headBytes, stats, hl * statBytes,
-                            partial, hl * headBytes, headDim);
-                }
-            }
-        });
-        this.normalize = Kernel.of("attention_normalize", c -> {
-            int tile = (int) c.scalar(0);
-            for (int i = 0; i < c.regionCount() / 3; i++) {
-                MemorySegment stats = c.region(3 * i);
-                MemorySegment running = c.region(3 * i + 1);
-                MemorySegment out = c.region(3 * i + 2);
+                MemorySegment out = c.region(at + 2 * parts);
                 for (int hl = 0; hl < tile; hl++) {
                     ops.normalize(stats, hl * statBytes, running, hl * headBytes, out, hl * headBytes, headDim);
                 }
+                at += 2 * parts + 1;
             }
         });
     }
@@ -222,7 +211,7 @@ final class PagedAttention {
 
     /** Bytes {@link #allocateScratch} allocates. */
     long scratchBytes(int maxRows) {
-        long perHeadRow = (long) slabs * (blockSize + STATS + headDim) + STATS + headDim;
+        long perHeadRow = (long) slabs * (blockSize + STATS + headDim + STATS + headDim);
         return perHeadRow * heads * maxRows * F;
     }
 
@@ -234,8 +223,8 @@ final class PagedAttention {
                 allocate.apply(slabs * cells * blockSize * F),
                 allocate.apply(slabs * cells * STATS * F),
                 allocate.apply(slabs * cells * headDim * F),
-                allocate.apply(cells * STATS * F),
-                allocate.apply(cells * headDim * F));
+                allocate.apply(slabs * cells * STATS * F),
+                allocate.apply(slabs * cells * headDim * F));
     }
 
     /**
@@ -275,80 +264,88 @@ final class PagedAttention {
         return (context + blockSize - 1) / blockSize;
     }
 
+    /**
+     * KV blocks per partition of a row whose context spans {@code blocks} blocks: at least
+     * {@link #PARTITION_POSITIONS} positions each, at most {@code slabs} partitions. A function
+     * of the row's own context only, so a row's arithmetic does not depend on its batch.
+     */
+    int blocksPerPartition(int blocks) {
+        int least = Math.max(1, Math.ceilDiv(PARTITION_POSITIONS, blockSize));
+        int parts = Math.min(slabs, Math.ceilDiv(blocks, least));
+        return Math.ceilDiv(blocks, parts);
+    }
+
+    /** Partitions of a row whose context spans {@code blocks} blocks. */
+    int partitionsOf(int blocks) {
+        return Math.ceilDiv(blocks, blocksPerPartition(blocks));
+    }
+
     private void submitTileChunk(
             Orchestrator o, Scratch s, int h0, int tile, int r0, int r1, Buffer query, Buffer keys, Buffer values,
             long cacheOffset, int[] contexts, int[][] tables, Buffer out) {
         int maxRows = s.maxRows();
         long headBytes = headDim * F;
+        int n = r1 - r0;
+        int[] blocks = new int[n];
+        int[] per = new int[n];
+        int[] parts = new int[n];
+        int partitions = 0;
+        for (int i = 0; i < n; i++) {
+            blocks[i] = blocksOf(contexts[r0 + i]);
+            per[i] = blocksPerPartition(blocks[i]);
+            parts[i] = partitionsOf(blocks[i]);
+            partitions = Math.max(partitions, parts[i]);
+        }
+        boolean single = partitions == 1;
         List<Access> accesses = new ArrayList<>();
-        long[] tileScalars = {tile, h0};
-
-        for (int r = r0; r < r1; r++) {
-            accesses.add(write(cell(s.runningStats(), maxRows, 0, h0, tile, r, STATS)));
-            accesses.add(write(cell(s.runningOut(), maxRows, 0, h0, tile, r, headDim)));
-        }
-        o.submit(init, tileScalars, take(accesses));
-
-        int blocks = 0;
-        for (int r = r0; r < r1; r++) {
-            blocks = Math.max(blocks, blocksOf(contexts[r]));
-        }
-        long[] perRow = new long[2 + (r1 - r0)];
-        perRow[0] = tile;
-        perRow[1] = h0;
-        for (int j = 0; j < blocks; j++) {
-            int slab = j % slabs;
+        long[] scalars = new long[3 + n];
+        for (int p = 0; p < partitions; p++) {
+            scalars[0] = tile;
+            scalars[1] = h0;
+            scalars[2] = single ? 1 : 0;
             int active = 0;
-            for (int r = r0; r < r1; r++) {
-                if (j < blocksOf(contexts[r])) {
-                    perRow[2 + active++] = validRows(contexts[r], j);
+            for (int i = 0; i < n; i++) {
+                if (p >= parts[i]) {
+                    continue;
                 }
-            }
-            long[] scalars = Arrays.copyOf(perRow, 2 + active);
-
-            for (int r = r0; r < r1; r++) {
-                if (j < blocksOf(contexts[r])) {
-                    accesses.add(write(cell(s.scores(), maxRows, slab, h0, tile, r, blockSize)));
-                    accesses.add(read(query.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
+                int r = r0 + i;
+                int j0 = p * per[i];
+                int j1 = Math.min(blocks[i], j0 + per[i]);
+                scalars[3 + active++] = j1 - j0;
+                accesses.add(write(cell(s.scores(), maxRows, p, h0, tile, r, blockSize)));
+                accesses.add(write(cell(s.blockStats(), maxRows, p, h0, tile, r, STATS)));
+                accesses.add(write(cell(s.partial(), maxRows, p, h0, tile, r, headDim)));
+                accesses.add(write(cell(s.runningStats(), maxRows, p, h0, tile, r, STATS)));
+                accesses.add(write(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
+                accesses.add(read(query.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
+                for (int j = j0; j < j1; j++) {
                     accesses.add(read(block(keys, cacheOffset, tables[r][j], validRows(contexts[r], j))));
                 }
-            }
-            o.submit(qk, scalars, take(accesses));
-
-            for (int r = r0; r < r1; r++) {
-                if (j < blocksOf(contexts[r])) {
-                    accesses.add(readWrite(cell(s.scores(), maxRows, slab, h0, tile, r, blockSize)));
-                    accesses.add(write(cell(s.blockStats(), maxRows, slab, h0, tile, r, STATS)));
-                }
-            }
-            o.submit(softmax, scalars, take(accesses));
-
-            for (int r = r0; r < r1; r++) {
-                if (j < blocksOf(contexts[r])) {
-                    accesses.add(read(cell(s.scores(), maxRows, slab, h0, tile, r, blockSize)));
+                for (int j = j0; j < j1; j++) {
                     accesses.add(read(block(values, cacheOffset, tables[r][j], validRows(contexts[r], j))));
-                    accesses.add(write(cell(s.partial(), maxRows, slab, h0, tile, r, headDim)));
+                }
+                if (single) {
+                    accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
                 }
             }
-            o.submit(pv, scalars, take(accesses));
-
-            for (int r = r0; r < r1; r++) {
-                if (j < blocksOf(contexts[r])) {
-                    accesses.add(read(cell(s.blockStats(), maxRows, slab, h0, tile, r, STATS)));
-                    accesses.add(read(cell(s.partial(), maxRows, slab, h0, tile, r, headDim)));
-                    accesses.add(readWrite(cell(s.runningStats(), maxRows, 0, h0, tile, r, STATS)));
-                    accesses.add(readWrite(cell(s.runningOut(), maxRows, 0, h0, tile, r, headDim)));
-                }
-            }
-            o.submit(update, scalars, take(accesses));
+            o.submit(partition, Arrays.copyOf(scalars, 3 + active), take(accesses));
         }
-
-        for (int r = r0; r < r1; r++) {
-            accesses.add(read(cell(s.runningStats(), maxRows, 0, h0, tile, r, STATS)));
-            accesses.add(read(cell(s.runningOut(), maxRows, 0, h0, tile, r, headDim)));
+        if (single) {
+            return;
+        }
+        for (int i = 0; i < n; i++) {
+            int r = r0 + i;
+            scalars[3 + i] = parts[i];
+            accesses.add(readWrite(cell(s.runningStats(), maxRows, 0, h0, tile, r, STATS)));
+            accesses.add(readWrite(cell(s.runningOut(), maxRows, 0, h0, tile, r, headDim)));
+            for (int p = 1; p < parts[i]; p++) {
+                accesses.add(read(cell(s.runningStats(), maxRows, p, h0, tile, r, STATS)));
+                accesses.add(read(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
+            }
             accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
         }
-        o.submit(normalize, tileScalars, take(accesses));
+        scalars[2] = 0;
+        o.submit(combine, scalars, take(accesses));
     }
 
     /**

@@ -78,6 +78,38 @@ class PagedAttentionWorkloadTest {
     }
 
     @Test
+    void longContextsSplitIntoPartitionsBesideShortOnesMatchTheReference() {
+        // 16-position blocks: 256 positions a partition, so 1000 positions are 4 partitions, 2100 the
+        // most (8, of 17 blocks each), 300 two, and 15 and 256 one, all in one chunk of rows.
+        var shape = new PagedAttentionWorkload.Shape(4, 16, 16, new int[] {1000, 15, 2100, 256, 300}, 2, 1, 5);
+        assertGolden(new PagedAttentionWorkload(shape));
+        assertGolden(new PagedAttentionWorkload(shape, Ops.scalar(), 2, 3));
+    }
+
+    @Test
+    void aRowsPartitionsDependOnItsContextAlone() {
+        var attention = new PagedAttention(Ops.scalar(), 4, 1, 16, 16, 4, 16, 8);
+        assertThat(attention.partitionsOf(1)).isEqualTo(1);
+        assertThat(attention.partitionsOf(16)).isEqualTo(1); // 256 positions
+        assertThat(attention.partitionsOf(17)).isEqualTo(2);
+        assertThat(attention.blocksPerPartition(17)).isEqualTo(9);
+        assertThat(attention.partitionsOf(63)).isEqualTo(4);
+        assertThat(attention.partitionsOf(128)).isEqualTo(8);
+        assertThat(attention.partitionsOf(4096)).isEqualTo(8);
+        assertThat(attention.blocksPerPartition(4096)).isEqualTo(512);
+        for (int blocks = 1; blocks <= 300; blocks++) {
+            int per = attention.blocksPerPartition(blocks);
+            int parts = attention.partitionsOf(blocks);
+            assertThat((long) per * parts).as("blocks %d", blocks).isGreaterThanOrEqualTo(blocks);
+            assertThat((long) per * (parts - 1)).as("no empty partition, blocks %d", blocks).isLessThan(blocks);
+            assertThat(parts).isBetween(1, 8);
+        }
+        var long256 = new PagedAttention(Ops.scalar(), 4, 1, 16, 256, 4, 16, 8);
+        assertThat(long256.partitionsOf(1)).isEqualTo(1);
+        assertThat(long256.partitionsOf(2)).isEqualTo(2);
+    }
+
+    @Test
     void blockTablesAreNotContiguous() {
         var workload = new PagedAttentionWorkload(
                 new PagedAttentionWorkload.Shape(16, 16, 16, new int[] {33, 64, 128, 15}, 1, 1, 2));
