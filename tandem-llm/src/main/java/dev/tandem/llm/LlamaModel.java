@@ -45,17 +45,19 @@ import java.util.function.LongFunction;
  *
  * <pre>
  *   embed                                   x[R, dim] := embedding rows of the input tokens
+ *   rmsnorm per row chunk                   xn := norm(x) (layer 0's attention norm)
  *   per layer:
- *     rmsnorm per row chunk                 xn := norm(x)
  *     wq, wk, wv row blocks                 block-major outputs ({@link RowBlocks})
  *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
  *                                           slots of the rows := rope(k rows), v rows
  *     paged attention                       att := {@link PagedAttention} over each row's context
- *     wo row blocks; residual per chunk     x += wo att
- *     rmsnorm per row chunk                 xn := norm(x)
- *     w1, w3 row blocks (same split)        gate, up
- *     silu_mul per ffn block                hb[R, ffnDim] columns of the block := silu(gate) * up
- *     w2 row blocks; residual per chunk     x += w2 hb
+ *     wo row blocks                         block-major output
+ *     residual_norm per row chunk           x += wo att; xn := norm(x) (the FFN norm)
+ *     w1_w3 per shared row block            gate, up := w1 xn, w3 xn of the block; hb[R, ffnDim]
+ *                                           columns of the block := silu(gate) * up
+ *     w2 row blocks                         block-major output
+ *     residual_norm per row chunk           x += w2 hb; xn := norm(x) (the next layer's
+ *                                           attention norm; after the last layer, residual only)
  *   final_norm                              xf := norm(x) of the rows that need logits
  *   classifier row blocks                   logits
  *   sample                                  out[b] := token (or FINISHED after the stop token);
@@ -143,7 +145,8 @@ public final class LlamaModel {
     private final Kernel rmsnorm;
     private final Kernel ropeStore;
     private final Kernel residual;
-    private final Kernel siluMul;
+    private final Kernel residualNorm;
+    private final Kernel gateUp;
     private final Kernel finalNorm;
     private final Kernel sample;
 
@@ -200,7 +203,8 @@ public final class LlamaModel {
         this.rmsnorm = rmsnormKernel();
         this.ropeStore = ropeStoreKernel();
         this.residual = residualKernel();
-        this.siluMul = siluMulKernel();
+        this.residualNorm = residualNormKernel();
+        this.gateUp = gateUpKernel();
         this.finalNorm = finalNormKernel();
         this.sample = sampleKernel();
     }
@@ -332,8 +336,8 @@ public final class LlamaModel {
         for (int r = 0; r < rows; r++) {
             contexts[r] = position[r] + 1;
         }
+        norm(o, a, Tensor.ATTENTION_NORM, 0, rows);
         for (int l = 0; l < config.layers(); l++) {
-            norm(o, a, Tensor.ATTENTION_NORM, l, rows);
             matmul(o, a, Tensor.WQ, l, a.xn, rows);
             matmul(o, a, Tensor.WK, l, a.xn, rows);
             matmul(o, a, Tensor.WV, l, a.xn, rows);
@@ -342,13 +346,14 @@ public final class LlamaModel {
             }
             attention.submit(o, a.scratch, rows, a.q, keys[l], values[l], 0, contexts, rowTables, a.att);
             matmul(o, a, Tensor.WO, l, a.att, rows);
-            residual(o, a, Tensor.WO, rows);
-            norm(o, a, Tensor.FFN_NORM, l, rows);
-            matmul(o, a, Tensor.W1, l, a.xn, rows);
-            matmul(o, a, Tensor.W3, l, a.xn, rows);
-            silu(o, a, rows);
+            residual(o, a, Tensor.WO, rows, Tensor.FFN_NORM, l);
+            gateUp(o, a, l, rows);
             matmul(o, a, Tensor.W2, l, a.hb, rows);
-            residual(o, a, Tensor.W2, rows);
+            if (l + 1 < config.layers()) {
+                residual(o, a, Tensor.W2, rows, Tensor.ATTENTION_NORM, l + 1);
+            } else {
+                residual(o, a, Tensor.W2, rows, null, 0);
+            }
         }
         if (logitRows.length == 0) {
             return;
@@ -443,7 +448,12 @@ public final class LlamaModel {
         o.submit(ropeStore, scalars, accesses.toArray(Access[]::new));
     }
 
-    private void residual(Orchestrator o, Activations a, Tensor weight, int rows) {
+    /**
+     * Per row chunk, {@code x += } the block-major output of {@code weight}; with a {@code norm},
+     * the same task then writes {@code xn := norm(x)} for the next matmuls (one task, not two in
+     * a row, on the critical path of every layer).
+     */
+    private void residual(Orchestrator o, Activations a, Tensor weight, int rows, Tensor norm, int normLayer) {
         int dim = config.dim();
         RowBlocks split = blocks.get(weight);
         for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
@@ -451,21 +461,40 @@ public final class LlamaModel {
             List<Access> accesses = new ArrayList<>();
             accesses.add(readWrite(a.x.region((long) r0 * dim * F, (long) n * dim * F)));
             addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
-            o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
+            if (norm == null) {
+                o.submit(residual, Orchestrator.scalars(n, dim, 0, 0), accesses.toArray(Access[]::new));
+                continue;
+            }
+            accesses.add(read(buffers.get(norm)[normLayer]));
+            accesses.add(write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
+            o.submit(residualNorm, Orchestrator.scalars(n, dim, split.count(), Float.floatToRawIntBits(config.normEps())),
+                    accesses.toArray(Access[]::new));
         }
     }
 
-    private void silu(Orchestrator o, Activations a, int rows) {
+    /**
+     * The gate and up projections and their product, per shared row block of w1 and w3: one task
+     * writes the block's gate and up outputs and then {@code hb}'s columns of the block, so the
+     * product needs no task of its own.
+     */
+    private void gateUp(Orchestrator o, Activations a, int layer, int rows) {
         RowBlocks split = blocks.get(Tensor.W1);
+        int cols = Tensor.W1.cols(config);
+        long rowBytes = config.weightType().rowBytes(cols);
         int ffn = config.ffnDim();
+        Buffer w1 = buffers.get(Tensor.W1)[layer];
+        Buffer w3 = buffers.get(Tensor.W3)[layer];
         for (int k = 0; k < split.count(); k++) {
-            Access[] accesses = new Access[2 + rows];
-            accesses[0] = read(a.outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
-            accesses[1] = read(a.outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
+            Access[] accesses = new Access[5 + rows];
+            accesses[0] = read(w1.region(split.start(k) * rowBytes, split.size(k) * rowBytes));
+            accesses[1] = read(w3.region(split.start(k) * rowBytes, split.size(k) * rowBytes));
+            accesses[2] = read(a.xn.region(0, (long) rows * cols * F));
+            accesses[3] = write(a.outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
+            accesses[4] = write(a.outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
             for (int r = 0; r < rows; r++) {
-                accesses[2 + r] = write(a.hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
+                accesses[5 + r] = write(a.hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
             }
-            o.submit(siluMul, Orchestrator.scalars(rows), accesses);
+            o.submit(gateUp, Orchestrator.scalars(split.size(k), cols, rows), accesses);
         }
     }
 
@@ -771,31 +800,64 @@ public final class LlamaModel {
 
     /** Regions: x rows (read-write), then the n rows of each delta block (read). Scalars: n, dim. */
     private Kernel residualKernel() {
-        return Kernel.of("residual", c -> {
+        return Kernel.of("residual", c -> addBlocks(c, (int) c.scalar(0), (int) c.scalar(1), c.regionCount() - 1));
+    }
+
+    /**
+     * Regions: x rows (read-write), the n rows of each delta block (read), the norm weight (read),
+     * xn rows (write). Scalars: n, dim, delta blocks, eps bits.
+     */
+    private Kernel residualNormKernel() {
+        return Kernel.of("residual_norm", c -> {
             int n = (int) c.scalar(0);
             int dim = (int) c.scalar(1);
+            int deltas = (int) c.scalar(2);
+            float eps = Float.intBitsToFloat((int) c.scalar(3));
+            addBlocks(c, n, dim, deltas);
             MemorySegment x = c.region(0);
-            for (int i = 0; i < n; i++) {
-                long at = (long) i * dim * F;
-                for (int k = 1; k < c.regionCount(); k++) {
-                    MemorySegment block = c.region(k);
-                    int size = (int) (block.byteSize() / n / F);
-                    ops.residualAdd(x, at, block, (long) i * size * F, size);
-                    at += size * F;
-                }
+            MemorySegment weight = c.region(1 + deltas);
+            MemorySegment xn = c.region(2 + deltas);
+            for (int r = 0; r < n; r++) {
+                ops.rmsnorm(x, r * dim * F, weight, 0, xn, r * dim * F, dim, eps);
             }
         });
     }
 
-    /** Regions: gate block, up block (read, n rows each), then the block's columns of each hb row (write). Scalars: n. */
-    private Kernel siluMulKernel() {
-        return Kernel.of("silu_mul", c -> {
-            int n = (int) c.scalar(0);
-            MemorySegment gate = c.region(0);
-            MemorySegment up = c.region(1);
-            int size = (int) (gate.byteSize() / n / F);
+    /** {@code x} (region 0, n rows) {@code +=} the n rows of the delta blocks in regions {@code [1, deltas]}. */
+    private void addBlocks(TaskContext c, int n, int dim, int deltas) {
+        MemorySegment x = c.region(0);
+        for (int i = 0; i < n; i++) {
+            long at = (long) i * dim * F;
+            for (int k = 1; k <= deltas; k++) {
+                MemorySegment block = c.region(k);
+                int size = (int) (block.byteSize() / n / F);
+                ops.residualAdd(x, at, block, (long) i * size * F, size);
+                at += size * F;
+            }
+        }
+    }
+
+    /**
+     * Regions: w1 rows, w3 rows, input [n, cols] (read), gate block, up block (write, n rows
+     * each), then the block's columns of each hb row (write). Scalars: rows, cols, n.
+     */
+    private Kernel gateUpKernel() {
+        boolean q8 = config.weightType() == WeightType.Q8_0;
+        return Kernel.of("matmul_w1_w3", c -> {
+            int rows = (int) c.scalar(0);
+            int cols = (int) c.scalar(1);
+            int n = (int) c.scalar(2);
+            MemorySegment gate = c.region(3);
+            MemorySegment up = c.region(4);
+            if (q8) {
+                ops.matmulQ8_0(c.region(0), 0, c.region(2), 0, gate, 0, rows, cols, n, 0, rows);
+                ops.matmulQ8_0(c.region(1), 0, c.region(2), 0, up, 0, rows, cols, n, 0, rows);
+            } else {
+                ops.matmulF32(c.region(0), 0, c.region(2), 0, gate, 0, rows, cols, n, 0, rows);
+                ops.matmulF32(c.region(1), 0, c.region(2), 0, up, 0, rows, cols, n, 0, rows);
+            }
             for (int i = 0; i < n; i++) {
-                ops.siluMul(gate, (long) i * size * F, up, (long) i * size * F, c.region(2 + i), 0, size);
+                ops.siluMul(gate, (long) i * rows * F, up, (long) i * rows * F, c.region(5 + i), 0, rows);
             }
         });
     }
