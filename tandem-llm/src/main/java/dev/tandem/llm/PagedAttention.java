@@ -52,8 +52,9 @@ import java.util.function.LongFunction;
  *
  * <p>Each task declares exactly what it touches, row by row: its rows of the scratch slab of
  * its partition (scores, block stats and partial of the block in hand, the partition's running
- * state), its rows of the query, the positions of each KV block that the row attends to (all
- * KV heads of them: a tile of fewer heads reads only its share, strided, which no region can
+ * state), its rows of the query, the positions the row attends to in each run of KV blocks
+ * adjacent in the cache (one region per run, so a sequence whose blocks are in order costs one
+ * read region however long its context; all KV heads of them: a tile of fewer heads reads only its share, strided, which no region can
  * describe; nothing writes those positions while attention reads them, so the wider read costs
  * no parallelism), and its rows of the output. The partitions of one tile and chunk are
  * independent; the combine waits for all of them. The reads of the query and of the KV blocks
@@ -129,7 +130,7 @@ final class PagedAttention {
             boolean last = c.scalar(2) != 0;
             int at = 0;
             for (int i = 0; 3 + i < c.scalarCount(); i++) {
-                int nb = (int) c.scalar(3 + i);
+                int runs = (int) c.scalar(3 + i);
                 MemorySegment scores = c.region(at);
                 MemorySegment blockStats = c.region(at + 1);
                 MemorySegment partial = c.region(at + 2);
@@ -137,26 +138,31 @@ final class PagedAttention {
                 MemorySegment runningOut = c.region(at + 4);
                 MemorySegment q = c.region(at + 5);
                 int keysAt = at + 6;
-                int valuesAt = keysAt + nb;
+                int valuesAt = keysAt + runs;
                 for (int hl = 0; hl < tile; hl++) {
                     ops.onlineInit(runningStats, hl * statBytes, runningOut, hl * headBytes, headDim);
                 }
-                for (int j = 0; j < nb; j++) {
+                for (int j = 0; j < runs; j++) {
+                    // A run of whole blocks, adjacent in the cache; its last block may be partly valid.
                     MemorySegment keys = c.region(keysAt + j);
                     MemorySegment values = c.region(valuesAt + j);
-                    int valid = (int) (keys.byteSize() / (rowStride * F));
-                    for (int hl = 0; hl < tile; hl++) {
-                        int kvHead = (h0 + hl) / group;
-                        ops.qk(q, hl * headBytes, keys, kvHead * headBytes, scores, hl * scoreBytes, headDim,
-                                rowStride, valid, scale);
-                        ops.softmaxPrepare(scores, hl * scoreBytes, blockStats, hl * statBytes, valid);
-                        ops.pv(scores, hl * scoreBytes, values, kvHead * headBytes, partial, hl * headBytes,
-                                headDim, rowStride, valid);
-                        ops.onlineUpdate(runningStats, hl * statBytes, runningOut, hl * headBytes, blockStats,
-                                hl * statBytes, partial, hl * headBytes, headDim);
+                    int positions = (int) (keys.byteSize() / (rowStride * F));
+                    for (int p0 = 0; p0 < positions; p0 += blockSize) {
+                        int valid = Math.min(blockSize, positions - p0);
+                        long blockAt = p0 * (long) rowStride * F;
+                        for (int hl = 0; hl < tile; hl++) {
+                            long kvAt = blockAt + (h0 + hl) / group * headBytes;
+                            ops.qk(q, hl * headBytes, keys, kvAt, scores, hl * scoreBytes, headDim, rowStride, valid,
+                                    scale);
+                            ops.softmaxPrepare(scores, hl * scoreBytes, blockStats, hl * statBytes, valid);
+                            ops.pv(scores, hl * scoreBytes, values, kvAt, partial, hl * headBytes, headDim, rowStride,
+                                    valid);
+                            ops.onlineUpdate(runningStats, hl * statBytes, runningOut, hl * headBytes, blockStats,
+                                    hl * statBytes, partial, hl * headBytes, headDim);
+                        }
                     }
                 }
-                at = valuesAt + nb;
+                at = valuesAt + runs;
                 if (last) {
                     MemorySegment out = c.region(at++);
                     for (int hl = 0; hl < tile; hl++) {
@@ -311,19 +317,22 @@ final class PagedAttention {
                 int r = r0 + i;
                 int j0 = p * per[i];
                 int j1 = Math.min(blocks[i], j0 + per[i]);
-                scalars[3 + active++] = j1 - j0;
+                int[] table = tables[r];
+                int runs = 0;
+                for (int j = j0; j < j1; j++) {
+                    if (j == j0 || table[j] != table[j - 1] + 1) {
+                        runs++;
+                    }
+                }
+                scalars[3 + active++] = runs;
                 accesses.add(write(cell(s.scores(), maxRows, p, h0, tile, r, blockSize)));
                 accesses.add(write(cell(s.blockStats(), maxRows, p, h0, tile, r, STATS)));
                 accesses.add(write(cell(s.partial(), maxRows, p, h0, tile, r, headDim)));
                 accesses.add(write(cell(s.runningStats(), maxRows, p, h0, tile, r, STATS)));
                 accesses.add(write(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
                 accesses.add(read(query.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
-                for (int j = j0; j < j1; j++) {
-                    accesses.add(read(block(keys, cacheOffset, tables[r][j], validRows(contexts[r], j))));
-                }
-                for (int j = j0; j < j1; j++) {
-                    accesses.add(read(block(values, cacheOffset, tables[r][j], validRows(contexts[r], j))));
-                }
+                addRuns(accesses, keys, cacheOffset, table, j0, j1, contexts[r]);
+                addRuns(accesses, values, cacheOffset, table, j0, j1, contexts[r]);
                 if (single) {
                     accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
                 }
@@ -359,9 +368,22 @@ final class PagedAttention {
         return buffer.region(offset * F, (long) tile * perHead * F);
     }
 
-    /** The first {@code rows} positions of a cache block. */
-    private Region block(Buffer cache, long cacheOffset, int block, int rows) {
-        return cache.region(cacheOffset + block * blockBytes(), (long) rows * rowStride() * F);
+    /**
+     * Reads of blocks {@code [j0, j1)} of a block table, one region per run of blocks adjacent in
+     * the cache (a sequence whose blocks were handed out in order is one region), each up to the
+     * last position of {@code context} it holds.
+     */
+    private void addRuns(List<Access> accesses, Buffer cache, long cacheOffset, int[] table, int j0, int j1,
+            int context) {
+        int first = j0;
+        for (int j = j0 + 1; j <= j1; j++) {
+            if (j == j1 || table[j] != table[j - 1] + 1) {
+                long positions = (long) (j - 1 - first) * blockSize + validRows(context, j - 1);
+                accesses.add(read(cache.region(cacheOffset + table[first] * blockBytes(),
+                        positions * rowStride() * F)));
+                first = j;
+            }
+        }
     }
 
     /** Positions of block {@code j} that a context of {@code context} attends to. */
