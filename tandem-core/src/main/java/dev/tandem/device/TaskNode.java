@@ -180,6 +180,24 @@ public final class TaskNode extends Edge {
     }
 
     /**
+     * Whether {@code task} is on this task's successor stack (for tests and assertions: it
+     * walks the stack, so only while no thread finishes this task).
+     */
+    public boolean hasSuccessor(TaskNode task) {
+        Edge edge = successors;
+        if (edge == CLOSED) {
+            return false;
+        }
+        for (; edge != null; edge = edge.edgeNext) {
+            TaskNode successor = edge instanceof TaskNode self ? self : ((Edge.To) edge).task;
+            if (successor == task) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /**
      * Host: replaces the publication guard by the number of wired predecessors.
      *
      * @return true if the task is ready now (every wired predecessor has finished)

@@ -37,6 +37,12 @@ public final class TensorMap {
         return edges;
     }
 
+    /** Segments the track of {@code buffer} holds now (1 for an untracked buffer); for tests. */
+    static int segmentCount(DeviceBuffer buffer) {
+        Track track = (Track) buffer.dependencyTrack;
+        return track == null ? 1 : track.count;
+    }
+
     /** Records that {@code task} accesses [offset, offset+length) of {@code buffer} and wires its dependencies. */
     public void access(DeviceBuffer buffer, long offset, long length, AccessMode mode, TaskNode task) {
         if (length == 0) {
@@ -153,30 +159,36 @@ public final class TensorMap {
         }
 
         /**
-         * Merges each run of adjacent dead segments (no unfinished writer, no unfinished reader)
-         * into one. Dead segments carry no dependency, so merging them changes no future edge;
-         * it keeps a buffer written piece by piece (a KV cache, a layer's outputs) from
-         * accumulating one segment per piece. Amortised: the next compaction waits until the
-         * count has doubled.
+         * Merges each run of adjacent segments that carry the same dependencies: after finished
+         * writers and readers are dropped (they carry none), the same writer (or none) and the
+         * same readers in the same order. A future access to any part of such a run wires
+         * exactly the edges it would wire to the merged segment, so merging changes no future
+         * edge; it keeps a buffer written piece by piece (a KV cache, a layer's outputs) from
+         * accumulating one segment per piece. That includes pieces still being read: every
+         * attention task of a step reads the whole context, so a cache's written positions share
+         * their readers and merge, instead of each step's readers keeping every position apart
+         * (which made reading a context of n positions cost n segment visits). Amortised: the
+         * next compaction waits until the count has doubled.
          */
         private void compact() {
             int out = 0;
             for (int k = 0; k < count; k++) {
-                boolean dead = isDead(k);
-                if (dead && out > 0 && isDead(out - 1)) {
-                    continue; // absorbed by the dead segment before it
+                TaskNode w = writer[k];
+                if (w != null && w.isFinished()) {
+                    w = null;
                 }
-                if (out != k) {
-                    start[out] = start[k];
-                    writer[out] = writer[k];
-                    readers[out] = readers[k];
-                    readerCount[out] = readerCount[k];
+                TaskNode[] rs = readers[k];
+                int n = readerCount[k] == 0 ? 0 : pruneFinished(rs, readerCount[k]);
+                if (out > 0 && writer[out - 1] == w && sameReaders(readers[out - 1], readerCount[out - 1], rs, n)) {
+                    if (rs.length > 0) {
+                        Arrays.fill(rs, 0, n, null);
+                    }
+                    continue; // absorbed by the equivalent segment before it
                 }
-                if (dead) {
-                    writer[out] = null;
-                    readerCount[out] = 0;
-                    readers[out] = NO_READERS;
-                }
+                start[out] = start[k];
+                writer[out] = w;
+                readers[out] = n == 0 ? NO_READERS : rs;
+                readerCount[out] = n;
                 out++;
             }
             for (int k = out; k < count; k++) {
@@ -187,14 +199,12 @@ public final class TensorMap {
             compactAt = Math.max(COMPACT_MIN, 2 * count);
         }
 
-        private boolean isDead(int k) {
-            TaskNode w = writer[k];
-            if (w != null && !w.isFinished()) {
+        private static boolean sameReaders(TaskNode[] a, int an, TaskNode[] b, int bn) {
+            if (an != bn) {
                 return false;
             }
-            TaskNode[] rs = readers[k];
-            for (int i = 0; i < readerCount[k]; i++) {
-                if (!rs[i].isFinished()) {
+            for (int i = 0; i < an; i++) {
+                if (a[i] != b[i]) {
                     return false;
                 }
             }

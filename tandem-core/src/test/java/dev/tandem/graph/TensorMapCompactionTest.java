@@ -1,0 +1,128 @@
+package dev.tandem.graph;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.AccessMode;
+import dev.tandem.Buffer;
+import dev.tandem.device.DeviceBuffer;
+import dev.tandem.device.TaskNode;
+import java.lang.foreign.Arena;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Compaction of a buffer's segments: a KV cache that every step writes one position of and
+ * reads whole, with the readers of the steps in flight unfinished, must not keep one segment
+ * per position (reading a context of n positions would visit n segments), and merging must
+ * never lose a dependency.
+ */
+class TensorMapCompactionTest {
+    private static final long SLOT = 64;
+    private final Arena arena = Arena.ofConfined();
+
+    @AfterEach
+    void close() {
+        arena.close();
+    }
+
+    private DeviceBuffer buffer(long bytes) {
+        return new DeviceBuffer("kv", arena.allocate(bytes, 64), Buffer.Scope.REQUEST, this, null);
+    }
+
+    private static TaskNode task(long index) {
+        return new TaskNode(null, new dev.tandem.Access[0], new long[0], null, index, null);
+    }
+
+    private static void finish(TaskNode task) {
+        task.finish(ready -> {});
+    }
+
+    @Test
+    void aCacheReadWholeByStepsInFlightStaysAFewSegments() {
+        int positions = 1000;
+        DeviceBuffer cache = buffer(positions * SLOT);
+        TensorMap map = new TensorMap();
+        ArrayDeque<List<TaskNode>> inFlight = new ArrayDeque<>();
+        int most = 0;
+        long index = 0;
+        for (int p = 0; p < positions; p++) {
+            List<TaskNode> step = new ArrayList<>();
+            TaskNode store = task(index++);
+            map.access(cache, p * SLOT, SLOT, AccessMode.WRITE, store);
+            step.add(store);
+            for (int tile = 0; tile < 2; tile++) {
+                TaskNode attention = task(index++);
+                map.access(cache, 0, (p + 1) * SLOT, AccessMode.READ, attention);
+                step.add(attention);
+            }
+            inFlight.add(step);
+            if (inFlight.size() > 2) {
+                inFlight.removeFirst().forEach(TensorMapCompactionTest::finish);
+            }
+            most = Math.max(most, TensorMap.segmentCount(cache));
+        }
+        // One segment per position would be 1,000; compaction runs when the count passes 64.
+        assertThat(most).as("most segments at once").isLessThanOrEqualTo(70);
+    }
+
+    /**
+     * Random reads and writes of random ranges, tasks finishing in random order, checked
+     * against the byte-by-byte definition: a task must follow the unfinished last writer of
+     * every byte it touches and, if it writes, every unfinished reader of those bytes since
+     * that write; each such edge is looked up on the predecessor's successor stack.
+     */
+    @Test
+    void mergingNeverDropsADependency() {
+        Random random = new Random(42);
+        int bytes = 512;
+        for (int round = 0; round < 40; round++) {
+            DeviceBuffer buffer = buffer(bytes);
+            TensorMap map = new TensorMap();
+            TaskNode[] lastWriter = new TaskNode[bytes];
+            List<List<TaskNode>> readersSince = new ArrayList<>();
+            for (int b = 0; b < bytes; b++) {
+                readersSince.add(new ArrayList<>());
+            }
+            List<TaskNode> live = new ArrayList<>();
+            for (int t = 0; t < 400; t++) {
+                int start = random.nextInt(bytes / 8) * 8;
+                int length = 8 * (1 + random.nextInt(Math.min(16, (bytes - start) / 8)));
+                boolean writes = random.nextInt(3) == 0;
+                TaskNode task = task(t);
+                java.util.Set<TaskNode> required = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                for (int b = start; b < start + length; b++) {
+                    if (lastWriter[b] != null && !lastWriter[b].isFinished()) {
+                        required.add(lastWriter[b]);
+                    }
+                    if (writes) {
+                        for (TaskNode r : readersSince.get(b)) {
+                            if (!r.isFinished()) {
+                                required.add(r);
+                            }
+                        }
+                    }
+                }
+                map.access(buffer, start, length, writes ? AccessMode.WRITE : AccessMode.READ, task);
+                for (TaskNode p : required) {
+                    assertThat(p.hasSuccessor(task)).as("round %d: task %d follows %s", round, t, p).isTrue();
+                }
+                for (int b = start; b < start + length; b++) {
+                    if (writes) {
+                        lastWriter[b] = task;
+                        readersSince.get(b).clear();
+                    } else {
+                        readersSince.get(b).add(task);
+                    }
+                }
+                live.add(task);
+                while (!live.isEmpty() && random.nextInt(3) == 0) {
+                    finish(live.remove(random.nextInt(live.size())));
+                }
+            }
+        }
+    }
+}
