@@ -62,11 +62,18 @@ final class CpuCores implements Device {
     private volatile boolean shutdown;
     private final long startedAt = System.nanoTime();
 
+    /** The CPU index (into the allowed set) the next pinned device starts at. */
+    private static final AtomicInteger NEXT_CPU = new AtomicInteger();
+
     CpuCores(CpuDevice config, TraceRecorder trace, String name) {
-        this(config.cores(), config.spinNanos(), config.memoryBudget(), trace, name);
+        this(config.cores(), config.spinNanos(), config.memoryBudget(), config.pinCores(), trace, name);
     }
 
     CpuCores(int coreCount, long spinNanos, long memoryBudget, TraceRecorder trace, String name) {
+        this(coreCount, spinNanos, memoryBudget, false, trace, name);
+    }
+
+    CpuCores(int coreCount, long spinNanos, long memoryBudget, boolean pin, TraceRecorder trace, String name) {
         if (coreCount < 1) {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
         }
@@ -76,8 +83,11 @@ final class CpuCores implements Device {
         this.trace = trace;
         this.readyCount = trace != null ? new LongAdder() : null;
         this.cores = new Core[coreCount];
+        int[] cpus = pin ? Affinity.allowed() : new int[0];
+        int first = cpus.length >= coreCount ? Math.floorMod(NEXT_CPU.getAndAdd(coreCount), cpus.length) : 0;
         for (int i = 0; i < coreCount; i++) {
             cores[i] = new Core(i);
+            cores[i].cpu = cpus.length >= coreCount ? cpus[(first + i) % cpus.length] : -1;
         }
         for (Core core : cores) {
             core.thread = Thread.ofPlatform()
@@ -163,6 +173,18 @@ final class CpuCores implements Device {
         return cores[index].idle;
     }
 
+    /**
+     * The CPU each core pinned itself to, or -1 where it is not pinned (not asked, not Linux,
+     * fewer CPUs than cores, refused, or the core has not started yet).
+     */
+    int[] pinnedCpus() {
+        int[] result = new int[cores.length];
+        for (int i = 0; i < cores.length; i++) {
+            result[i] = cores[i].pinned ? cores[i].cpu : -1;
+        }
+        return result;
+    }
+
     /** Tasks waiting in the ready queue; counted only when tracing (else 0). */
     @Override
     public long queuedTasks() {
@@ -211,6 +233,9 @@ final class CpuCores implements Device {
         Thread thread;
         volatile boolean idle;
         volatile long busyNanos;
+        /** The CPU this core pins itself to, or -1; and whether that worked (set by the core thread). */
+        int cpu = -1;
+        volatile boolean pinned;
         TraceBuffer traceBuffer;
         /** The group of the tasks finished and not yet counted, and how many (core thread only). */
         private TaskGroup heldGroup;
@@ -223,6 +248,9 @@ final class CpuCores implements Device {
 
         @Override
         public void run() {
+            if (cpu >= 0) {
+                pinned = Affinity.pin(cpu);
+            }
             if (trace != null) {
                 traceBuffer = trace.newBuffer();
             }

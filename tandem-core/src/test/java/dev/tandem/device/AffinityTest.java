@@ -1,0 +1,80 @@
+package dev.tandem.device;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.tandem.Access;
+import dev.tandem.CpuDevice;
+import dev.tandem.Kernel;
+import dev.tandem.TaskContext;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+@Timeout(60)
+class AffinityTest {
+
+    @Test
+    void pinnedCoresRunOnOneCpuEachAndDistinctOnes() throws InterruptedException {
+        assumeTrue(Affinity.supported(), "thread affinity is a Linux feature");
+        int[] allowed = Affinity.allowed();
+        assumeTrue(allowed.length >= 2, "needs two CPUs");
+        CpuCores device = (CpuCores) Device.cpu(CpuDevice.withCores(2).withPinnedCores(true), null, "pinned");
+        try {
+            // Enough tasks that both cores take some: each waits until the other core has run one.
+            Map<Integer, int[]> seen = new ConcurrentHashMap<>();
+            CountDownLatch both = new CountDownLatch(2);
+            Kernel record = new Kernel() {
+                @Override public String name() { return "record"; }
+                @Override public void run(TaskContext context) {
+                    if (seen.putIfAbsent(context.core(), Affinity.allowed()) == null) {
+                        both.countDown();
+                    }
+                    try {
+                        both.await(5, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
+            };
+            DeviceContractTest.Group group = new DeviceContractTest.Group(2);
+            TaskNode[] tasks = new TaskNode[2];
+            for (int i = 0; i < 2; i++) {
+                tasks[i] = new TaskNode(record, new Access[0], new long[0], group, i, null);
+                assertThat(tasks[i].publish()).isTrue();
+            }
+            device.submit(tasks, 2);
+            group.await();
+            assertThat(seen).containsOnlyKeys(0, 1);
+            int[] pinned = device.pinnedCpus();
+            assertThat(pinned[0]).isNotEqualTo(pinned[1]);
+            for (int core = 0; core < 2; core++) {
+                assertThat(seen.get(core)).as("core %d runs on its CPU only", core).containsExactly(pinned[core]);
+                assertThat(Arrays.stream(allowed).anyMatch(c -> c == pinned[0])).isTrue();
+            }
+        } finally {
+            device.close();
+            device.join();
+        }
+    }
+
+    @Test
+    void unpinnedCoresKeepTheProcessMaskAndMoreCoresThanCpusAreNotPinned() throws InterruptedException {
+        int cpus = Affinity.allowed().length;
+        for (CpuDevice config : new CpuDevice[] {CpuDevice.withCores(2),
+                CpuDevice.withCores(Math.max(1, cpus) + 1).withPinnedCores(true)}) {
+            CpuCores device = (CpuCores) Device.cpu(config, null, "unpinned");
+            try {
+                assertThat(device.pinnedCpus()).containsOnly(-1);
+            } finally {
+                device.close();
+                device.join();
+            }
+        }
+        assertThat(CpuDevice.withCores(2).pinCores()).as("off by default").isFalse();
+    }
+}
