@@ -47,7 +47,8 @@ import java.util.function.LongFunction;
  *   embed                                   x[R, dim] := embedding rows of the input tokens
  *   rmsnorm per row chunk                   xn := norm(x) (layer 0's attention norm)
  *   per layer:
- *     wq, wk, wv row blocks                 block-major outputs ({@link RowBlocks})
+ *     qkv per row block index k            block k of each of wq, wk, wv: block-major outputs
+ *                                           ({@link RowBlocks})
  *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
  *                                           slots of the rows := rope(k rows), v rows
  *     paged attention                       att := {@link PagedAttention} over each row's context
@@ -147,6 +148,7 @@ public final class LlamaModel {
     private final Kernel residual;
     private final Kernel residualNorm;
     private final Kernel gateUp;
+    private final Kernel qkv;
     private final Kernel finalNorm;
     private final Kernel sample;
 
@@ -205,6 +207,7 @@ public final class LlamaModel {
         this.residual = residualKernel();
         this.residualNorm = residualNormKernel();
         this.gateUp = gateUpKernel();
+        this.qkv = qkvKernel();
         this.finalNorm = finalNormKernel();
         this.sample = sampleKernel();
     }
@@ -338,9 +341,7 @@ public final class LlamaModel {
         }
         norm(o, a, Tensor.ATTENTION_NORM, 0, rows);
         for (int l = 0; l < config.layers(); l++) {
-            matmul(o, a, Tensor.WQ, l, a.xn, rows);
-            matmul(o, a, Tensor.WK, l, a.xn, rows);
-            matmul(o, a, Tensor.WV, l, a.xn, rows);
+            qkv(o, a, l, rows);
             for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
                 ropeStore(o, a, keys[l], values[l], l, rows, r0, Math.min(rows, r0 + ROW_CHUNK), position, rowTables);
             }
@@ -469,6 +470,40 @@ public final class LlamaModel {
             accesses.add(write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
             o.submit(residualNorm, Orchestrator.scalars(n, dim, split.count(), Float.floatToRawIntBits(config.normEps())),
                     accesses.toArray(Access[]::new));
+        }
+    }
+
+    /**
+     * The q, k and v projections: task {@code k} computes row block {@code k} of each of wq, wk
+     * and wv that has one (their splits differ in length when the KV heads are fewer), so a
+     * layer's projections are as many tasks as the longest split instead of the three splits'
+     * sum.
+     */
+    private void qkv(Orchestrator o, Activations a, int layer, int rows) {
+        Tensor[] parts = {Tensor.WQ, Tensor.WK, Tensor.WV};
+        int cols = Tensor.WQ.cols(config);
+        long rowBytes = config.weightType().rowBytes(cols);
+        int tasks = 0;
+        for (Tensor t : parts) {
+            tasks = Math.max(tasks, blocks.get(t).count());
+        }
+        for (int k = 0; k < tasks; k++) {
+            List<Access> accesses = new ArrayList<>(7);
+            accesses.add(read(a.xn.region(0, (long) rows * cols * F)));
+            long[] scalars = new long[5];
+            scalars[0] = cols;
+            scalars[1] = rows;
+            for (int i = 0; i < parts.length; i++) {
+                RowBlocks split = blocks.get(parts[i]);
+                if (k >= split.count()) {
+                    continue;
+                }
+                scalars[2 + i] = split.size(k);
+                Buffer w = buffers.get(parts[i])[layer];
+                accesses.add(read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)));
+                accesses.add(write(a.outputs.get(parts[i]).region(split.offset(k, rows, 0), split.length(k, rows))));
+            }
+            o.submit(qkv, scalars, accesses.toArray(Access[]::new));
         }
     }
 
@@ -835,6 +870,33 @@ public final class LlamaModel {
                 at += size * F;
             }
         }
+    }
+
+    /**
+     * Regions: input [n, cols] (read), then for each of q, k, v with a block in this task its
+     * weight rows (read) and output block (write, n rows). Scalars: cols, n, then the block's
+     * rows of q, k and v (0: none in this task).
+     */
+    private Kernel qkvKernel() {
+        boolean q8 = config.weightType() == WeightType.Q8_0;
+        return Kernel.of("matmul_qkv", c -> {
+            int cols = (int) c.scalar(0);
+            int n = (int) c.scalar(1);
+            MemorySegment in = c.region(0);
+            int at = 1;
+            for (int i = 0; i < 3; i++) {
+                int rows = (int) c.scalar(2 + i);
+                if (rows == 0) {
+                    continue;
+                }
+                if (q8) {
+                    ops.matmulQ8_0(c.region(at), 0, in, 0, c.region(at + 1), 0, rows, cols, n, 0, rows);
+                } else {
+                    ops.matmulF32(c.region(at), 0, in, 0, c.region(at + 1), 0, rows, cols, n, 0, rows);
+                }
+                at += 2;
+            }
+        });
     }
 
     /**
