@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
 import java.util.Arrays;
 import java.util.Locale;
@@ -74,21 +75,30 @@ final class Affinity {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(MASK_BYTES, 8);
             int result = (int) GET.invokeExact(0, (long) MASK_BYTES, mask);
-            if (result != 0) {
-                return new int[0];
-            }
-            int[] cpus = new int[MASK_BYTES * 8];
-            int n = 0;
-            for (int cpu = 0; cpu < MASK_BYTES * 8; cpu++) {
-                if ((mask.get(java.lang.foreign.ValueLayout.JAVA_BYTE, cpu >>> 3) & (1 << (cpu & 7))) != 0) {
-                    cpus[n++] = cpu;
-                }
-            }
-            return Arrays.copyOf(cpus, n);
+            return result != 0 ? new int[0] : cpus(mask);
         } catch (Throwable e) {
             log.debug("sched_getaffinity failed: {}", e.toString());
             return new int[0];
         }
+    }
+
+    /** The CPUs set in a {@code cpu_set_t} mask (bit {@code c % 8} of byte {@code c / 8}), ascending. */
+    static int[] cpus(MemorySegment mask) {
+        int bits = (int) Math.min(mask.byteSize() * 8, Integer.MAX_VALUE);
+        int[] cpus = new int[bits];
+        int n = 0;
+        for (int cpu = 0; cpu < bits; cpu++) {
+            if ((mask.get(ValueLayout.JAVA_BYTE, cpu >>> 3) & (1 << (cpu & 7))) != 0) {
+                cpus[n++] = cpu;
+            }
+        }
+        return Arrays.copyOf(cpus, n);
+    }
+
+    /** Sets {@code cpu}'s bit in a {@code cpu_set_t} mask. */
+    static void add(MemorySegment mask, int cpu) {
+        long at = cpu >>> 3;
+        mask.set(ValueLayout.JAVA_BYTE, at, (byte) (mask.get(ValueLayout.JAVA_BYTE, at) | (1 << (cpu & 7))));
     }
 
     /** Pins the calling thread to {@code cpu}; false if that is not possible here. */
@@ -98,7 +108,7 @@ final class Affinity {
         }
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment mask = arena.allocate(MASK_BYTES, 8);
-            mask.set(java.lang.foreign.ValueLayout.JAVA_BYTE, cpu >>> 3, (byte) (1 << (cpu & 7)));
+            add(mask, cpu);
             int result = (int) SET.invokeExact(0, (long) MASK_BYTES, mask);
             if (result != 0) {
                 log.debug("sched_setaffinity to CPU {} refused", cpu);

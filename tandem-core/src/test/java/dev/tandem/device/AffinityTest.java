@@ -63,6 +63,63 @@ class AffinityTest {
     }
 
     @Test
+    void oneCoreDevicesMadeInTurnStartAtSuccessiveCpus() throws InterruptedException {
+        assumeTrue(Affinity.supported(), "thread affinity is a Linux feature");
+        assumeTrue(Affinity.allowed().length >= 2, "needs two CPUs");
+        CpuCores first = (CpuCores) Device.cpu(CpuDevice.withCores(1).withPinnedCores(true), null, "first");
+        CpuCores second = (CpuCores) Device.cpu(CpuDevice.withCores(1).withPinnedCores(true), null, "second");
+        try {
+            long deadline = System.nanoTime() + 5_000_000_000L;
+            while ((first.pinnedCpus()[0] < 0 || second.pinnedCpus()[0] < 0) && System.nanoTime() < deadline) {
+                Thread.onSpinWait(); // the cores pin themselves as they start
+            }
+            assertThat(first.pinnedCpus()[0]).isNotNegative().isNotEqualTo(second.pinnedCpus()[0]);
+        } finally {
+            for (CpuCores device : new CpuCores[] {first, second}) {
+                device.close();
+                device.join();
+            }
+        }
+    }
+
+    @Test
+    void masksEncodeAndDecodeEveryCpu() {
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            java.lang.foreign.MemorySegment mask = arena.allocate(128);
+            int[] cpus = {0, 1, 7, 8, 9, 63, 64, 511, 1023};
+            for (int cpu : cpus) {
+                Affinity.add(mask, cpu);
+            }
+            assertThat(Affinity.cpus(mask)).containsExactly(cpus);
+            assertThat(mask.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0b1000_0011);
+            assertThat(mask.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 1)).isEqualTo((byte) 0b0000_0011);
+            assertThat(Affinity.cpus(arena.allocate(128))).isEmpty();
+        }
+    }
+
+    @Test
+    void theAllowedCpusAreTheKernelsListForThisThread() throws java.io.IOException {
+        assumeTrue(Affinity.supported(), "thread affinity is a Linux feature");
+        java.nio.file.Path status = java.nio.file.Path.of("/proc/thread-self/status");
+        assumeTrue(java.nio.file.Files.isReadable(status), "needs /proc");
+        String list = java.nio.file.Files.readAllLines(status).stream()
+                .filter(line -> line.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow()
+                .substring("Cpus_allowed_list:".length()).trim();
+        java.util.List<Integer> expected = new java.util.ArrayList<>();
+        for (String part : list.split(",")) {
+            String[] range = part.split("-");
+            int from = Integer.parseInt(range[0]);
+            int to = range.length == 2 ? Integer.parseInt(range[1]) : from;
+            for (int cpu = from; cpu <= to; cpu++) {
+                expected.add(cpu);
+            }
+        }
+        assertThat(Affinity.allowed()).containsExactly(expected.stream().mapToInt(Integer::intValue).toArray());
+        assertThat(Affinity.pin(-1)).isFalse();
+        assertThat(Affinity.pin(1024)).isFalse();
+    }
+
+    @Test
     void unpinnedCoresKeepTheProcessMaskAndMoreCoresThanCpusAreNotPinned() throws InterruptedException {
         int cpus = Affinity.allowed().length;
         for (CpuDevice config : new CpuDevice[] {CpuDevice.withCores(2),
