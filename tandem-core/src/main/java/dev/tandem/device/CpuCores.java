@@ -69,10 +69,6 @@ final class CpuCores implements Device {
         this(config.cores(), config.spinNanos(), config.memoryBudget(), config.pinCores(), trace, name);
     }
 
-    CpuCores(int coreCount, long spinNanos, long memoryBudget, TraceRecorder trace, String name) {
-        this(coreCount, spinNanos, memoryBudget, false, trace, name);
-    }
-
     CpuCores(int coreCount, long spinNanos, long memoryBudget, boolean pin, TraceRecorder trace, String name) {
         if (coreCount < 1) {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);

@@ -139,7 +139,12 @@ public final class LlamaModel {
     private final Options options;
     private final Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class);
     private final Map<Tensor, RowBlocks> blocks = new EnumMap<>(Tensor.class);
+    /** The matmul kernel of each matrix that has tasks of its own (see {@link #FUSED_PROJECTIONS}). */
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
+
+    /** Matrices computed inside the {@code matmul_qkv} and {@code matmul_w1_w3} tasks, not by {@link #matmul}. */
+    private static final java.util.Set<Tensor> FUSED_PROJECTIONS =
+            java.util.EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
     private final Rope rope;
     private final Kernel embed;
@@ -189,7 +194,9 @@ public final class LlamaModel {
                 int cols = tensor.cols(config);
                 blocks.put(tensor, RowBlocks.of(tensor.rows(config), config.weightType().rowBytes(cols),
                         options.rowBlockBytes(), parallelism));
-                matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
+                if (!FUSED_PROJECTIONS.contains(tensor)) {
+                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
+                }
             }
         }
         if (!blocks.get(Tensor.W1).equals(blocks.get(Tensor.W3))) {
@@ -463,7 +470,7 @@ public final class LlamaModel {
             accesses.add(readWrite(a.x.region((long) r0 * dim * F, (long) n * dim * F)));
             addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
             if (norm == null) {
-                o.submit(residual, Orchestrator.scalars(n, dim, 0, 0), accesses.toArray(Access[]::new));
+                o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
                 continue;
             }
             accesses.add(read(buffers.get(norm)[normLayer]));
@@ -687,17 +694,17 @@ public final class LlamaModel {
 
     /** Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write). Scalars: rows, cols, n. */
     private Kernel matmulKernel(String name) {
-        boolean q8 = config.weightType() == WeightType.Q8_0;
-        return Kernel.of("matmul_" + name, c -> {
-            int rows = (int) c.scalar(0);
-            int cols = (int) c.scalar(1);
-            int n = (int) c.scalar(2);
-            if (q8) {
-                ops.matmulQ8_0(c.region(0), 0, c.region(1), 0, c.region(2), 0, rows, cols, n, 0, rows);
-            } else {
-                ops.matmulF32(c.region(0), 0, c.region(1), 0, c.region(2), 0, rows, cols, n, 0, rows);
-            }
-        });
+        return Kernel.of("matmul_" + name, c -> project(c.region(0), c.region(1), c.region(2), (int) c.scalar(0),
+                (int) c.scalar(1), (int) c.scalar(2)));
+    }
+
+    /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} in the model's weight type. */
+    private void project(MemorySegment weights, MemorySegment in, MemorySegment out, int rows, int cols, int n) {
+        if (config.weightType() == WeightType.Q8_0) {
+            ops.matmulQ8_0(weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
+        } else {
+            ops.matmulF32(weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
+        }
     }
 
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
@@ -878,7 +885,6 @@ public final class LlamaModel {
      * rows of q, k and v (0: none in this task).
      */
     private Kernel qkvKernel() {
-        boolean q8 = config.weightType() == WeightType.Q8_0;
         return Kernel.of("matmul_qkv", c -> {
             int cols = (int) c.scalar(0);
             int n = (int) c.scalar(1);
@@ -889,11 +895,7 @@ public final class LlamaModel {
                 if (rows == 0) {
                     continue;
                 }
-                if (q8) {
-                    ops.matmulQ8_0(c.region(at), 0, in, 0, c.region(at + 1), 0, rows, cols, n, 0, rows);
-                } else {
-                    ops.matmulF32(c.region(at), 0, in, 0, c.region(at + 1), 0, rows, cols, n, 0, rows);
-                }
+                project(c.region(at), in, c.region(at + 1), rows, cols, n);
                 at += 2;
             }
         });
@@ -904,20 +906,14 @@ public final class LlamaModel {
      * each), then the block's columns of each hb row (write). Scalars: rows, cols, n.
      */
     private Kernel gateUpKernel() {
-        boolean q8 = config.weightType() == WeightType.Q8_0;
         return Kernel.of("matmul_w1_w3", c -> {
             int rows = (int) c.scalar(0);
             int cols = (int) c.scalar(1);
             int n = (int) c.scalar(2);
             MemorySegment gate = c.region(3);
             MemorySegment up = c.region(4);
-            if (q8) {
-                ops.matmulQ8_0(c.region(0), 0, c.region(2), 0, gate, 0, rows, cols, n, 0, rows);
-                ops.matmulQ8_0(c.region(1), 0, c.region(2), 0, up, 0, rows, cols, n, 0, rows);
-            } else {
-                ops.matmulF32(c.region(0), 0, c.region(2), 0, gate, 0, rows, cols, n, 0, rows);
-                ops.matmulF32(c.region(1), 0, c.region(2), 0, up, 0, rows, cols, n, 0, rows);
-            }
+            project(c.region(0), c.region(2), gate, rows, cols, n);
+            project(c.region(1), c.region(2), up, rows, cols, n);
             for (int i = 0; i < n; i++) {
                 ops.siluMul(gate, (long) i * rows * F, up, (long) i * rows * F, c.region(5 + i), 0, rows);
             }
