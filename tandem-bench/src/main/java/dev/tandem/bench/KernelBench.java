@@ -2,7 +2,7 @@ package dev.tandem.bench;
 
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
-import dev.tandem.kernels.Q8_0;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -36,17 +36,23 @@ public final class KernelBench {
 
     /** The kernels measured. */
     public enum Kernel {
-        F32("f32"),
-        Q8_0("q8_0");
+        F32(TensorType.F32),
+        Q8_0(TensorType.Q8_0),
+        Q4_0(TensorType.Q4_0),
+        Q4_K(TensorType.Q4_K);
 
-        private final String label;
+        private final TensorType type;
 
-        Kernel(String label) {
-            this.label = label;
+        Kernel(TensorType type) {
+            this.type = type;
         }
 
         public String label() {
-            return label;
+            return type.ggmlName();
+        }
+
+        TensorType type() {
+            return type;
         }
     }
 
@@ -105,14 +111,18 @@ public final class KernelBench {
         int maxBatch = Arrays.stream(batches).max().orElse(1);
         try (Arena arena = Arena.ofShared()) {
             Random random = new Random(7);
-            int f32Rows = (int) (bytes / ((long) COLS * Float.BYTES));
-            int q8Rows = (int) (bytes / Q8_0.rowBytes(COLS));
             Matrix[] matrices = new Matrix[Kernel.values().length];
-            matrices[Kernel.F32.ordinal()] = new Matrix(Kernel.F32, f32Rows, randomF32(arena, (long) f32Rows * COLS, random));
-            MemorySegment q8 = quantized(arena, q8Rows, random);
-            matrices[Kernel.Q8_0.ordinal()] = new Matrix(Kernel.Q8_0, q8Rows, q8);
+            int maxRows = 0;
+            for (Kernel kernel : Kernel.values()) {
+                int rows = (int) (bytes / kernel.type().rowBytes(COLS));
+                MemorySegment weights = kernel == Kernel.F32
+                        ? randomF32(arena, (long) rows * COLS, random)
+                        : randomBlocks(arena, kernel.type(), rows, random);
+                matrices[kernel.ordinal()] = new Matrix(kernel, rows, weights);
+                maxRows = Math.max(maxRows, rows);
+            }
+            MemorySegment q8 = matrices[Kernel.Q8_0.ordinal()].weights;
             MemorySegment x = randomF32(arena, (long) maxBatch * COLS, random);
-            int maxRows = Math.max(f32Rows, q8Rows);
             MemorySegment out = arena.allocate((long) maxBatch * maxRows * Float.BYTES, 64);
             MemorySegment copyTarget = arena.allocate(q8.byteSize(), 64);
             copyTarget.copyFrom(q8);
@@ -155,10 +165,7 @@ public final class KernelBench {
     private record Matrix(Kernel kernel, int rows, MemorySegment weights) {
 
         long rowBytes() {
-            return switch (kernel) {
-                case F32 -> (long) COLS * Float.BYTES;
-                case Q8_0 -> Q8_0.rowBytes(COLS);
-            };
+            return kernel.type().rowBytes(COLS);
         }
 
         /** Rows per task: about {@link #BLOCK_BYTES} of weights. */
@@ -195,17 +202,23 @@ public final class KernelBench {
         return segment;
     }
 
-    /** {@code rows} q8_0 rows of {@link #COLS} random values: a scale near 1/127 and random quants. */
-    private static MemorySegment quantized(Arena arena, int rows, Random random) {
-        long rowBytes = Q8_0.rowBytes(COLS);
+    /**
+     * {@code rows} rows of {@link #COLS} random values of a block type: random quants and packed
+     * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite.
+     */
+    private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
+        long rowBytes = type.rowBytes(COLS);
         MemorySegment segment = arena.allocate(rows * rowBytes, 64);
         byte[] row = new byte[(int) rowBytes];
         for (int r = 0; r < rows; r++) {
             random.nextBytes(row);
-            for (int b = 0; b < COLS / Q8_0.BLOCK_SIZE; b++) {
-                short scale = Float.floatToFloat16((1 + random.nextFloat()) / 127f);
-                row[b * Q8_0.BLOCK_BYTES] = (byte) scale;
-                row[b * Q8_0.BLOCK_BYTES + 1] = (byte) (scale >> 8);
+            for (int b = 0; b < COLS / type.blockSize(); b++) {
+                int at = b * type.blockBytes();
+                for (int scale = 0; scale < (type == TensorType.Q4_K ? 2 : 1); scale++) {
+                    short half = Float.floatToFloat16((1 + random.nextFloat()) / 127f);
+                    row[at + 2 * scale] = (byte) half;
+                    row[at + 2 * scale + 1] = (byte) (half >> 8);
+                }
             }
             MemorySegment.copy(row, 0, segment, ValueLayout.JAVA_BYTE, r * rowBytes, row.length);
         }
@@ -215,14 +228,15 @@ public final class KernelBench {
     /** Compiles every path the timed rounds take, on a matrix small enough to run many times. */
     private static void warmUp(KernelOps ops, Arena arena, Random random) {
         int rows = 64;
-        MemorySegment f32 = randomF32(arena, (long) rows * COLS, random);
-        MemorySegment q8 = quantized(arena, rows, random);
         MemorySegment x = randomF32(arena, 8L * COLS, random);
         MemorySegment out = arena.allocate(8L * rows * Float.BYTES, 64);
-        for (int i = 0; i < 300; i++) {
-            int batch = i % 2 == 0 ? 1 : 8;
-            ops.matmulF32(f32, 0, x, 0, out, 0, rows, COLS, batch, 0, rows);
-            ops.matmulQ8_0(q8, 0, x, 0, out, 0, rows, COLS, batch, 0, rows);
+        for (Kernel kernel : Kernel.values()) {
+            MemorySegment w = kernel == Kernel.F32
+                    ? randomF32(arena, (long) rows * COLS, random)
+                    : randomBlocks(arena, kernel.type(), rows, random);
+            for (int i = 0; i < 300; i++) {
+                ops.matmul(kernel.type(), w, 0, x, 0, out, 0, rows, COLS, i % 2 == 0 ? 1 : 8, 0, rows);
+            }
         }
     }
 
@@ -235,10 +249,7 @@ public final class KernelBench {
             for (int b = next.getAndIncrement(); b < blocks; b = next.getAndIncrement()) {
                 int r0 = b * blockRows;
                 int r1 = Math.min(m.rows, r0 + blockRows);
-                switch (m.kernel) {
-                    case F32 -> ops.matmulF32(m.weights, 0, x, 0, out, 0, m.rows, COLS, batch, r0, r1);
-                    case Q8_0 -> ops.matmulQ8_0(m.weights, 0, x, 0, out, 0, m.rows, COLS, batch, r0, r1);
-                }
+                ops.matmul(m.kernel.type(), m.weights, 0, x, 0, out, 0, m.rows, COLS, batch, r0, r1);
             }
         };
         return timeOnThreads(threads, t -> work.run());

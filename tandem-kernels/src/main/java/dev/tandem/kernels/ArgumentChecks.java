@@ -54,6 +54,63 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
     }
 
+    static void matmulQ4_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulBlocks("matmulQ4_0", TensorType.Q4_0, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd);
+    }
+
+    static void matmulQ4_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulBlocks("matmulQ4_K", TensorType.Q4_K, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd);
+    }
+
+    private static void matmulBlocks(
+            String kernel,
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
+        if (cols % type.blockSize() != 0) {
+            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "
+                    + type.ggmlName() + " block size " + type.blockSize());
+        }
+        long blocks = product(kernel, "rows * cols", rows, cols / type.blockSize());
+        fits(kernel, "weights", weights, weightsOffset, product(kernel, "rows * cols bytes", blocks, type.blockBytes()));
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
+    }
+
     static void rmsnorm(
             MemorySegment x,
             long xOffset,

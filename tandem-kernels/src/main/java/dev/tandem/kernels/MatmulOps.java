@@ -25,6 +25,21 @@ public interface MatmulOps {
      */
     float Q8_0_RELATIVE_TOLERANCE = 1e-5f;
 
+    /**
+     * Vector and scalar {@code matmulQ4_0} agree within this fraction of the sum of the absolute
+     * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
+     */
+    float Q4_0_RELATIVE_TOLERANCE = 1e-5f;
+
+    /**
+     * Vector and scalar {@code matmulQ4_K} agree within this fraction of
+     * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
+     * dequantize each weight to {@code d * scale * q - dmin * min} before multiplying (the vector
+     * kernel with one fused multiply-add), and where the two terms nearly cancel their rounding is
+     * relative to the terms, not to the weight.
+     */
+    float Q4_K_RELATIVE_TOLERANCE = 1e-5f;
+
     /** Matmul with f32 weights. */
     void matmulF32(
             MemorySegment weights,
@@ -55,4 +70,75 @@ public interface MatmulOps {
             int batch,
             int rowStart,
             int rowEnd);
+
+    /**
+     * Matmul with weights in q4_0 blocks ({@link TensorType#Q4_0}: 18 bytes per 32 values):
+     * {@code cols} must be a multiple of 32, and row {@code r} starts
+     * {@code r * TensorType.Q4_0.rowBytes(cols)} bytes after {@code weightsOffset}. Half the bytes of
+     * q8_0 per weight, so a memory-bound decode step reads half as much.
+     */
+    void matmulQ4_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with weights in q4_K super-blocks ({@link TensorType#Q4_K}: 144 bytes per 256 values):
+     * {@code cols} must be a multiple of 256, and row {@code r} starts
+     * {@code r * TensorType.Q4_K.rowBytes(cols)} bytes after {@code weightsOffset}.
+     */
+    void matmulQ4_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
+     * {@link TensorType#Q4_0} or {@link TensorType#Q4_K}.
+     *
+     * @throws IllegalArgumentException for a type without a matmul kernel
+     */
+    default void matmul(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        switch (type) {
+            case F32 -> matmulF32(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case Q8_0 -> matmulQ8_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case Q4_0 -> matmulQ4_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case Q4_K -> matmulQ4_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case null -> throw new IllegalArgumentException("matmul: type is null");
+            default -> throw new IllegalArgumentException("matmul: no kernel for " + type
+                    + " weights (F32, Q8_0, Q4_0 and Q4_K have one)");
+        }
+    }
 }

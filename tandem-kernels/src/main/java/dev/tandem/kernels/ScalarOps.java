@@ -90,6 +90,89 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    @Override
+    public void matmulQ4_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ4_0(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        long blockBytes = TensorType.Q4_0.blockBytes();
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + (long) r * blocks * blockBytes;
+            for (int b = 0; b < batch; b++) {
+                long input = xOffset + (long) b * cols * F;
+                float sum = 0f;
+                for (int block = 0; block < blocks; block++) {
+                    long blockOffset = row + block * blockBytes;
+                    long blockInput = input + (long) block * 32 * F;
+                    float blockSum = 0f;
+                    for (int j = 0; j < 32; j++) {
+                        int packed = unsigned(weights, blockOffset + 2 + j % 16);
+                        int q = j < 16 ? packed & 0x0f : packed >>> 4;
+                        blockSum += (q - 8) * x.get(F32, blockInput + j * F);
+                    }
+                    sum += blockSum * half(weights, blockOffset);
+                }
+                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
+            }
+        }
+    }
+
+    /** Each value is dequantized as {@code dequantize} does, {@code d * scale * q - dmin * min}, then multiplied. */
+    @Override
+    public void matmulQ4_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ4_K(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 256;
+        long blockBytes = TensorType.Q4_K.blockBytes();
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + (long) r * blocks * blockBytes;
+            for (int b = 0; b < batch; b++) {
+                long input = xOffset + (long) b * cols * F;
+                float sum = 0f;
+                for (int block = 0; block < blocks; block++) {
+                    long blockOffset = row + block * blockBytes;
+                    float d = half(weights, blockOffset);
+                    float dmin = half(weights, blockOffset + 2);
+                    long scales = blockOffset + 4;
+                    for (int sub = 0; sub < 8; sub++) {
+                        float d1 = d * q4_KScale(weights, scales, sub);
+                        float m1 = dmin * q4_KMin(weights, scales, sub);
+                        long quants = blockOffset + 16 + (sub / 2) * 32L;
+                        long subInput = input + ((long) block * 256 + sub * 32L) * F;
+                        for (int l = 0; l < 32; l++) {
+                            int packed = unsigned(weights, quants + l);
+                            int q = sub % 2 == 0 ? packed & 0x0f : packed >>> 4;
+                            sum += (d1 * q - m1) * x.get(F32, subInput + l * F);
+                        }
+                    }
+                }
+                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
+            }
+        }
+    }
+
     // ---- norm, rope, element-wise ----
 
     @Override

@@ -3,6 +3,7 @@ package dev.tandem.kernels;
 import static dev.tandem.kernels.LittleEndian.F32;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -70,6 +71,24 @@ final class VectorOps implements KernelOps {
 
     /** Float vectors per 16 widened bytes: 1, 2 or 4. */
     private static final int Q8_PARTS = 16 / Q8_LANES;
+
+    /**
+     * Whether the 4-bit kernels dequantize by table: with 16 float lanes, a vector holds a value
+     * for each of the 16 nibbles, and a lane permutation indexed by the zero-extended bytes (it
+     * uses the low four bits of each index, {@link IntVector#selectFrom} wraps them the same way)
+     * turns 16 nibbles into 16 dequantized weights in one instruction, with neither a mask, an
+     * offset nor an int-to-float conversion.
+     */
+    private static final boolean NIBBLE_TABLES = Q8_LANES == 16;
+
+    /** Ints as wide as {@link #Q8_FLOATS}: the zero-extended bytes that index a nibble table. */
+    private static final VectorSpecies<Integer> NIBBLE_INDEXES = VectorSpecies.of(int.class, Q8_FLOATS.vectorShape());
+
+    /** {@code [0, 1, ..., 15]}: a q4_K table is {@code IOTA * (d * scale) - dmin * min}. */
+    private static final FloatVector NIBBLES = FloatVector.zero(Q8_FLOATS).addIndex(1);
+
+    /** {@code [-8, -7, ..., 7]}: a q4_0 table is this times {@code d}. */
+    private static final FloatVector NIBBLES_LESS_8 = NIBBLES.sub(8f);
 
     /** Int lanes in the preferred shape: as many as {@link #S} has float lanes. */
     private static final VectorSpecies<Integer> INTS = VectorSpecies.of(int.class, S.vectorShape());
@@ -336,6 +355,480 @@ final class VectorOps implements KernelOps {
             acc1 = sum1.fma(d, acc1);
             acc2 = sum2.fma(d, acc2);
             acc3 = sum3.fma(d, acc3);
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
+    @Override
+    public void matmulQ4_0(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ4_0(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        long rowBytes = (long) blocks * Q4_0_BLOCK_BYTES;
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * rowBytes;
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                if (NIBBLE_TABLES) {
+                    tableQ4_0x4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks, out,
+                            outOffset + b * outStride + r * F, outStride);
+                } else {
+                    dotQ4_0x4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks, out,
+                            outOffset + b * outStride + r * F, outStride);
+                }
+            }
+            for (; b < batch; b++) {
+                out.set(F32, outOffset + b * outStride + r * F, NIBBLE_TABLES
+                        ? tableQ4_0(weights, row, x, xOffset + b * inputBytes, blocks)
+                        : dotQ4_0(weights, row, x, xOffset + b * inputBytes, blocks));
+            }
+        }
+    }
+
+    private static final int Q4_0_BLOCK_BYTES = 18;
+
+    /**
+     * Half {@code half} of a q4_0 block's values as signed bytes {@code q - 8}: the low nibbles of
+     * its 16 bytes (values 0 to 15), or the high nibbles (values 16 to 31).
+     */
+    private static ByteVector q4_0Half(MemorySegment w, long blockOffset, int half) {
+        ByteVector packed = ByteVector.fromMemorySegment(Q8_BYTES, w, blockOffset + 2, LE);
+        return (half == 0 ? packed : highNibbles(packed)).and((byte) 0x0f).sub((byte) 8);
+    }
+
+    /**
+     * Each byte's high nibble in its low four bits (the high four are garbage, for the caller to
+     * mask): a 16-bit shift, one instruction, where a byte shift compiles to six.
+     */
+    private static ByteVector highNibbles(ByteVector packed) {
+        return packed.reinterpretAsShorts().lanewise(VectorOperators.LSHR, 4).reinterpretAsBytes();
+    }
+
+    /** One q4_0 row with one input. */
+    private static float dotQ4_0(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
+        FloatVector acc = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long blockOffset = row + (long) block * Q4_0_BLOCK_BYTES;
+            long blockInput = input + (long) block * 32 * F;
+            FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = q4_0Half(w, blockOffset, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    blockSum = widen(q, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
+                }
+            }
+            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), acc);
+        }
+        return acc.reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Four dot products of one q4_0 row with four inputs {@code inputStride} bytes apart. */
+    private static void dotQ4_0x4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int blocks,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long blockOffset = row + (long) block * Q4_0_BLOCK_BYTES;
+            long in0 = input + (long) block * 32 * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            FloatVector sum0 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum1 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum2 = FloatVector.zero(Q8_FLOATS);
+            FloatVector sum3 = FloatVector.zero(Q8_FLOATS);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = q4_0Half(w, blockOffset, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    FloatVector wv = widen(q, part);
+                    sum0 = wv.fma(loadQ8Input(x, in0, half, part), sum0);
+                    sum1 = wv.fma(loadQ8Input(x, in1, half, part), sum1);
+                    sum2 = wv.fma(loadQ8Input(x, in2, half, part), sum2);
+                    sum3 = wv.fma(loadQ8Input(x, in3, half, part), sum3);
+                }
+            }
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset));
+            acc0 = sum0.fma(d, acc0);
+            acc1 = sum1.fma(d, acc1);
+            acc2 = sum2.fma(d, acc2);
+            acc3 = sum3.fma(d, acc3);
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
+    @Override
+    public void matmulQ4_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ4_K(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 256;
+        long rowBytes = (long) blocks * Q4_K_BLOCK_BYTES;
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        float[] factors = new float[blocks * 16];
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * rowBytes;
+            if (NIBBLE_TABLES) {
+                q4_KFactorsByVector(weights, row, blocks, factors);
+            } else {
+                q4_KFactors(weights, row, blocks, factors);
+            }
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                if (NIBBLE_TABLES) {
+                    tableQ4_Kx4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks * 8, factors, out,
+                            outOffset + b * outStride + r * F, outStride);
+                } else {
+                    dotQ4_Kx4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks * 8, factors, out,
+                            outOffset + b * outStride + r * F, outStride);
+                }
+            }
+            for (; b < batch; b++) {
+                out.set(F32, outOffset + b * outStride + r * F, NIBBLE_TABLES
+                        ? tableQ4_K(weights, row, x, xOffset + b * inputBytes, blocks * 4, factors)
+                        : dotQ4_K(weights, row, x, xOffset + b * inputBytes, blocks * 8, factors));
+            }
+        }
+    }
+
+    private static final int Q4_K_BLOCK_BYTES = 144;
+
+    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
+    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(LE);
+
+    /** q4_K factor lanes {@code 2 * sub} take their 6 bits from these packed bytes... */
+    private static final VectorShuffle<Byte> Q4_K_SIX_BITS = VectorShuffle.fromArray(Q8_BYTES,
+            new int[] {0, 4, 1, 5, 2, 6, 3, 7, 8, 8, 9, 9, 10, 10, 11, 11}, 0);
+
+    /** ...and, for sub-blocks 4 to 7, their top two bits from these. */
+    private static final VectorShuffle<Byte> Q4_K_TOP_BITS = VectorShuffle.fromArray(Q8_BYTES,
+            new int[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 4, 1, 5, 2, 6, 3, 7}, 0);
+
+    /** Odd lanes: the mins. */
+    private static final VectorMask<Byte> Q4_K_MIN_LANES = VectorMask.fromLong(Q8_BYTES, 0xaaaaL);
+
+    /** Lanes 8 to 15: sub-blocks 4 to 7. */
+    private static final VectorMask<Byte> Q4_K_HIGH_SUBS = VectorMask.fromLong(Q8_BYTES, 0xff00L);
+
+    /** Odd float lanes, when there are 16 ({@link #NIBBLE_TABLES}). */
+    private static final VectorMask<Float> ODD_FLOAT_LANES = VectorMask.fromLong(Q8_FLOATS, 0xaaaaL);
+
+    /**
+     * {@link #q4_KFactors} in vector code, when a float vector has 16 lanes: per block, one load of
+     * the 12 packed bytes (and 4 of the quants, unused), two byte shuffles that put each
+     * sub-block's scale and min bits in its lanes, masks and blends for the 6-bit values, a
+     * widening to f32 and one multiply by {@code [d, -dmin, d, -dmin, ...]}.
+     */
+    private static void q4_KFactorsByVector(MemorySegment w, long row, int blocks, float[] factors) {
+        for (int block = 0; block < blocks; block++) {
+            long at = row + (long) block * Q4_K_BLOCK_BYTES;
+            ByteVector packed = ByteVector.fromMemorySegment(Q8_BYTES, w, at + 4, LE);
+            ByteVector bits = packed.rearrange(Q4_K_SIX_BITS);
+            ByteVector top = packed.rearrange(Q4_K_TOP_BITS).reinterpretAsShorts().lanewise(VectorOperators.LSHR, 2)
+                    .reinterpretAsBytes().and((byte) 0x30);
+            ByteVector nibble = bits.and((byte) 0x0f).blend(highNibbles(bits).and((byte) 0x0f), Q4_K_MIN_LANES);
+            ByteVector six = bits.and((byte) 63).blend(nibble.or(top), Q4_K_HIGH_SUBS);
+            FloatVector values = (FloatVector) ((IntVector) six.convertShape(VectorOperators.ZERO_EXTEND_B2I,
+                    NIBBLE_INDEXES, 0)).convertShape(VectorOperators.I2F, Q8_FLOATS, 0);
+            FloatVector dm = FloatVector.broadcast(Q8_FLOATS, scale(w, at))
+                    .blend(-scale(w, at + 2), ODD_FLOAT_LANES);
+            values.mul(dm).intoArray(factors, block * 16);
+        }
+    }
+
+    /**
+     * Fills {@code factors} with {@code d * scale} (at {@code 2 * sub}) and {@code -dmin * min} (at
+     * {@code 2 * sub + 1}) of every sub-block {@code sub} of the {@code blocks} q4_K blocks from
+     * {@code row}, unpacked from two loads of each block's 12 packed bytes with the bit layout of
+     * {@code ScalarOps.q4_KScale} and {@code q4_KMin}: a scalar pass over the row's headers, so that
+     * the vector pass is one uniform loop over its sub-blocks.
+     */
+    private static void q4_KFactors(MemorySegment w, long row, int blocks, float[] factors) {
+        for (int block = 0; block < blocks; block++) {
+            long at = row + (long) block * Q4_K_BLOCK_BYTES;
+            float d = scale(w, at);
+            float negativeMin = -scale(w, at + 2);
+            long low = w.get(I64, at + 4);
+            int high = w.get(I32, at + 12);
+            int f = block * 16;
+            int s0 = (int) low & 0xff;
+            int s1 = (int) (low >>> 8) & 0xff;
+            int s2 = (int) (low >>> 16) & 0xff;
+            int s3 = (int) (low >>> 24) & 0xff;
+            int m0 = (int) (low >>> 32) & 0xff;
+            int m1 = (int) (low >>> 40) & 0xff;
+            int m2 = (int) (low >>> 48) & 0xff;
+            int m3 = (int) (low >>> 56) & 0xff;
+            factors[f] = d * (s0 & 63);
+            factors[f + 1] = negativeMin * (m0 & 63);
+            factors[f + 2] = d * (s1 & 63);
+            factors[f + 3] = negativeMin * (m1 & 63);
+            factors[f + 4] = d * (s2 & 63);
+            factors[f + 5] = negativeMin * (m2 & 63);
+            factors[f + 6] = d * (s3 & 63);
+            factors[f + 7] = negativeMin * (m3 & 63);
+            factors[f + 8] = d * ((high & 0x0f) | (s0 >>> 6) << 4);
+            factors[f + 9] = negativeMin * ((high >>> 4 & 0x0f) | (m0 >>> 6) << 4);
+            factors[f + 10] = d * ((high >>> 8 & 0x0f) | (s1 >>> 6) << 4);
+            factors[f + 11] = negativeMin * ((high >>> 12 & 0x0f) | (m1 >>> 6) << 4);
+            factors[f + 12] = d * ((high >>> 16 & 0x0f) | (s2 >>> 6) << 4);
+            factors[f + 13] = negativeMin * ((high >>> 20 & 0x0f) | (m2 >>> 6) << 4);
+            factors[f + 14] = d * ((high >>> 24 & 0x0f) | (s3 >>> 6) << 4);
+            factors[f + 15] = negativeMin * ((high >>> 28) | (m3 >>> 6) << 4);
+        }
+    }
+
+    /**
+     * One q4_K row with one input, its sub-blocks' factors already in {@code factors}: one uniform
+     * loop over the row's groups of 64 values (32 bytes, an even and an odd sub-block). Each weight
+     * is dequantized with one fused multiply-add, {@code q * (d * scale) + (-dmin * min)}, then
+     * multiplied into one of four accumulators.
+     */
+    private static float dotQ4_K(MemorySegment w, long row, MemorySegment x, long input, int subs, float[] factors) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int group = 0; group < subs / 2; group++) {
+            long quants = row + (long) (group >> 2) * Q4_K_BLOCK_BYTES + 16 + (group & 3) * 32L;
+            long even = input + group * 64L * F;
+            long odd = even + 32 * F;
+            FloatVector scaleE = FloatVector.broadcast(Q8_FLOATS, factors[4 * group]);
+            FloatVector minE = FloatVector.broadcast(Q8_FLOATS, factors[4 * group + 1]);
+            FloatVector scaleO = FloatVector.broadcast(Q8_FLOATS, factors[4 * group + 2]);
+            FloatVector minO = FloatVector.broadcast(Q8_FLOATS, factors[4 * group + 3]);
+            ByteVector p0 = ByteVector.fromMemorySegment(Q8_BYTES, w, quants, LE);
+            ByteVector p1 = ByteVector.fromMemorySegment(Q8_BYTES, w, quants + 16, LE);
+            ByteVector lo0 = p0.and((byte) 0x0f);
+            ByteVector lo1 = p1.and((byte) 0x0f);
+            ByteVector hi0 = highNibbles(p0).and((byte) 0x0f);
+            ByteVector hi1 = highNibbles(p1).and((byte) 0x0f);
+            for (int part = 0; part < Q8_PARTS; part++) {
+                acc0 = widen(lo0, part).fma(scaleE, minE).fma(loadQ8Input(x, even, 0, part), acc0);
+                acc1 = widen(lo1, part).fma(scaleE, minE).fma(loadQ8Input(x, even, 1, part), acc1);
+                acc2 = widen(hi0, part).fma(scaleO, minO).fma(loadQ8Input(x, odd, 0, part), acc2);
+                acc3 = widen(hi1, part).fma(scaleO, minO).fma(loadQ8Input(x, odd, 1, part), acc3);
+            }
+        }
+        return acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * The nibbles of 16 q4_K bytes: low ones for an even sub-block, high ones for an odd one, by a
+     * 16-bit shift of 0 or 4 and a mask, without a branch.
+     */
+    private static ByteVector q4_KNibbles(MemorySegment w, long offset, int sub) {
+        ByteVector packed = ByteVector.fromMemorySegment(Q8_BYTES, w, offset, LE);
+        return packed.reinterpretAsShorts().lanewise(VectorOperators.LSHR, (sub & 1) << 2).reinterpretAsBytes()
+                .and((byte) 0x0f);
+    }
+
+    /** Four dot products of one q4_K row with four inputs {@code inputStride} bytes apart. */
+    private static void dotQ4_Kx4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int subs,
+            float[] factors,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int sub = 0; sub < subs; sub++) {
+            long quants = row + (long) (sub >> 3) * Q4_K_BLOCK_BYTES + 16 + ((sub & 7) >> 1) * 32L;
+            long in0 = input + sub * 32L * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            FloatVector scaleV = FloatVector.broadcast(Q8_FLOATS, factors[2 * sub]);
+            FloatVector minV = FloatVector.broadcast(Q8_FLOATS, factors[2 * sub + 1]);
+            for (int half = 0; half < 2; half++) {
+                ByteVector q = q4_KNibbles(w, quants + half * 16L, sub);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    FloatVector wv = widen(q, part).fma(scaleV, minV);
+                    acc0 = wv.fma(loadQ8Input(x, in0, half, part), acc0);
+                    acc1 = wv.fma(loadQ8Input(x, in1, half, part), acc1);
+                    acc2 = wv.fma(loadQ8Input(x, in2, half, part), acc2);
+                    acc3 = wv.fma(loadQ8Input(x, in3, half, part), acc3);
+                }
+            }
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
+    /** The 16 bytes at {@code offset} zero-extended to ints: nibble-table indexes. */
+    private static IntVector nibbleIndexes(MemorySegment w, long offset) {
+        return (IntVector) ByteVector.fromMemorySegment(Q8_BYTES, w, offset, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2I, NIBBLE_INDEXES, 0);
+    }
+
+    /** The entries of {@code table} at the low nibbles of {@code indexes} (high bits ignored). */
+    private static FloatVector lookUp(IntVector indexes, FloatVector table) {
+        return indexes.selectFrom(table.reinterpretAsInts()).reinterpretAsFloats();
+    }
+
+    /** The entries of {@code table} at the high nibbles of the bytes in {@code indexes}. */
+    private static FloatVector lookUpHigh(IntVector indexes, FloatVector table) {
+        return lookUp(indexes.lanewise(VectorOperators.LSHR, 4), table);
+    }
+
+    /**
+     * One q4_0 row with one input, by nibble table ({@link #NIBBLE_TABLES}): per block, the table
+     * {@code (k - 8) * d} and two look-ups give its 32 weights dequantized, exactly as
+     * {@code dequantize} computes them.
+     */
+    private static float tableQ4_0(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
+        FloatVector low = FloatVector.zero(Q8_FLOATS);
+        FloatVector high = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long at = row + (long) block * Q4_0_BLOCK_BYTES;
+            long in = input + (long) block * 32 * F;
+            FloatVector table = NIBBLES_LESS_8.mul(scale(w, at));
+            IntVector q = nibbleIndexes(w, at + 2);
+            low = lookUp(q, table).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE), low);
+            high = lookUpHigh(q, table).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 16 * F, LE), high);
+        }
+        return low.add(high).reduceLanes(VectorOperators.ADD);
+    }
+
+    /** {@link #tableQ4_0} for four inputs {@code inputStride} bytes apart. */
+    private static void tableQ4_0x4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int blocks,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long blockOffset = row + (long) block * Q4_0_BLOCK_BYTES;
+            long in0 = input + (long) block * 32 * F;
+            FloatVector table = NIBBLES_LESS_8.mul(scale(w, blockOffset));
+            IntVector q = nibbleIndexes(w, blockOffset + 2);
+            for (int half = 0; half < 2; half++) {
+                FloatVector wv = half == 0 ? lookUp(q, table) : lookUpHigh(q, table);
+                long in = in0 + half * 16 * F;
+                acc0 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE), acc0);
+                acc1 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + inputStride, LE), acc1);
+                acc2 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 2 * inputStride, LE), acc2);
+                acc3 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 3 * inputStride, LE), acc3);
+            }
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
+    /**
+     * One q4_K row with one input by nibble table, its sub-blocks' factors already in
+     * {@code factors}: one uniform loop over the row's groups of 64 values (32 bytes, an even and an
+     * odd sub-block), where the tables {@code k * (d * scale) - dmin * min} of the two sub-blocks
+     * (one fused multiply-add each) and four look-ups give the weights dequantized.
+     */
+    private static float tableQ4_K(MemorySegment w, long row, MemorySegment x, long input, int groups,
+            float[] factors) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int group = 0; group < groups; group++) {
+            long quants = row + (long) (group >> 2) * Q4_K_BLOCK_BYTES + 16 + (group & 3) * 32L;
+            long even = input + group * 64L * F;
+            FloatVector tableE = NIBBLES.fma(factors[4 * group], factors[4 * group + 1]);
+            FloatVector tableO = NIBBLES.fma(factors[4 * group + 2], factors[4 * group + 3]);
+            IntVector q0 = nibbleIndexes(w, quants);
+            IntVector q1 = nibbleIndexes(w, quants + 16);
+            acc0 = lookUp(q0, tableE).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, even, LE), acc0);
+            acc1 = lookUp(q1, tableE).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, even + 16 * F, LE), acc1);
+            acc2 = lookUpHigh(q0, tableO).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, even + 32 * F, LE), acc2);
+            acc3 = lookUpHigh(q1, tableO).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, even + 48 * F, LE), acc3);
+        }
+        return acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
+    }
+
+    /** {@link #tableQ4_K} for four inputs {@code inputStride} bytes apart. */
+    private static void tableQ4_Kx4(
+            MemorySegment w,
+            long row,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int subs,
+            float[] factors,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int sub = 0; sub < subs; sub++) {
+            long quants = row + (long) (sub >> 3) * Q4_K_BLOCK_BYTES + 16 + ((sub & 7) >> 1) * 32L;
+            long in0 = input + sub * 32L * F;
+            FloatVector table = NIBBLES.fma(factors[2 * sub], factors[2 * sub + 1]);
+            for (int half = 0; half < 2; half++) {
+                IntVector q = nibbleIndexes(w, quants + half * 16L);
+                FloatVector wv = (sub & 1) == 0 ? lookUp(q, table) : lookUpHigh(q, table);
+                long in = in0 + half * 16 * F;
+                acc0 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE), acc0);
+                acc1 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + inputStride, LE), acc1);
+                acc2 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 2 * inputStride, LE), acc2);
+                acc3 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 3 * inputStride, LE), acc3);
+            }
         }
         out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
         out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));

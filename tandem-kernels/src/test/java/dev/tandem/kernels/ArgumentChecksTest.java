@@ -69,6 +69,26 @@ class ArgumentChecksTest {
         cases.add(new Case(
                 "matmulQ8_0: weights segment of 268 bytes is too small: 272 bytes needed at weightsOffset = 12",
                 ops -> ops.matmulQ8_0(A, PAD, B, PAD, C, PAD, 8, 32, 1, 0, 8)));
+        cases.add(new Case(
+                "matmulQ4_0: cols = 48 must be a multiple of the q4_0 block size 32",
+                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 1, 48, 1, 0, 1)));
+        cases.add(new Case(
+                "matmulQ4_0: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 16, 32, 1, 0, 16)));
+        cases.add(new Case(
+                "matmulQ4_0: rowEnd = 3 is outside [rowStart = 0, rows = 2]",
+                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 2, 32, 1, 0, 3)));
+        cases.add(new Case(
+                "matmulQ4_K: cols = 128 must be a multiple of the q4_K block size 256",
+                ops -> ops.matmulQ4_K(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+        cases.add(new Case(
+                "matmulQ4_K: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ4_K(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
+        cases.add(new Case(
+                "matmul: no kernel for Q6_K weights (F32, Q8_0, Q4_0 and Q4_K have one)",
+                ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
+        cases.add(new Case(
+                "matmul: type is null", ops -> ops.matmul(null, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         // norm, rope, element-wise
         cases.add(new Case("rmsnorm: n = -1 must be >= 0", ops -> ops.rmsnorm(A, PAD, B, PAD, C, PAD, -1, 1e-5f)));
         cases.add(new Case(

@@ -111,6 +111,135 @@ class MatmulOpsTest {
         }
     }
 
+    @ParameterizedTest(name = "cols = {0}")
+    @ValueSource(ints = {32, 64, 256, 544, 1056, 4096})
+    void vectorQ4_0MatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
+        try (Tensors t = new Tensors(cols + 1)) {
+            for (int batch : BATCHES) {
+                MemorySegment q4 = GgufBlocks.random(t, TensorType.Q4_0, (long) ROWS * cols);
+                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, TensorType.Q4_0, q4, ROWS * cols);
+                float[] x = t.uniform(batch * cols, -1f, 1f);
+                MemorySegment xs = t.f32(x);
+                float[] scalar = run(t, SCALAR, TensorType.Q4_0, q4, xs, cols, batch);
+                float[] vector = run(t, VECTOR, TensorType.Q4_0, q4, xs, cols, batch);
+                float[] scale = absoluteProducts(dequantized, x, ROWS, cols, batch);
+                Tensors.assertWithin("vector matmulQ4_0, cols " + cols + " batch " + batch, vector, scalar, scale,
+                        MatmulOps.Q4_0_RELATIVE_TOLERANCE);
+                Tensors.assertWithin("scalar matmulQ4_0 against double on dequantized weights, cols " + cols,
+                        scalar, reference(dequantized, x, ROWS, cols, batch), scale,
+                        MatmulOps.Q4_0_RELATIVE_TOLERANCE);
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "cols = {0}")
+    @ValueSource(ints = {256, 512, 1536, 4096})
+    void vectorQ4_KMatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
+        try (Tensors t = new Tensors(cols + 2)) {
+            for (int batch : BATCHES) {
+                MemorySegment q4 = GgufBlocks.random(t, TensorType.Q4_K, (long) ROWS * cols);
+                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, TensorType.Q4_K, q4, ROWS * cols);
+                float[] x = t.uniform(batch * cols, -1f, 1f);
+                MemorySegment xs = t.f32(x);
+                float[] scalar = run(t, SCALAR, TensorType.Q4_K, q4, xs, cols, batch);
+                float[] vector = run(t, VECTOR, TensorType.Q4_K, q4, xs, cols, batch);
+                float[] scale = absoluteProducts(q4_KTerms(t, q4, ROWS * cols), x, ROWS, cols, batch);
+                Tensors.assertWithin("vector matmulQ4_K, cols " + cols + " batch " + batch, vector, scalar, scale,
+                        MatmulOps.Q4_K_RELATIVE_TOLERANCE);
+                Tensors.assertWithin("scalar matmulQ4_K against double on dequantized weights, cols " + cols,
+                        scalar, reference(dequantized, x, ROWS, cols, batch), scale,
+                        MatmulOps.Q4_K_RELATIVE_TOLERANCE);
+            }
+        }
+    }
+
+    /**
+     * {@code |d * scale * q| + |dmin * min|} of each q4_K value: the scale of a q4_K dot product's
+     * rounding, from two dequantizations, one with every {@code dmin} zeroed and one with every
+     * {@code d} zeroed.
+     */
+    private static float[] q4_KTerms(Tensors t, MemorySegment q4, int elements) {
+        long bytes = TensorType.Q4_K.bytes(elements);
+        MemorySegment noMin = t.allocate(bytes);
+        MemorySegment noScale = t.allocate(bytes);
+        MemorySegment.copy(q4, PAD, noMin, PAD, bytes);
+        MemorySegment.copy(q4, PAD, noScale, PAD, bytes);
+        for (long at = PAD; at < PAD + bytes; at += TensorType.Q4_K.blockBytes()) {
+            noMin.set(LittleEndian.F16, at + 2, (short) 0);
+            noScale.set(LittleEndian.F16, at, (short) 0);
+        }
+        float[] scaled = GgufBlocks.dequantized(t, SCALAR, TensorType.Q4_K, noMin, elements);
+        float[] mins = GgufBlocks.dequantized(t, SCALAR, TensorType.Q4_K, noScale, elements);
+        float[] terms = new float[elements];
+        for (int i = 0; i < elements; i++) {
+            terms[i] = Math.abs(scaled[i]) + Math.abs(mins[i]);
+        }
+        return terms;
+    }
+
+    /** A q4_0 block and a q4_K block built by hand, with the sums they define worked out by hand. */
+    @Test
+    void matmulOfHandBuiltQ4Blocks() {
+        try (Tensors t = new Tensors(5)) {
+            // q4_0: d = 0.5; byte j holds nibbles (j, 15 - j), so value j is (j - 8) / 2 and value
+            // j + 16 is (7 - j) / 2. With x = 1 everywhere, the sum is 0.5 * (sum_j (j - 8) + (7 - j)) = -8.
+            int[] q4_0 = new int[18];
+            q4_0[0] = 0x00;
+            q4_0[1] = 0x38; // f16 0.5
+            for (int j = 0; j < 16; j++) {
+                q4_0[2 + j] = j | (15 - j) << 4;
+            }
+            MemorySegment w0 = GgufBlocks.bytes(t, q4_0);
+            float[] ones = new float[32];
+            java.util.Arrays.fill(ones, 1f);
+            MemorySegment x0 = t.f32(ones);
+            // q4_K: d = 1, dmin = 2; sub-block i < 4 has scale i + 1 and min i, sub-blocks 4 to 7 have
+            // scale 1 and min 0 (packed bytes 8 to 11 are 0x01); every nibble is 3 (bytes 0x33). Value
+            // in sub-block i < 4 is (i + 1) * 3 - 2 * i = i + 3, in the others 3. With x = 1 on sub-block
+            // k and 0 elsewhere, the sum is 32 times that value.
+            int[] q4_K = new int[144];
+            q4_K[1] = 0x3c; // d = 1
+            q4_K[3] = 0x40; // dmin = 2
+            for (int i = 0; i < 4; i++) {
+                q4_K[4 + i] = i + 1;
+                q4_K[8 + i] = i;
+            }
+            for (int i = 0; i < 4; i++) {
+                q4_K[12 + i] = 0x01; // sub-blocks 4..7: scale 1, min 0
+            }
+            for (int j = 16; j < 144; j++) {
+                q4_K[j] = 0x33;
+            }
+            MemorySegment wK = GgufBlocks.bytes(t, q4_K);
+            float[] xs = new float[8 * 256];
+            for (int k = 0; k < 8; k++) {
+                for (int l = 0; l < 32; l++) {
+                    xs[k * 256 + k * 32 + l] = 1f;
+                }
+            }
+            MemorySegment xK = t.f32(xs);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                MemorySegment out0 = t.allocate(Float.BYTES);
+                ops.matmulQ4_0(w0, PAD, x0, PAD, out0, PAD, 1, 32, 1, 0, 1);
+                assertThat(read(out0, 1)).as("%s q4_0", ops.name()).containsExactly(-8f);
+                MemorySegment outK = t.allocate(8 * Float.BYTES);
+                ops.matmulQ4_K(wK, PAD, xK, PAD, outK, PAD, 1, 256, 8, 0, 1);
+                assertThat(read(outK, 8)).as("%s q4_K", ops.name())
+                        .containsExactly(96f, 128f, 160f, 192f, 96f, 96f, 96f, 96f);
+            }
+        }
+    }
+
+    private static float[] run(
+            Tensors t, KernelOps ops, TensorType type, MemorySegment w, MemorySegment x, int cols, int batch) {
+        MemorySegment out = t.allocate((long) batch * ROWS * Float.BYTES);
+        int[] cuts = {0, 2, 7, ROWS};
+        for (int i = 0; i + 1 < cuts.length; i++) {
+            ops.matmul(type, w, PAD, x, PAD, out, PAD, ROWS, cols, batch, cuts[i], cuts[i + 1]);
+        }
+        return read(out, batch * ROWS);
+    }
+
     /** Runs the matmul as three row-block tasks, as a caller that splits it across cores does. */
     private static float[] run(
             Tensors t, KernelOps ops, MemorySegment w, MemorySegment x, int cols, int batch, boolean q8) {

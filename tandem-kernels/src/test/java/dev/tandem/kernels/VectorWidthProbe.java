@@ -39,6 +39,15 @@ final class VectorWidthProbe {
                     "embedQ8_0 dim " + cols,
                     () -> elementwise.embeddingQ8DequantizesTheRowIdenticallyInBothImplementations(cols));
         }
+        for (int cols : new int[] {32, 544, 4096}) {
+            checks.put("matmulQ4_0 cols " + cols,
+                    () -> matmul.vectorQ4_0MatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
+        }
+        for (int cols : new int[] {256, 1536}) {
+            checks.put("matmulQ4_K cols " + cols,
+                    () -> matmul.vectorQ4_KMatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
+        }
+        checks.put("matmul hand-built q4 blocks", matmul::matmulOfHandBuiltQ4Blocks);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }

@@ -3,7 +3,6 @@ package dev.tandem.llm;
 import static dev.tandem.llm.Checks.divides;
 import static dev.tandem.llm.Checks.positive;
 
-import dev.tandem.kernels.Q8_0;
 import java.util.Locale;
 
 /**
@@ -59,12 +58,12 @@ public record LlamaConfig(
             throw new IllegalArgumentException("normEps = " + normEps + " must be finite and >= 0");
         }
         if (weightType == null) {
-            throw new IllegalArgumentException("weightType must be F32 or Q8_0, was null");
+            throw new IllegalArgumentException("weightType must be F32, Q8_0, Q4_0 or Q4_K, was null");
         }
-        if (weightType == WeightType.Q8_0) {
-            multipleOfQ8Block("dim", dim);
-            multipleOfQ8Block("ffnDim", ffnDim);
-            multipleOfQ8Block("heads * headDim", heads * headDim);
+        if (weightType != WeightType.F32) {
+            multipleOfBlock(weightType, "dim", dim);
+            multipleOfBlock(weightType, "ffnDim", ffnDim);
+            multipleOfBlock(weightType, "heads * headDim", heads * headDim);
         }
     }
 
@@ -84,10 +83,10 @@ public record LlamaConfig(
         return dim / heads;
     }
 
-    private static void multipleOfQ8Block(String field, int value) {
-        if (value % Q8_0.BLOCK_SIZE != 0) {
-            throw new IllegalArgumentException(field + " = " + value + " must be a multiple of " + Q8_0.BLOCK_SIZE
-                    + " for Q8_0 weights");
+    private static void multipleOfBlock(WeightType type, String field, int value) {
+        if (value % type.blockSize() != 0) {
+            throw new IllegalArgumentException(field + " = " + value + " must be a multiple of " + type.blockSize()
+                    + " for " + type + " weights");
         }
     }
 

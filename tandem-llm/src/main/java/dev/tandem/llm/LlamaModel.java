@@ -700,16 +700,12 @@ public final class LlamaModel {
 
     /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} in the model's weight type. */
     private void project(MemorySegment weights, MemorySegment in, MemorySegment out, int rows, int cols, int n) {
-        if (config.weightType() == WeightType.Q8_0) {
-            ops.matmulQ8_0(weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
-        } else {
-            ops.matmulF32(weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
-        }
+        ops.matmul(config.weightType().tensorType(), weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
     }
 
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
     private Kernel embedKernel() {
-        boolean q8 = config.weightType() == WeightType.Q8_0;
+        WeightType type = config.weightType();
         return Kernel.of("embed", c -> {
             int n = (int) c.scalar(0);
             int dim = (int) c.scalar(1);
@@ -719,10 +715,17 @@ public final class LlamaModel {
             MemorySegment x = c.region(2);
             for (int r = 0; r < n; r++) {
                 int token = tokens.getAtIndex(I32, r);
-                if (q8) {
-                    ops.embedQ8_0(table, 0, x, (long) r * dim * F, vocab, dim, token);
-                } else {
-                    ops.embedF32(table, 0, x, (long) r * dim * F, vocab, dim, token);
+                switch (type) {
+                    case Q8_0 -> ops.embedQ8_0(table, 0, x, (long) r * dim * F, vocab, dim, token);
+                    case F32 -> ops.embedF32(table, 0, x, (long) r * dim * F, vocab, dim, token);
+                    default -> {
+                        if (token < 0 || token >= vocab) {
+                            throw new IllegalArgumentException(
+                                    "embed: token = " + token + " is outside [0, rows = " + vocab + ")");
+                        }
+                        ops.dequantize(type.tensorType(), table, token * type.rowBytes(dim), x, (long) r * dim * F,
+                                dim);
+                    }
                 }
             }
         });

@@ -61,6 +61,15 @@ public final class LlamaReference {
             }
             return values;
         }
+        if (c.weightType() != WeightType.Q8_0) {
+            // q4_0 and q4_K: the scalar dequantizer, itself checked against llama.cpp's definition.
+            MemorySegment f32 = java.lang.foreign.Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
+            dev.tandem.kernels.Ops.scalar().dequantize(c.weightType().tensorType(), bytes, 0, f32, 0, values.length);
+            for (int i = 0; i < values.length; i++) {
+                values[i] = f32.getAtIndex(F32, i);
+            }
+            return values;
+        }
         // q8_0: per 32 values, an f16 scale then 32 int8.
         long at = 0;
         for (int i = 0; i < values.length; i += 32) {

@@ -1,6 +1,6 @@
 package dev.tandem.llm;
 
-import dev.tandem.kernels.Q8_0;
+import dev.tandem.kernels.Ops;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -10,8 +10,10 @@ import java.nio.ByteOrder;
  * Weights drawn from a seed, the same on every run and every machine: each value is a hash of
  * the seed, the tensor, the layer and its index. Matrices are uniform in
  * {@code [-1/sqrt(cols), 1/sqrt(cols))} (so activations keep their scale), embeddings in
- * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link WeightType#Q8_0} the f32 values
- * are quantized with {@link Q8_0#quantize}.
+ * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link WeightType#Q8_0} and
+ * {@link WeightType#Q4_0} the f32 values are quantized with llama.cpp's rounding
+ * ({@link dev.tandem.kernels.QuantOps#quantize}); {@link WeightType#Q4_K}, which has no quantizer
+ * here, is refused.
  *
  * <p>{@link #forText} tilts the classifier towards printable ASCII (its rows for the bytes
  * {@code 0x20..0x7E} of the {@link ByteTokenizer} are {@value #TEXT_TILT} times larger), so that a
@@ -32,6 +34,10 @@ public final class RandomWeights implements LlamaWeights {
     }
 
     private RandomWeights(LlamaConfig config, long seed, boolean text) {
+        if (config.weightType() == WeightType.Q4_K) {
+            throw new IllegalArgumentException(
+                    "RandomWeights: Q4_K has no quantizer here; write F32 random weights as a Q4_K GGUF instead");
+        }
         this.config = config;
         this.seed = seed;
         this.text = text;
@@ -88,9 +94,7 @@ public final class RandomWeights implements LlamaWeights {
             return values;
         }
         MemorySegment quantized = Arena.ofAuto().allocate(tensor.bytes(config), 64);
-        for (int r = 0; r < rows; r++) {
-            Q8_0.quantize(values, (long) r * cols * Float.BYTES, quantized, r * Q8_0.rowBytes(cols), cols);
-        }
+        Ops.scalar().quantize(config.weightType().tensorType(), values, 0, quantized, 0, count);
         return quantized;
     }
 

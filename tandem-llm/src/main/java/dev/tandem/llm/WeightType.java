@@ -1,13 +1,36 @@
 package dev.tandem.llm;
 
-import dev.tandem.kernels.Q8_0;
+import dev.tandem.kernels.TensorType;
 
 /** How the matrices of a model are stored. Norm weights are always f32. */
 public enum WeightType {
     /** Little-endian f32, row-major. */
-    F32,
-    /** llama.cpp's q8_0: per 32 values, an f16 scale and 32 int8 ({@link Q8_0}); rows of a multiple of 32. */
-    Q8_0;
+    F32(TensorType.F32),
+    /** llama.cpp's q8_0: per 32 values, an f16 scale and 32 int8; rows of a multiple of 32. */
+    Q8_0(TensorType.Q8_0),
+    /** llama.cpp's q4_0: per 32 values, an f16 scale and 16 bytes of nibbles; rows of a multiple of 32. */
+    Q4_0(TensorType.Q4_0),
+    /**
+     * llama.cpp's q4_K: per 256 values, f16 {@code d} and {@code dmin}, eight 6-bit scales and mins
+     * and 128 bytes of nibbles; rows of a multiple of 256.
+     */
+    Q4_K(TensorType.Q4_K);
+
+    private final TensorType tensorType;
+
+    WeightType(TensorType tensorType) {
+        this.tensorType = tensorType;
+    }
+
+    /** The kernels' name of this layout, which {@link dev.tandem.kernels.MatmulOps#matmul} dispatches on. */
+    public TensorType tensorType() {
+        return tensorType;
+    }
+
+    /** Values per block: 1, 32 or 256; every matrix width must be a multiple of it. */
+    public int blockSize() {
+        return tensorType.blockSize();
+    }
 
     /** Bytes of a row-major {@code [rows, cols]} matrix. */
     public long bytes(long rows, int cols) {
@@ -16,6 +39,6 @@ public enum WeightType {
 
     /** Bytes of one row of {@code cols} values. */
     public long rowBytes(int cols) {
-        return this == F32 ? (long) cols * Float.BYTES : dev.tandem.kernels.Q8_0.rowBytes(cols);
+        return tensorType.rowBytes(cols);
     }
 }

@@ -47,6 +47,16 @@ class BadInputTest {
         assertThatThrownBy(() -> config(64, 1, 4, 2, 80, 8, 8, WeightType.Q8_0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("ffnDim = 80 must be a multiple of 32 for Q8_0 weights");
+        assertThatThrownBy(() -> config(256, 1, 4, 2, 320, 8, 8, WeightType.Q4_K))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("ffnDim = 320 must be a multiple of 256 for Q4_K weights");
+        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, WeightType.Q4_0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("dim = 48 must be a multiple of 32 for Q4_0 weights");
+        LlamaConfig q4k = config(256, 1, 4, 2, 512, 8, 8, WeightType.Q4_K);
+        assertThatThrownBy(() -> new RandomWeights(q4k, 1))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("RandomWeights: Q4_K has no quantizer here; write F32 random weights as a Q4_K GGUF instead");
     }
 
     @Test

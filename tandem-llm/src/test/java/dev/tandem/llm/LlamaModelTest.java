@@ -104,6 +104,14 @@ class LlamaModelTest {
         assertMatchesReference(config, 12, request, new LlamaModel.Options(8, 2048, 3));
     }
 
+    /** q4_0 weights run as stored: a ragged batch whose prefill takes the kernels' four-input path. */
+    @Test
+    void q4_0GroupedQueryRaggedBatchMatchesTheReference() {
+        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, WeightType.Q4_0);
+        var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 24);
+        assertMatchesReference(config, 12, request, new LlamaModel.Options(8, 2048, 3));
+    }
+
     @Test
     void f32GroupedQueryLongPrefillMatchesTheReference() {
         var config = new LlamaConfig(96, 3, 6, 3, 160, ByteTokenizer.VOCAB, 128, 500000f, 1e-6f, WeightType.F32);

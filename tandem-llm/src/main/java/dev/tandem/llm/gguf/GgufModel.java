@@ -18,10 +18,11 @@ import java.util.Set;
  * qwen2 or qwen3), with every hyper-parameter read from the file.
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; matrices in one
- * {@link WeightType} for the whole model, chosen from the file's types — {@code Q8_0} when every
- * matrix is Q8_0, Q4_0, Q4_K or Q6_K (the 4- and 6-bit types are dequantised and requantised to
- * Q8_0 at load: about 1.06 bytes a weight on the worker, a little rounding on top of the file's),
- * else {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Same-type tensors are handed
+ * {@link WeightType} for the whole model, chosen from the file's types: {@code Q4_0} or
+ * {@code Q4_K} when every matrix has that type (they run as stored, 0.56 bytes a weight);
+ * else {@code Q8_0} when every matrix is Q8_0, Q4_0, Q4_K or Q6_K (the others are dequantised and
+ * requantised to Q8_0 at load: about 1.06 bytes a weight on the worker, a little rounding on top
+ * of the file's); else {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Same-type tensors are handed
  * out as read-only slices of the mapping, which {@link dev.tandem.llm.LlamaModel} copies once into
  * frozen worker buffers; converted ones are built in a per-call confined arena and dropped once
  * copied.
@@ -157,9 +158,12 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         }
         GgufTensor g = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
         MemorySegment bytes = file.data(g);
-        GgmlType target = tensor.norm() || config.weightType() == WeightType.F32 ? GgmlType.F32 : GgmlType.Q8_0;
+        GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(config.weightType().name());
         if (g.type().equals(target)) {
             return bytes;
+        }
+        if (!target.equals(GgmlType.F32) && !target.equals(GgmlType.Q8_0)) {
+            throw fail("tensor " + g.name() + " is " + g.type() + " in a " + target + " model");
         }
         long elements = g.elements();
         MemorySegment f32 = Arena.ofAuto().allocate(elements * Float.BYTES, 64);
@@ -209,13 +213,19 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
 
     private WeightType chooseWeightType() {
         Set<String> quantized = Set.of("Q8_0", "Q4_0", "Q4_K", "Q6_K");
-        boolean allQuantized = true;
+        Set<String> matrixTypes = new java.util.TreeSet<>();
         for (GgufTensor t : file.tensors()) {
-            if (t.dims().length >= 2 && !quantized.contains(t.type().name())) {
-                allQuantized = false;
+            if (t.dims().length >= 2) {
+                matrixTypes.add(t.type().name());
             }
         }
-        return allQuantized ? WeightType.Q8_0 : WeightType.F32;
+        if (matrixTypes.equals(Set.of("Q4_0"))) {
+            return WeightType.Q4_0;
+        }
+        if (matrixTypes.equals(Set.of("Q4_K"))) {
+            return WeightType.Q4_K;
+        }
+        return quantized.containsAll(matrixTypes) ? WeightType.Q8_0 : WeightType.F32;
     }
 
     private static long[] trimOnes(long[] dims) {

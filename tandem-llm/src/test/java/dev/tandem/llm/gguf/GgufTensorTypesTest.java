@@ -63,8 +63,13 @@ class GgufTensorTypesTest {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
-            boolean widened = typeName.startsWith("F") || typeName.equals("BF16");
-            assertThat(weights.config().weightType()).isEqualTo(widened ? WeightType.F32 : WeightType.Q8_0);
+            WeightType expected = switch (typeName) {
+                case "F32", "F16", "BF16" -> WeightType.F32;
+                case "Q4_0" -> WeightType.Q4_0;
+                case "Q4_K" -> WeightType.Q4_K;
+                default -> WeightType.Q8_0;
+            };
+            assertThat(weights.config().weightType()).isEqualTo(expected);
             assertThat(weights.file().tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(type);
             checkAgainstTheReference(worker, weights);
         }
@@ -158,6 +163,25 @@ class GgufTensorTypesTest {
             norm += (double) original[i] * original[i];
         }
         assertThat(Math.sqrt(err / norm)).as("relative RMS error of %s", type.name()).isLessThan(bound).isPositive();
+    }
+
+    /**
+     * llama.cpp's own Q4_0 and Q4_K_M files keep some matrices in Q6_K (the classifier, half the
+     * value projections): such a mix runs as Q8_0, and only a file whose every matrix is Q4_0 (or
+     * Q4_K) runs as stored.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"Q4_0:output.weight", "Q4_K:blk.1.attn_v.weight"})
+    void aFourBitFileWithSomeQ6KMatricesRunsAsQ8_0(String spec) throws IOException {
+        String[] parts = spec.split(":");
+        Path p = dir.resolve("mixed-" + parts[0] + ".gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.byName(parts[0]))
+                .type(parts[1], GgmlType.Q6_K).write(p);
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            assertThat(weights.config().weightType()).isEqualTo(WeightType.Q8_0);
+            assertThat(weights.file().tensor(parts[1]).orElseThrow().type()).isEqualTo(GgmlType.Q6_K);
+            checkAgainstTheReference(worker, weights);
+        }
     }
 
     @Test
