@@ -2,6 +2,7 @@ package dev.tandem.cli;
 
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.LlamaWeights;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
@@ -64,7 +65,7 @@ public final class InspectCommand implements Runnable {
                             c.ropeTheta(), c.ropeFactors() ? " with frequency factors" : "", c.normEps(),
                             c.attentionBias() ? ", q/k/v bias" : "", c.qkNorm() ? ", q/k norm" : "",
                             c.tiedEmbeddings() ? ", tied embeddings" : "");
-                    out.printf(Locale.ROOT, "on a worker   %s weights, %s%n", c.weightType(), bytes(c.weightBytes()));
+                    out.printf(Locale.ROOT, "on a worker   %s%n", workerTypes(weights));
                 } catch (RuntimeException e) {
                     out.printf(Locale.ROOT, "runnable      no: %s%n", e.getMessage());
                 }
@@ -134,5 +135,33 @@ public final class InspectCommand implements Runnable {
             return String.format(Locale.ROOT, "%.1f MB", n / 1e6);
         }
         return String.format(Locale.ROOT, "%.2f GB", n / 1e9);
+    }
+
+    /**
+     * The matrices' types on a worker and the bytes of all weights: {@code "Q8_0 weights, 27.3 MB"},
+     * or for a mix {@code "Q4_K (wq, wk, ...), Q8_0 (wv, w2, output) weights, 16.1 MB"}.
+     */
+    static String workerTypes(LlamaWeights weights) {
+        LlamaConfig c = weights.config();
+        java.util.Map<dev.tandem.llm.WeightType, java.util.List<String>> byType = new java.util.TreeMap<>();
+        long total = 0;
+        for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
+            if (!t.present(c) || t == LlamaWeights.Tensor.ROPE_FREQS) {
+                continue;
+            }
+            boolean tiedOutput = t == LlamaWeights.Tensor.OUTPUT && c.tiedEmbeddings();
+            long bytes = t.norm() ? t.bytes(c) : t.bytes(c, weights.type(t));
+            if (!tiedOutput) {
+                total += bytes * (t.perLayer() ? c.layers() : 1);
+            }
+            if (!t.norm()) {
+                byType.computeIfAbsent(weights.type(t), k -> new java.util.ArrayList<>())
+                        .add(t.name().toLowerCase(Locale.ROOT));
+            }
+        }
+        String types = byType.size() == 1 ? byType.keySet().iterator().next().toString()
+                : String.join(", ", byType.entrySet().stream()
+                        .map(e -> e.getKey() + " (" + String.join(", ", e.getValue()) + ")").toList());
+        return types + " weights, " + bytes(total);
     }
 }

@@ -515,7 +515,7 @@ final class VectorOps implements KernelOps {
             int b = 0;
             for (; b + 4 <= batch; b += 4) {
                 if (NIBBLE_TABLES) {
-                    tableQ4_Kx4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks * 8, factors, out,
+                    tableQ4_Kx4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks * 4, factors, out,
                             outOffset + b * outStride + r * F, outStride);
                 } else {
                     dotQ4_Kx4(weights, row, x, xOffset + b * inputBytes, inputBytes, blocks * 8, factors, out,
@@ -800,40 +800,55 @@ final class VectorOps implements KernelOps {
         return acc0.add(acc1).add(acc2.add(acc3)).reduceLanes(VectorOperators.ADD);
     }
 
-    /** {@link #tableQ4_K} for four inputs {@code inputStride} bytes apart. */
+    /**
+     * {@link #tableQ4_K} for four inputs {@code inputStride} bytes apart: per group, its 32 bytes
+     * are loaded and looked up once for all four, into two accumulators per input (the even and
+     * the odd sub-block), so that eight chains of multiply-adds overlap.
+     */
     private static void tableQ4_Kx4(
             MemorySegment w,
             long row,
             MemorySegment x,
             long input,
             long inputStride,
-            int subs,
+            int groups,
             float[] factors,
             MemorySegment out,
             long at,
             long outStride) {
-        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
-        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
-        for (int sub = 0; sub < subs; sub++) {
-            long quants = row + (long) (sub >> 3) * Q4_K_BLOCK_BYTES + 16 + ((sub & 7) >> 1) * 32L;
-            long in0 = input + sub * 32L * F;
-            FloatVector table = NIBBLES.fma(factors[2 * sub], factors[2 * sub + 1]);
+        FloatVector even0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector even1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector even2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector even3 = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd3 = FloatVector.zero(Q8_FLOATS);
+        for (int group = 0; group < groups; group++) {
+            long quants = row + (long) (group >> 2) * Q4_K_BLOCK_BYTES + 16 + (group & 3) * 32L;
+            long in = input + group * 64L * F;
+            FloatVector tableE = NIBBLES.fma(factors[4 * group], factors[4 * group + 1]);
+            FloatVector tableO = NIBBLES.fma(factors[4 * group + 2], factors[4 * group + 3]);
             for (int half = 0; half < 2; half++) {
                 IntVector q = nibbleIndexes(w, quants + half * 16L);
-                FloatVector wv = (sub & 1) == 0 ? lookUp(q, table) : lookUpHigh(q, table);
-                long in = in0 + half * 16 * F;
-                acc0 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE), acc0);
-                acc1 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + inputStride, LE), acc1);
-                acc2 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 2 * inputStride, LE), acc2);
-                acc3 = wv.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 3 * inputStride, LE), acc3);
+                FloatVector we = lookUp(q, tableE);
+                FloatVector wo = lookUpHigh(q, tableO);
+                long e = in + half * 16 * F;
+                long o = e + 32 * F;
+                even0 = we.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, e, LE), even0);
+                even1 = we.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, e + inputStride, LE), even1);
+                even2 = we.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, e + 2 * inputStride, LE), even2);
+                even3 = we.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, e + 3 * inputStride, LE), even3);
+                odd0 = wo.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, o, LE), odd0);
+                odd1 = wo.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, o + inputStride, LE), odd1);
+                odd2 = wo.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, o + 2 * inputStride, LE), odd2);
+                odd3 = wo.fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, o + 3 * inputStride, LE), odd3);
             }
         }
-        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
-        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at, even0.add(odd0).reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, even1.add(odd1).reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, even2.add(odd2).reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, even3.add(odd3).reduceLanes(VectorOperators.ADD));
     }
 
     // ---- norm, rope, element-wise ----

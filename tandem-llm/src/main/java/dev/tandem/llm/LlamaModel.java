@@ -147,6 +147,8 @@ public final class LlamaModel {
             java.util.EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
     private final Rope rope;
+    /** How each matrix is stored ({@link LlamaWeights#type}); the classifier's is the embedding's when tied. */
+    private final Map<Tensor, WeightType> types = new EnumMap<>(Tensor.class);
     private final Kernel embed;
     private final Kernel rmsnorm;
     private final Kernel ropeStore;
@@ -174,7 +176,11 @@ public final class LlamaModel {
             }
             int copies = tensor.perLayer() ? config.layers() : 1;
             Buffer[] array = new Buffer[copies];
-            long bytes = tensor.bytes(config);
+            if (!tensor.norm()) {
+                Tensor source = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
+                types.put(tensor, weights.type(source));
+            }
+            long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor));
             for (int l = 0; l < copies; l++) {
                 if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
                     array[l] = buffers.get(Tensor.TOKEN_EMBEDDING)[0];
@@ -192,15 +198,16 @@ public final class LlamaModel {
             buffers.put(tensor, array);
             if (!tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING) {
                 int cols = tensor.cols(config);
-                blocks.put(tensor, RowBlocks.of(tensor.rows(config), config.weightType().rowBytes(cols),
+                blocks.put(tensor, RowBlocks.of(tensor.rows(config), types.get(tensor).rowBytes(cols),
                         options.rowBlockBytes(), parallelism));
                 if (!FUSED_PROJECTIONS.contains(tensor)) {
-                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
+                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT), types.get(tensor)));
                 }
             }
         }
         if (!blocks.get(Tensor.W1).equals(blocks.get(Tensor.W3))) {
-            throw new AssertionError("w1 and w3 must share their row blocks");
+            throw new IllegalArgumentException("weights: w1 (" + types.get(Tensor.W1) + ") and w3 ("
+                    + types.get(Tensor.W3) + ") must have rows of the same bytes, so that they share row blocks");
         }
         this.rope = new Rope(config, ropeFactors);
         this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
@@ -237,9 +244,25 @@ public final class LlamaModel {
         return options;
     }
 
-    /** Bytes of the weights on the worker. */
+    /** Bytes of the weights on the worker: the matrices in their own types, the norms in f32. */
     public long weightBytes() {
-        return config.weightBytes();
+        long total = 0;
+        for (Tensor tensor : Tensor.values()) {
+            if (tensor.present(config) && tensor != Tensor.ROPE_FREQS
+                    && !(tensor == Tensor.OUTPUT && config.tiedEmbeddings())) {
+                long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor));
+                total += bytes * (tensor.perLayer() ? config.layers() : 1);
+            }
+        }
+        return total;
+    }
+
+    /** How matrix {@code tensor} is stored on the worker. */
+    public WeightType weightType(Tensor tensor) {
+        if (tensor.norm()) {
+            throw new IllegalArgumentException(tensor + " is an f32 vector, not a matrix");
+        }
+        return types.get(tensor);
     }
 
     /**
@@ -402,7 +425,7 @@ public final class LlamaModel {
     private void matmul(Orchestrator o, Activations a, Tensor weight, int layer, Buffer in, int rows) {
         RowBlocks split = blocks.get(weight);
         int cols = weight.cols(config);
-        long rowBytes = config.weightType().rowBytes(cols);
+        long rowBytes = types.get(weight).rowBytes(cols);
         Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
         Kernel kernel = matmuls.get(weight);
@@ -489,7 +512,6 @@ public final class LlamaModel {
     private void qkv(Orchestrator o, Activations a, int layer, int rows) {
         Tensor[] parts = {Tensor.WQ, Tensor.WK, Tensor.WV};
         int cols = Tensor.WQ.cols(config);
-        long rowBytes = config.weightType().rowBytes(cols);
         int tasks = 0;
         for (Tensor t : parts) {
             tasks = Math.max(tasks, blocks.get(t).count());
@@ -506,6 +528,7 @@ public final class LlamaModel {
                     continue;
                 }
                 scalars[2 + i] = split.size(k);
+                long rowBytes = types.get(parts[i]).rowBytes(cols);
                 Buffer w = buffers.get(parts[i])[layer];
                 accesses.add(read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)));
                 accesses.add(write(a.outputs.get(parts[i]).region(split.offset(k, rows, 0), split.length(k, rows))));
@@ -522,14 +545,15 @@ public final class LlamaModel {
     private void gateUp(Orchestrator o, Activations a, int layer, int rows) {
         RowBlocks split = blocks.get(Tensor.W1);
         int cols = Tensor.W1.cols(config);
-        long rowBytes = config.weightType().rowBytes(cols);
+        long rowBytes1 = types.get(Tensor.W1).rowBytes(cols);
+        long rowBytes3 = types.get(Tensor.W3).rowBytes(cols);
         int ffn = config.ffnDim();
         Buffer w1 = buffers.get(Tensor.W1)[layer];
         Buffer w3 = buffers.get(Tensor.W3)[layer];
         for (int k = 0; k < split.count(); k++) {
             Access[] accesses = new Access[5 + rows];
-            accesses[0] = read(w1.region(split.start(k) * rowBytes, split.size(k) * rowBytes));
-            accesses[1] = read(w3.region(split.start(k) * rowBytes, split.size(k) * rowBytes));
+            accesses[0] = read(w1.region(split.start(k) * rowBytes1, split.size(k) * rowBytes1));
+            accesses[1] = read(w3.region(split.start(k) * rowBytes3, split.size(k) * rowBytes3));
             accesses[2] = read(a.xn.region(0, (long) rows * cols * F));
             accesses[3] = write(a.outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
             accesses[4] = write(a.outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
@@ -693,19 +717,20 @@ public final class LlamaModel {
     // lay them out; the byte size of a block-major region gives the block's rows.
 
     /** Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write). Scalars: rows, cols, n. */
-    private Kernel matmulKernel(String name) {
-        return Kernel.of("matmul_" + name, c -> project(c.region(0), c.region(1), c.region(2), (int) c.scalar(0),
-                (int) c.scalar(1), (int) c.scalar(2)));
+    private Kernel matmulKernel(String name, WeightType type) {
+        return Kernel.of("matmul_" + name, c -> project(type, c.region(0), c.region(1), c.region(2),
+                (int) c.scalar(0), (int) c.scalar(1), (int) c.scalar(2)));
     }
 
-    /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} in the model's weight type. */
-    private void project(MemorySegment weights, MemorySegment in, MemorySegment out, int rows, int cols, int n) {
-        ops.matmul(config.weightType().tensorType(), weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
+    /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} with weights of {@code type}. */
+    private void project(WeightType type, MemorySegment weights, MemorySegment in, MemorySegment out, int rows,
+            int cols, int n) {
+        ops.matmul(type.tensorType(), weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
     }
 
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
     private Kernel embedKernel() {
-        WeightType type = config.weightType();
+        WeightType type = types.get(Tensor.TOKEN_EMBEDDING);
         return Kernel.of("embed", c -> {
             int n = (int) c.scalar(0);
             int dim = (int) c.scalar(1);
@@ -888,6 +913,7 @@ public final class LlamaModel {
      * rows of q, k and v (0: none in this task).
      */
     private Kernel qkvKernel() {
+        WeightType[] partTypes = {types.get(Tensor.WQ), types.get(Tensor.WK), types.get(Tensor.WV)};
         return Kernel.of("matmul_qkv", c -> {
             int cols = (int) c.scalar(0);
             int n = (int) c.scalar(1);
@@ -898,7 +924,7 @@ public final class LlamaModel {
                 if (rows == 0) {
                     continue;
                 }
-                project(c.region(at), in, c.region(at + 1), rows, cols, n);
+                project(partTypes[i], c.region(at), in, c.region(at + 1), rows, cols, n);
                 at += 2;
             }
         });
@@ -909,14 +935,16 @@ public final class LlamaModel {
      * each), then the block's columns of each hb row (write). Scalars: rows, cols, n.
      */
     private Kernel gateUpKernel() {
+        WeightType gateType = types.get(Tensor.W1);
+        WeightType upType = types.get(Tensor.W3);
         return Kernel.of("matmul_w1_w3", c -> {
             int rows = (int) c.scalar(0);
             int cols = (int) c.scalar(1);
             int n = (int) c.scalar(2);
             MemorySegment gate = c.region(3);
             MemorySegment up = c.region(4);
-            project(c.region(0), c.region(2), gate, rows, cols, n);
-            project(c.region(1), c.region(2), up, rows, cols, n);
+            project(gateType, c.region(0), c.region(2), gate, rows, cols, n);
+            project(upType, c.region(1), c.region(2), up, rows, cols, n);
             for (int i = 0; i < n; i++) {
                 ops.siluMul(gate, (long) i * rows * F, up, (long) i * rows * F, c.region(5 + i), 0, rows);
             }

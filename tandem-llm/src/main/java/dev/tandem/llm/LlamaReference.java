@@ -41,7 +41,8 @@ public final class LlamaReference {
             int copies = tensor.perLayer() ? c.layers() : 1;
             float[][] array = new float[copies][];
             for (int l = 0; l < copies; l++) {
-                array[l] = decode(source.tensor(tensor, l), tensor);
+                WeightType type = tensor.norm() ? WeightType.F32 : source.type(tensor);
+                array[l] = decode(source.tensor(tensor, l), tensor, type);
             }
             weights[tensor.ordinal()] = array;
         }
@@ -51,20 +52,20 @@ public final class LlamaReference {
         return c;
     }
 
-    private float[] decode(MemorySegment bytes, Tensor tensor) {
+    private float[] decode(MemorySegment bytes, Tensor tensor, WeightType type) {
         int rows = tensor.rows(c);
         int cols = tensor.cols(c);
         float[] values = new float[rows * cols];
-        if (tensor.norm() || c.weightType() == WeightType.F32) {
+        if (tensor.norm() || type == WeightType.F32) {
             for (int i = 0; i < values.length; i++) {
                 values[i] = bytes.getAtIndex(F32, i);
             }
             return values;
         }
-        if (c.weightType() != WeightType.Q8_0) {
+        if (type != WeightType.Q8_0) {
             // q4_0 and q4_K: the scalar dequantizer, itself checked against llama.cpp's definition.
             MemorySegment f32 = java.lang.foreign.Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
-            dev.tandem.kernels.Ops.scalar().dequantize(c.weightType().tensorType(), bytes, 0, f32, 0, values.length);
+            dev.tandem.kernels.Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
             for (int i = 0; i < values.length; i++) {
                 values[i] = f32.getAtIndex(F32, i);
             }

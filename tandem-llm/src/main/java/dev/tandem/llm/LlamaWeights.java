@@ -24,6 +24,15 @@ public interface LlamaWeights {
      */
     MemorySegment tensor(Tensor tensor, int layer);
 
+    /**
+     * How matrix {@code tensor} is stored, the same in every layer: {@link LlamaConfig#weightType()}
+     * unless the source keeps some matrices in another type the kernels read (a checkpoint whose
+     * matrices have several types). Never asked for norm weights.
+     */
+    default WeightType type(Tensor tensor) {
+        return config().weightType();
+    }
+
     /** The tensors of a Llama-style decoder; which are {@link #present} depends on the config. */
     enum Tensor {
         /** {@code [vocab, dim]}: the input embedding of each token. */
@@ -113,9 +122,14 @@ public interface LlamaWeights {
             };
         }
 
-        /** Bytes of the tensor (of one layer). */
+        /** Bytes of the tensor (of one layer), a matrix in the config's weight type. */
         public long bytes(LlamaConfig c) {
-            return norm ? (long) cols(c) * Float.BYTES : c.weightType().bytes(rows(c), cols(c));
+            return bytes(c, c.weightType());
+        }
+
+        /** Bytes of the tensor (of one layer), a matrix in {@code type}. */
+        public long bytes(LlamaConfig c, WeightType type) {
+            return norm ? (long) cols(c) * Float.BYTES : type.bytes(rows(c), cols(c));
         }
     }
 }

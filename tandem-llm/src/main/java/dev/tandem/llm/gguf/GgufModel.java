@@ -17,15 +17,16 @@ import java.util.Set;
  * The weights of a Llama-family GGUF checkpoint ({@code general.architecture} llama, mistral,
  * qwen2 or qwen3), with every hyper-parameter read from the file.
  *
- * <p>What reaches the worker: norm weights, biases and rope factors as f32; matrices in one
- * {@link WeightType} for the whole model, chosen from the file's types: {@code Q4_0} or
- * {@code Q4_K} when every matrix has that type (they run as stored, 0.56 bytes a weight);
- * else {@code Q8_0} when every matrix is Q8_0, Q4_0, Q4_K or Q6_K (the others are dequantised and
- * requantised to Q8_0 at load: about 1.06 bytes a weight on the worker, a little rounding on top
- * of the file's); else {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Same-type tensors are handed
- * out as read-only slices of the mapping, which {@link dev.tandem.llm.LlamaModel} copies once into
- * frozen worker buffers; converted ones are built in a per-call confined arena and dropped once
- * copied.
+ * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
+ * {@link WeightType} chosen from the file's types: {@code Q4_0} or {@code Q4_K} when every matrix
+ * has that type; else {@code Q8_0} when every matrix is Q8_0, Q4_0, Q4_K or Q6_K; else
+ * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Each matrix ({@link #type}) runs as
+ * stored when every layer stores it in one type with a kernel (Q8_0, Q4_0 or Q4_K, 0.56 bytes a
+ * weight for the 4-bit ones) and the model is not F32; the others are converted to the model's
+ * type (Q6_K is dequantised and requantised to Q8_0 at load: about 1.06 bytes a weight, a little
+ * rounding on top of the file's). Same-type tensors are handed out as read-only slices of the
+ * mapping, which {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers;
+ * converted ones are built in automatic arenas, which the collector frees once they are copied.
  *
  * <p>An unsupported architecture, tensor type or shape is a {@link GgufException} naming it.
  * Close it after the model is loaded (the worker holds its own copies).
@@ -39,6 +40,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
 
     private final GgufFile file;
     private final String architecture;
+    private final java.util.Map<Tensor, WeightType> types = new java.util.EnumMap<>(Tensor.class);
     private final LlamaConfig config;
 
     private GgufModel(GgufFile file, int maxContext) {
@@ -115,6 +117,16 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
                 }
             }
         }
+        for (Tensor t : Tensor.values()) {
+            if (t.present(c) && !t.norm() && !(t == Tensor.OUTPUT && tied)) {
+                types.put(t, workerType(t));
+            }
+        }
+        if (types.get(Tensor.W1) != types.get(Tensor.W3)) {
+            // The gate and up projections share their row blocks: rows of the same bytes.
+            types.put(Tensor.W1, type == WeightType.F32 ? WeightType.F32 : WeightType.Q8_0);
+            types.put(Tensor.W3, types.get(Tensor.W1));
+        }
     }
 
     /** Opens {@code path} as a model, its context length as the file says. */
@@ -158,7 +170,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         }
         GgufTensor g = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
         MemorySegment bytes = file.data(g);
-        GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(config.weightType().name());
+        GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(type(tensor).name());
         if (g.type().equals(target)) {
             return bytes;
         }
@@ -209,6 +221,42 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     @Override
     public void close() {
         file.close();
+    }
+
+    /**
+     * The type matrix {@code t} reaches the worker in: as stored when every layer has it in the
+     * same type with a kernel (Q8_0, Q4_0 or Q4_K) and the model is not widened to F32; else the
+     * model's type.
+     */
+    private WeightType workerType(Tensor t) {
+        if (config.weightType() == WeightType.F32) {
+            return WeightType.F32;
+        }
+        Set<String> stored = new java.util.TreeSet<>();
+        for (int l = 0; l < (t.perLayer() ? config.layers() : 1); l++) {
+            stored.add(tensorNamed(name(t, l)).type().name());
+        }
+        if (stored.size() == 1) {
+            switch (stored.iterator().next()) {
+                case "Q8_0": return WeightType.Q8_0;
+                case "Q4_0": return WeightType.Q4_0;
+                case "Q4_K": return WeightType.Q4_K;
+                default: break;
+            }
+        }
+        return config.weightType();
+    }
+
+    @Override
+    public WeightType type(Tensor tensor) {
+        if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
+            tensor = Tensor.TOKEN_EMBEDDING;
+        }
+        WeightType t = types.get(tensor);
+        if (t == null) {
+            throw new IllegalArgumentException(tensor + " is not a matrix of this model");
+        }
+        return t;
     }
 
     private WeightType chooseWeightType() {

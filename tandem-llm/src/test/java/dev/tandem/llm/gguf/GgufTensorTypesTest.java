@@ -166,20 +166,48 @@ class GgufTensorTypesTest {
     }
 
     /**
-     * llama.cpp's own Q4_0 and Q4_K_M files keep some matrices in Q6_K (the classifier, half the
-     * value projections): such a mix runs as Q8_0, and only a file whose every matrix is Q4_0 (or
-     * Q4_K) runs as stored.
+     * llama.cpp's own Q4_0 and Q4_K_M files keep some matrices in Q6_K (the classifier, the value
+     * projections of some layers): such a model is Q8_0 as a whole, but each matrix stored in one
+     * type with a kernel in every layer runs as stored, and only the others are requantised.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"Q4_0:output.weight", "Q4_K:blk.1.attn_v.weight"})
-    void aFourBitFileWithSomeQ6KMatricesRunsAsQ8_0(String spec) throws IOException {
+    @ValueSource(strings = {"Q4_0:output.weight:OUTPUT", "Q4_K:blk.1.attn_v.weight:WV"})
+    void aFourBitFileWithSomeQ6KMatricesRunsTheRestAsStored(String spec) throws IOException {
         String[] parts = spec.split(":");
+        WeightType stored = WeightType.valueOf(parts[0]);
+        Tensor requantised = Tensor.valueOf(parts[2]);
         Path p = dir.resolve("mixed-" + parts[0] + ".gguf");
         new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.byName(parts[0]))
                 .type(parts[1], GgmlType.Q6_K).write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
             assertThat(weights.config().weightType()).isEqualTo(WeightType.Q8_0);
             assertThat(weights.file().tensor(parts[1]).orElseThrow().type()).isEqualTo(GgmlType.Q6_K);
+            for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
+                    Tensor.W1, Tensor.W2, Tensor.W3, Tensor.OUTPUT}) {
+                assertThat(weights.type(t)).as("%s", t).isEqualTo(t == requantised ? WeightType.Q8_0 : stored);
+                long bytes = t.bytes(weights.config(), weights.type(t));
+                assertThat(weights.tensor(t, 1).byteSize()).as("%s bytes", t).isEqualTo(bytes);
+            }
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            assertThat(model.weightType(Tensor.W2)).isEqualTo(stored);
+            assertThat(model.weightBytes()).isLessThan(weights.config().weightBytes());
+            checkAgainstTheReference(worker, weights);
+        }
+    }
+
+    /** The gate and up projections share their row blocks, so differing types requantise both. */
+    @Test
+    void gateAndUpProjectionsOfDifferentTypesBothRunAsQ8_0() throws IOException {
+        Path p = dir.resolve("gate-up.gguf");
+        GgufCheckpointWriter writer = new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.Q4_K);
+        for (int l = 0; l < SHAPE.layers(); l++) {
+            writer.type("blk." + l + ".ffn_up.weight", GgmlType.Q4_0);
+        }
+        writer.write(p);
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            assertThat(weights.type(Tensor.W1)).isEqualTo(WeightType.Q8_0);
+            assertThat(weights.type(Tensor.W3)).isEqualTo(WeightType.Q8_0);
+            assertThat(weights.type(Tensor.W2)).isEqualTo(WeightType.Q4_K);
             checkAgainstTheReference(worker, weights);
         }
     }

@@ -1,0 +1,53 @@
+package dev.tandem.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.llm.ByteTokenizer;
+import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.LlamaWeights;
+import dev.tandem.llm.RandomWeights;
+import dev.tandem.llm.WeightType;
+import java.lang.foreign.MemorySegment;
+import org.junit.jupiter.api.Test;
+
+/** The "on a worker" line of {@code tandem inspect}: one type, or each type with its matrices. */
+class InspectWorkerTypesTest {
+
+    private static final LlamaConfig SHAPE =
+            new LlamaConfig(256, 2, 4, 2, 512, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, WeightType.Q8_0);
+
+    @Test
+    void oneTypeIsNamedOnceWithTheConfigsBytes() {
+        assertThat(InspectCommand.workerTypes(new RandomWeights(SHAPE, 1)))
+                .isEqualTo("Q8_0 weights, " + InspectCommand.bytes(SHAPE.weightBytes()));
+    }
+
+    @Test
+    void aMixNamesEachTypesMatricesAndCountsTheirOwnBytes() {
+        RandomWeights random = new RandomWeights(SHAPE, 1);
+        LlamaWeights mixed = new LlamaWeights() {
+            @Override
+            public LlamaConfig config() {
+                return SHAPE;
+            }
+
+            @Override
+            public MemorySegment tensor(Tensor tensor, int layer) {
+                return random.tensor(tensor, layer);
+            }
+
+            @Override
+            public WeightType type(Tensor tensor) {
+                return tensor == Tensor.W2 || tensor == Tensor.OUTPUT ? WeightType.Q8_0 : WeightType.Q4_K;
+            }
+        };
+        long q4k = SHAPE.weightBytes();
+        for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
+            if (t.present(SHAPE) && !t.norm() && t != LlamaWeights.Tensor.W2 && t != LlamaWeights.Tensor.OUTPUT) {
+                q4k -= (t.bytes(SHAPE) - t.bytes(SHAPE, WeightType.Q4_K)) * (t.perLayer() ? SHAPE.layers() : 1);
+            }
+        }
+        assertThat(InspectCommand.workerTypes(mixed)).isEqualTo(
+                "Q8_0 (w2, output), Q4_K (token_embedding, wq, wk, wv, wo, w1, w3) weights, " + InspectCommand.bytes(q4k));
+    }
+}
