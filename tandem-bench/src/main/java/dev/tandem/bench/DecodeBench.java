@@ -117,13 +117,22 @@ public final class DecodeBench {
      * @param tokens      tokens per request in each measured run
      * @param repetitions measured runs per configuration, best kept
      */
+    /** The least wall time {@link #run} spends warming up before it measures. */
+    static final long WARM_UP_NANOS = 5_000_000_000L;
+
     public static Result run(String modelName, int cores, int tokens, int repetitions) {
         LlamaConfig config = LlamaConfig.named(modelName);
         List<Row> rows = new ArrayList<>();
         try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, SEED));
-            measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2)); // warm-up, batch 1 and batch 8
-            measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+            // Warm-up, batch 1 and batch 8, for at least WARM_UP_NANOS: C2 needs seconds of
+            // wall time on two busy cores to compile the kernels, and a short run measured the
+            // interpreter and C1 code at half the full run's figures.
+            long warmUntil = System.nanoTime() + WARM_UP_NANOS;
+            do {
+                measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2));
+                measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+            } while (System.nanoTime() < warmUntil);
             int[][] shapes = {{1, 1}, {1, 8}, {4, 1}};
             for (int[] shape : shapes) {
                 for (int runAhead : new int[] {1, 2}) {
