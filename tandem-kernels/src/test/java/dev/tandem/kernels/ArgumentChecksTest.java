@@ -76,6 +76,12 @@ class ArgumentChecksTest {
                 "matmulQ4_0: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
                 ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 16, 32, 1, 0, 16)));
         cases.add(new Case(
+                "matmulQ4_0: x segment of 268 bytes is too small: 512 bytes needed at xOffset = 12",
+                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+        cases.add(new Case(
+                "matmulQ4_0: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
+                ops -> ops.matmulQ4_0(A, PAD, B, PAD, SMALL, PAD, 4, 32, 1, 0, 4)));
+        cases.add(new Case(
                 "matmulQ4_0: rowEnd = 3 is outside [rowStart = 0, rows = 2]",
                 ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 2, 32, 1, 0, 3)));
         cases.add(new Case(
