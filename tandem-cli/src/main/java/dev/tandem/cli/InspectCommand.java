@@ -3,6 +3,7 @@ package dev.tandem.cli;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LlamaConfig;
 import dev.tandem.llm.LlamaWeights;
+import dev.tandem.llm.WeightType;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
@@ -12,6 +13,8 @@ import dev.tandem.llm.safetensors.SafetensorsModel;
 import dev.tandem.llm.safetensors.SafetensorsTensor;
 import java.io.PrintStream;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
@@ -143,7 +146,7 @@ public final class InspectCommand implements Runnable {
      */
     static String workerTypes(LlamaWeights weights) {
         LlamaConfig c = weights.config();
-        java.util.Map<dev.tandem.llm.WeightType, java.util.List<String>> byType = new java.util.TreeMap<>();
+        Map<WeightType, List<String>> byType = new TreeMap<>();
         long total = 0;
         for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
             if (!t.present(c) || t == LlamaWeights.Tensor.ROPE_FREQS) {
@@ -155,7 +158,7 @@ public final class InspectCommand implements Runnable {
                 total += bytes * (t.perLayer() ? c.layers() : 1);
             }
             if (!t.norm()) {
-                byType.computeIfAbsent(weights.type(t), k -> new java.util.ArrayList<>())
+                byType.computeIfAbsent(weights.type(t), k -> new ArrayList<>())
                         .add(t.name().toLowerCase(Locale.ROOT));
             }
         }

@@ -1,6 +1,8 @@
 package dev.tandem.llm;
 
+import dev.tandem.kernels.Ops;
 import dev.tandem.llm.LlamaWeights.Tensor;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -64,8 +66,8 @@ public final class LlamaReference {
         }
         if (type != WeightType.Q8_0) {
             // q4_0 and q4_K: the scalar dequantizer, itself checked against llama.cpp's definition.
-            MemorySegment f32 = java.lang.foreign.Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
-            dev.tandem.kernels.Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
+            MemorySegment f32 = Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
+            Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
             for (int i = 0; i < values.length; i++) {
                 values[i] = f32.getAtIndex(F32, i);
             }

@@ -9,9 +9,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.EnumMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 
 /**
  * The weights of a Llama-family GGUF checkpoint ({@code general.architecture} llama, mistral,
@@ -40,7 +43,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
 
     private final GgufFile file;
     private final String architecture;
-    private final java.util.Map<Tensor, WeightType> types = new java.util.EnumMap<>(Tensor.class);
+    private final Map<Tensor, WeightType> types = new EnumMap<>(Tensor.class);
     private final LlamaConfig config;
 
     private GgufModel(GgufFile file, int maxContext) {
@@ -232,7 +235,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         if (config.weightType() == WeightType.F32) {
             return WeightType.F32;
         }
-        Set<String> stored = new java.util.TreeSet<>();
+        Set<String> stored = new TreeSet<>();
         for (int l = 0; l < (t.perLayer() ? config.layers() : 1); l++) {
             stored.add(tensorNamed(name(t, l)).type().name());
         }
@@ -261,7 +264,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
 
     private WeightType chooseWeightType() {
         Set<String> quantized = Set.of("Q8_0", "Q4_0", "Q4_K", "Q6_K");
-        Set<String> matrixTypes = new java.util.TreeSet<>();
+        Set<String> matrixTypes = new TreeSet<>();
         for (GgufTensor t : file.tensors()) {
             if (t.dims().length >= 2) {
                 matrixTypes.add(t.type().name());
