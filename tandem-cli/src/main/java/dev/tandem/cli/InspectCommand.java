@@ -147,24 +147,14 @@ public final class InspectCommand implements Runnable {
     static String workerTypes(LlamaWeights weights) {
         LlamaConfig c = weights.config();
         Map<WeightType, List<String>> byType = new TreeMap<>();
-        long total = 0;
         for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
-            if (!t.present(c) || t == LlamaWeights.Tensor.ROPE_FREQS) {
-                continue;
-            }
-            boolean tiedOutput = t == LlamaWeights.Tensor.OUTPUT && c.tiedEmbeddings();
-            long bytes = t.norm() ? t.bytes(c) : t.bytes(c, weights.type(t));
-            if (!tiedOutput) {
-                total += bytes * (t.perLayer() ? c.layers() : 1);
-            }
-            if (!t.norm()) {
-                byType.computeIfAbsent(weights.type(t), k -> new ArrayList<>())
-                        .add(t.name().toLowerCase(Locale.ROOT));
+            if (t.present(c) && !t.norm()) {
+                byType.computeIfAbsent(weights.type(t), k -> new ArrayList<>()).add(t.name().toLowerCase(Locale.ROOT));
             }
         }
         String types = byType.size() == 1 ? byType.keySet().iterator().next().toString()
                 : String.join(", ", byType.entrySet().stream()
                         .map(e -> e.getKey() + " (" + String.join(", ", e.getValue()) + ")").toList());
-        return types + " weights, " + bytes(total);
+        return types + " weights, " + bytes(c.weightBytes(weights::type));
     }
 }

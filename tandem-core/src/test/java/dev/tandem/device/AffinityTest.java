@@ -7,7 +7,15 @@ import dev.tandem.Access;
 import dev.tandem.CpuDevice;
 import dev.tandem.Kernel;
 import dev.tandem.TaskContext;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
@@ -96,28 +104,28 @@ class AffinityTest {
 
     @Test
     void masksEncodeAndDecodeEveryCpu() {
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
-            java.lang.foreign.MemorySegment mask = arena.allocate(128);
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment mask = arena.allocate(128);
             int[] cpus = {0, 1, 7, 8, 9, 63, 64, 511, 1023};
             for (int cpu : cpus) {
                 Affinity.add(mask, cpu);
             }
             assertThat(Affinity.cpus(mask)).containsExactly(cpus);
-            assertThat(mask.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0b1000_0011);
-            assertThat(mask.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 1)).isEqualTo((byte) 0b0000_0011);
+            assertThat(mask.get(ValueLayout.JAVA_BYTE, 0)).isEqualTo((byte) 0b1000_0011);
+            assertThat(mask.get(ValueLayout.JAVA_BYTE, 1)).isEqualTo((byte) 0b0000_0011);
             assertThat(Affinity.cpus(arena.allocate(128))).isEmpty();
         }
     }
 
     @Test
-    void theAllowedCpusAreTheKernelsListForThisThread() throws java.io.IOException {
+    void theAllowedCpusAreTheKernelsListForThisThread() throws IOException {
         assumeTrue(Affinity.supported(), "thread affinity is a Linux feature");
-        java.nio.file.Path status = java.nio.file.Path.of("/proc/thread-self/status");
-        assumeTrue(java.nio.file.Files.isReadable(status), "needs /proc");
-        String list = java.nio.file.Files.readAllLines(status).stream()
+        Path status = Path.of("/proc/thread-self/status");
+        assumeTrue(Files.isReadable(status), "needs /proc");
+        String list = Files.readAllLines(status).stream()
                 .filter(line -> line.startsWith("Cpus_allowed_list:")).findFirst().orElseThrow()
                 .substring("Cpus_allowed_list:".length()).trim();
-        java.util.List<Integer> expected = new java.util.ArrayList<>();
+        List<Integer> expected = new ArrayList<>();
         for (String part : list.split(",")) {
             String[] range = part.split("-");
             int from = Integer.parseInt(range[0]);

@@ -184,6 +184,19 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
     }
 
+    static void embed(TensorType type, MemorySegment table, long tableOffset, MemorySegment out, long outOffset,
+            int rows, int dim, int token) {
+        String kernel = "embed " + type.ggmlName();
+        embedShape(kernel, rows, dim, token);
+        if (dim % type.blockSize() != 0) {
+            throw new IllegalArgumentException(kernel + ": dim = " + dim + " must be a multiple of the "
+                    + type.ggmlName() + " block size " + type.blockSize());
+        }
+        long blocks = product(kernel, "rows * dim", rows, dim / type.blockSize());
+        fits(kernel, "table", table, tableOffset, product(kernel, "rows * dim bytes", blocks, type.blockBytes()));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
+    }
+
     static void argmax(MemorySegment values, long offset, int n) {
         String kernel = "argmax";
         positive(kernel, "n", n);

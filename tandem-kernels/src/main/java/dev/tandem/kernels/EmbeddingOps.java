@@ -18,4 +18,5 @@ public interface EmbeddingOps {
     /** Lookup in a {@link Q8_0} table, dequantized to f32; {@code dim} must be a multiple of 32. */
     void embedQ8_0(
             MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token);
+
 }

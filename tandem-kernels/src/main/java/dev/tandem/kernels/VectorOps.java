@@ -3,7 +3,6 @@ package dev.tandem.kernels;
 import static dev.tandem.kernels.LittleEndian.F32;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -401,7 +400,7 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    private static final int Q4_0_BLOCK_BYTES = 18;
+    private static final int Q4_0_BLOCK_BYTES = TensorType.Q4_0.blockBytes();
 
     /**
      * Half {@code half} of a q4_0 block's values as signed bytes {@code q - 8}: the low nibbles of
@@ -530,10 +529,8 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    private static final int Q4_K_BLOCK_BYTES = 144;
+    private static final int Q4_K_BLOCK_BYTES = TensorType.Q4_K.blockBytes();
 
-    private static final ValueLayout.OfLong I64 = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(LE);
-    private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(LE);
 
     /** q4_K factor lanes {@code 2 * sub} take their 6 bits from these packed bytes... */
     private static final VectorShuffle<Byte> Q4_K_SIX_BITS = VectorShuffle.fromArray(Q8_BYTES,
@@ -578,42 +575,19 @@ final class VectorOps implements KernelOps {
     /**
      * Fills {@code factors} with {@code d * scale} (at {@code 2 * sub}) and {@code -dmin * min} (at
      * {@code 2 * sub + 1}) of every sub-block {@code sub} of the {@code blocks} q4_K blocks from
-     * {@code row}, unpacked from two loads of each block's 12 packed bytes with the bit layout of
-     * {@code ScalarOps.q4_KScale} and {@code q4_KMin}: a scalar pass over the row's headers, so that
-     * the vector pass is one uniform loop over its sub-blocks.
+     * {@code row}, unpacked by {@code ScalarOps.q4_KScale} and {@code q4_KMin}: a scalar pass over the
+     * row's headers (below 512 bits; {@link #q4_KFactorsByVector} at 512), so that the vector pass is
+     * one uniform loop over its sub-blocks.
      */
     private static void q4_KFactors(MemorySegment w, long row, int blocks, float[] factors) {
         for (int block = 0; block < blocks; block++) {
             long at = row + (long) block * Q4_K_BLOCK_BYTES;
             float d = scale(w, at);
             float negativeMin = -scale(w, at + 2);
-            long low = w.get(I64, at + 4);
-            int high = w.get(I32, at + 12);
-            int f = block * 16;
-            int s0 = (int) low & 0xff;
-            int s1 = (int) (low >>> 8) & 0xff;
-            int s2 = (int) (low >>> 16) & 0xff;
-            int s3 = (int) (low >>> 24) & 0xff;
-            int m0 = (int) (low >>> 32) & 0xff;
-            int m1 = (int) (low >>> 40) & 0xff;
-            int m2 = (int) (low >>> 48) & 0xff;
-            int m3 = (int) (low >>> 56) & 0xff;
-            factors[f] = d * (s0 & 63);
-            factors[f + 1] = negativeMin * (m0 & 63);
-            factors[f + 2] = d * (s1 & 63);
-            factors[f + 3] = negativeMin * (m1 & 63);
-            factors[f + 4] = d * (s2 & 63);
-            factors[f + 5] = negativeMin * (m2 & 63);
-            factors[f + 6] = d * (s3 & 63);
-            factors[f + 7] = negativeMin * (m3 & 63);
-            factors[f + 8] = d * ((high & 0x0f) | (s0 >>> 6) << 4);
-            factors[f + 9] = negativeMin * ((high >>> 4 & 0x0f) | (m0 >>> 6) << 4);
-            factors[f + 10] = d * ((high >>> 8 & 0x0f) | (s1 >>> 6) << 4);
-            factors[f + 11] = negativeMin * ((high >>> 12 & 0x0f) | (m1 >>> 6) << 4);
-            factors[f + 12] = d * ((high >>> 16 & 0x0f) | (s2 >>> 6) << 4);
-            factors[f + 13] = negativeMin * ((high >>> 20 & 0x0f) | (m2 >>> 6) << 4);
-            factors[f + 14] = d * ((high >>> 24 & 0x0f) | (s3 >>> 6) << 4);
-            factors[f + 15] = negativeMin * ((high >>> 28) | (m3 >>> 6) << 4);
+            for (int sub = 0; sub < 8; sub++) {
+                factors[block * 16 + 2 * sub] = d * ScalarOps.q4_KScale(w, at + 4, sub);
+                factors[block * 16 + 2 * sub + 1] = negativeMin * ScalarOps.q4_KMin(w, at + 4, sub);
+            }
         }
     }
 

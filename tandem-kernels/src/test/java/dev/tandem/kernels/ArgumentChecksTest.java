@@ -95,6 +95,13 @@ class ArgumentChecksTest {
                 ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         cases.add(new Case(
                 "matmul: type is null", ops -> ops.matmul(null, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
+        cases.add(new Case("embed q4_0: token = 5 is outside [0, rows = 5)",
+                ops -> ops.embed(TensorType.Q4_0, A, PAD, C, PAD, 5, 32, 5)));
+        cases.add(new Case("embed q4_K: dim = 32 must be a multiple of the q4_K block size 256",
+                ops -> ops.embed(TensorType.Q4_K, A, PAD, C, PAD, 1, 32, 0)));
+        cases.add(new Case(
+                "embed q4_0: table segment of 268 bytes is too small: 288 bytes needed at tableOffset = 12",
+                ops -> ops.embed(TensorType.Q4_0, A, PAD, C, PAD, 16, 32, 0)));
         // norm, rope, element-wise
         cases.add(new Case("rmsnorm: n = -1 must be >= 0", ops -> ops.rmsnorm(A, PAD, B, PAD, C, PAD, -1, 1e-5f)));
         cases.add(new Case(

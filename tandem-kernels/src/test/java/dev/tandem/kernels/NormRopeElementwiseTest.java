@@ -191,4 +191,23 @@ class NormRopeElementwiseTest {
             }
         }
     }
+
+    /** {@code embed} of every type gives the row {@code dequantize} gives, in both implementations. */
+    @Test
+    void embedOfEveryTypeIsTheDequantizedRow() {
+        try (Tensors t = new Tensors(77)) {
+            int rows = 3;
+            int dim = 512;
+            for (TensorType type : new TensorType[] {TensorType.F32, TensorType.Q8_0, TensorType.Q4_0, TensorType.Q4_K}) {
+                MemorySegment table = GgufBlocks.random(t, type, (long) rows * dim);
+                float[] all = GgufBlocks.dequantized(t, SCALAR, type, table, rows * dim);
+                float[] expected = java.util.Arrays.copyOfRange(all, dim, 2 * dim);
+                for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                    MemorySegment out = t.allocate((long) dim * Float.BYTES);
+                    ops.embed(type, table, PAD, out, PAD, rows, dim, 1);
+                    Tensors.assertIdentical(ops.name() + " embed " + type, read(out, dim), expected);
+                }
+            }
+        }
+    }
 }

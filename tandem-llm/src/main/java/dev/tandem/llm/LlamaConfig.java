@@ -4,6 +4,7 @@ import static dev.tandem.llm.Checks.divides;
 import static dev.tandem.llm.Checks.positive;
 
 import java.util.Locale;
+import java.util.function.Function;
 
 /**
  * The shape of a Llama-style decoder and the variations of the architectures it covers (Llama 2
@@ -148,10 +149,19 @@ public record LlamaConfig(
 
     /** Bytes of every weight: the matrices in {@link #weightType}, the norms in f32. */
     public long weightBytes() {
+        return weightBytes(tensor -> weightType);
+    }
+
+    /**
+     * Bytes of every weight with each matrix in {@code typeOf} of it (the classifier counted once
+     * when tied to the embedding), the norms in f32.
+     */
+    public long weightBytes(Function<LlamaWeights.Tensor, WeightType> typeOf) {
         long total = 0;
         for (LlamaWeights.Tensor tensor : LlamaWeights.Tensor.values()) {
             if (tensor.present(this) && !(tensor == LlamaWeights.Tensor.OUTPUT && tiedEmbeddings)) {
-                total += tensor.bytes(this) * (tensor.perLayer() ? layers : 1);
+                long bytes = tensor.norm() ? tensor.bytes(this) : tensor.bytes(this, typeOf.apply(tensor));
+                total += bytes * (tensor.perLayer() ? layers : 1);
             }
         }
         return total;

@@ -22,9 +22,11 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumMap;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongFunction;
 
 /**
@@ -143,8 +145,8 @@ public final class LlamaModel {
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
 
     /** Matrices computed inside the {@code matmul_qkv} and {@code matmul_w1_w3} tasks, not by {@link #matmul}. */
-    private static final java.util.Set<Tensor> FUSED_PROJECTIONS =
-            java.util.EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
+    private static final Set<Tensor> FUSED_PROJECTIONS =
+            EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
     private final Rope rope;
     /** How each matrix is stored ({@link LlamaWeights#type}); the classifier's is the embedding's when tied. */
@@ -244,17 +246,9 @@ public final class LlamaModel {
         return options;
     }
 
-    /** Bytes of the weights on the worker: the matrices in their own types, the norms in f32. */
+    /** Bytes of the weights: the matrices in their own types, the norms in f32. */
     public long weightBytes() {
-        long total = 0;
-        for (Tensor tensor : Tensor.values()) {
-            if (tensor.present(config) && tensor != Tensor.ROPE_FREQS
-                    && !(tensor == Tensor.OUTPUT && config.tiedEmbeddings())) {
-                long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor));
-                total += bytes * (tensor.perLayer() ? config.layers() : 1);
-            }
-        }
-        return total;
+        return config.weightBytes(types::get);
     }
 
     /** How matrix {@code tensor} is stored on the worker. */
@@ -740,18 +734,7 @@ public final class LlamaModel {
             MemorySegment x = c.region(2);
             for (int r = 0; r < n; r++) {
                 int token = tokens.getAtIndex(I32, r);
-                switch (type) {
-                    case Q8_0 -> ops.embedQ8_0(table, 0, x, (long) r * dim * F, vocab, dim, token);
-                    case F32 -> ops.embedF32(table, 0, x, (long) r * dim * F, vocab, dim, token);
-                    default -> {
-                        if (token < 0 || token >= vocab) {
-                            throw new IllegalArgumentException(
-                                    "embed: token = " + token + " is outside [0, rows = " + vocab + ")");
-                        }
-                        ops.dequantize(type.tensorType(), table, token * type.rowBytes(dim), x, (long) r * dim * F,
-                                dim);
-                    }
-                }
+                ops.embed(type.tensorType(), table, 0, x, (long) r * dim * F, vocab, dim, token);
             }
         });
     }

@@ -126,9 +126,10 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
             }
         }
         if (types.get(Tensor.W1) != types.get(Tensor.W3)) {
-            // The gate and up projections share their row blocks: rows of the same bytes.
-            types.put(Tensor.W1, type == WeightType.F32 ? WeightType.F32 : WeightType.Q8_0);
-            types.put(Tensor.W3, types.get(Tensor.W1));
+            // The gate and up projections share their row blocks: rows of the same bytes. Only a
+            // mixed quantised file gets here (elsewhere every matrix has the model's type).
+            types.put(Tensor.W1, WeightType.Q8_0);
+            types.put(Tensor.W3, WeightType.Q8_0);
         }
     }
 
@@ -239,15 +240,18 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         for (int l = 0; l < (t.perLayer() ? config.layers() : 1); l++) {
             stored.add(tensorNamed(name(t, l)).type().name());
         }
-        if (stored.size() == 1) {
-            switch (stored.iterator().next()) {
-                case "Q8_0": return WeightType.Q8_0;
-                case "Q4_0": return WeightType.Q4_0;
-                case "Q4_K": return WeightType.Q4_K;
-                default: break;
+        WeightType one = stored.size() == 1 ? quantisedKernelType(stored.iterator().next()) : null;
+        return one != null ? one : config.weightType();
+    }
+
+    /** The quantised {@link WeightType} of ggml type {@code name} (Q8_0, Q4_0, Q4_K), else null. */
+    private static WeightType quantisedKernelType(String name) {
+        for (WeightType t : WeightType.values()) {
+            if (t != WeightType.F32 && t.name().equals(name)) {
+                return t;
             }
         }
-        return config.weightType();
+        return null;
     }
 
     @Override
@@ -270,11 +274,9 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
                 matrixTypes.add(t.type().name());
             }
         }
-        if (matrixTypes.equals(Set.of("Q4_0"))) {
-            return WeightType.Q4_0;
-        }
-        if (matrixTypes.equals(Set.of("Q4_K"))) {
-            return WeightType.Q4_K;
+        WeightType one = matrixTypes.size() == 1 ? quantisedKernelType(matrixTypes.iterator().next()) : null;
+        if (one != null) {
+            return one;
         }
         return quantized.containsAll(matrixTypes) ? WeightType.Q8_0 : WeightType.F32;
     }
