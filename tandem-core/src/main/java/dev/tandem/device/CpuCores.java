@@ -130,8 +130,21 @@ final class CpuCores implements Device {
      */
     @Override
     public void submit(TaskNode[] tasks, int count) {
-        for (int i = 0; i < count; i++) {
-            enqueue(tasks[i]);
+        // A run of tasks of one group (a publication batch is one step's) takes one lane
+        // decision and one queue CAS.
+        int i = 0;
+        while (i < count) {
+            TaskGroup group = tasks[i].group();
+            int lane = group.lane();
+            int end = i;
+            do {
+                tasks[end++].lane = lane;
+            } while (end < count && tasks[end].group() == group);
+            if (readyCount != null) {
+                readyCount.add(end - i); // before the push, so a core's decrement never comes first
+            }
+            queue.pushAll(tasks, i, end, lane);
+            i = end;
         }
         if (count > 0) {
             wakeOne();

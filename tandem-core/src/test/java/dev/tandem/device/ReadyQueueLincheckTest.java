@@ -12,7 +12,8 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Model checking of one {@link ReadyQueue} lane with Lincheck: multi-producer multi-consumer
- * linearizability against a sequential FIFO.
+ * linearizability against a sequential FIFO, for pushes of one task and of a run of two (which
+ * must appear at once).
  *
  * <p>A task enters a queue once in its life, so every {@code push} makes a fresh
  * {@link TaskNode}; the generated value becomes its index, which is what {@code poll} reports
@@ -41,6 +42,16 @@ class ReadyQueueLincheckTest {
             queue.push(task);
         }
 
+        /** Two tasks appended with one CAS: {@code value}, then {@code value + 10}. */
+        @Operation
+        public void pushTwo(@Param(name = "value") int value) {
+            TaskNode[] tasks = {new TaskNode(NOOP, null, null, null, value, null),
+                    new TaskNode(NOOP, null, null, null, value + 10, null)};
+            tasks[0].lane = 0;
+            tasks[1].lane = 0;
+            queue.pushAll(tasks, 0, 2, 0);
+        }
+
         @Operation
         public int poll() {
             TaskNode task = queue.poll();
@@ -59,6 +70,11 @@ class ReadyQueueLincheckTest {
 
         public void push(int value) {
             values.addLast(value);
+        }
+
+        public void pushTwo(int value) {
+            values.addLast(value);
+            values.addLast(value + 10);
         }
 
         public int poll() {

@@ -41,7 +41,8 @@ class ReadyQueueStressTest {
     }
 
     /**
-     * Two producers and two consumers move 1,000,000 tasks over two lanes. A task's index
+     * Two producers and two consumers move 1,000,000 tasks over two lanes, one producer a task
+     * at a time, the other in runs of 1 to 8 ({@link ReadyQueue#pushAll}). A task's index
      * encodes its producer and its sequence number; each consumer checks that, per producer and
      * lane, sequence numbers only grow (FIFO per lane, as seen by one consumer), and marks each
      * task received; the marks of both consumers must cover every task exactly once.
@@ -66,8 +67,21 @@ class ReadyQueueStressTest {
                 SplittableRandom random = new SplittableRandom(producer);
                 try {
                     start.await();
-                    for (int seq = 0; seq < perProducer; seq++) {
-                        queue.push(task((long) producer * perProducer + seq, random.nextInt(lanes)));
+                    if (producer == 0) {
+                        for (int seq = 0; seq < perProducer; seq++) {
+                            queue.push(task((long) producer * perProducer + seq, random.nextInt(lanes)));
+                        }
+                    } else {
+                        // Runs of 1 to 8 tasks of one lane, each run appended with one CAS.
+                        TaskNode[] run = new TaskNode[8];
+                        for (int seq = 0; seq < perProducer; ) {
+                            int lane = random.nextInt(lanes);
+                            int n = Math.min(1 + random.nextInt(run.length), perProducer - seq);
+                            for (int i = 0; i < n; i++) {
+                                run[i] = task((long) producer * perProducer + seq++, lane);
+                            }
+                            queue.pushAll(run, 0, n, lane);
+                        }
                     }
                 } catch (InterruptedException | BrokenBarrierException | RuntimeException e) {
                     failure.compareAndSet(null, Thread.currentThread().getName() + ": " + e);
