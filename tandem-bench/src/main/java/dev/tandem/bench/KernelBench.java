@@ -39,7 +39,8 @@ public final class KernelBench {
         F32(TensorType.F32),
         Q8_0(TensorType.Q8_0),
         Q4_0(TensorType.Q4_0),
-        Q4_K(TensorType.Q4_K);
+        Q4_K(TensorType.Q4_K),
+        Q6_K(TensorType.Q6_K);
 
         private final TensorType type;
 
@@ -214,10 +215,11 @@ public final class KernelBench {
             random.nextBytes(row);
             for (int b = 0; b < COLS / type.blockSize(); b++) {
                 int at = b * type.blockBytes();
+                int first = type == TensorType.Q6_K ? 208 : 0; // q6_K keeps its d after the quants and scales
                 for (int scale = 0; scale < (type == TensorType.Q4_K ? 2 : 1); scale++) {
                     short half = Float.floatToFloat16((1 + random.nextFloat()) / 127f);
-                    row[at + 2 * scale] = (byte) half;
-                    row[at + 2 * scale + 1] = (byte) (half >> 8);
+                    row[at + first + 2 * scale] = (byte) half;
+                    row[at + first + 2 * scale + 1] = (byte) (half >> 8);
                 }
             }
             MemorySegment.copy(row, 0, segment, ValueLayout.JAVA_BYTE, r * rowBytes, row.length);

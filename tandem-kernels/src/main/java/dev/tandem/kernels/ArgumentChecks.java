@@ -86,6 +86,22 @@ final class ArgumentChecks {
                 batch, rowStart, rowEnd);
     }
 
+    static void matmulQ6_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulBlocks("matmulQ6_K", TensorType.Q6_K, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd);
+    }
+
     private static void matmulBlocks(
             String kernel,
             TensorType type,

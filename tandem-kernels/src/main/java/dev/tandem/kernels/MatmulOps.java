@@ -40,6 +40,12 @@ public interface MatmulOps {
      */
     float Q4_K_RELATIVE_TOLERANCE = 1e-5f;
 
+    /**
+     * Vector and scalar {@code matmulQ6_K} agree within this fraction of the sum of the absolute
+     * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
+     */
+    float Q6_K_RELATIVE_TOLERANCE = 1e-5f;
+
     /** Matmul with f32 weights. */
     void matmulF32(
             MemorySegment weights,
@@ -109,8 +115,28 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with weights in q6_K super-blocks ({@link TensorType#Q6_K}: 210 bytes per 256 values,
+     * a 6-bit quant and one of 16 int8 scales per value, one f16 factor per block): {@code cols}
+     * must be a multiple of 256, and row {@code r} starts {@code r * TensorType.Q6_K.rowBytes(cols)}
+     * bytes after {@code weightsOffset}. What llama.cpp's Q4_K_M files store their most sensitive
+     * matrices in.
+     */
+    void matmulQ6_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
-     * {@link TensorType#Q4_0} or {@link TensorType#Q4_K}.
+     * {@link TensorType#Q4_0}, {@link TensorType#Q4_K} or {@link TensorType#Q6_K}.
      *
      * @throws IllegalArgumentException for a type without a matmul kernel
      */
@@ -136,9 +162,11 @@ public interface MatmulOps {
                     rowEnd);
             case Q4_K -> matmulQ4_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
+            case Q6_K -> matmulQ6_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
             default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q4_0 and Q4_K have one)");
+                    + " weights (F32, Q8_0, Q4_0, Q4_K and Q6_K have one)");
         }
     }
 }

@@ -173,6 +173,63 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /** Each value is dequantized as {@code dequantize} does, {@code (d * scale) * (q - 32)}, then multiplied. */
+    @Override
+    public void matmulQ6_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ6_K(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 256;
+        long blockBytes = TensorType.Q6_K.blockBytes();
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + (long) r * blocks * blockBytes;
+            for (int b = 0; b < batch; b++) {
+                long input = xOffset + (long) b * cols * F;
+                float sum = 0f;
+                for (int block = 0; block < blocks; block++) {
+                    long blockOffset = row + block * blockBytes;
+                    float d = half(weights, blockOffset + 208);
+                    for (int i = 0; i < 256; i++) {
+                        sum += d * weights.get(I8, blockOffset + 192 + q6_KGroup(i)) * q6_KQuant(weights, blockOffset, i)
+                                * x.get(F32, input + ((long) block * 256 + i) * F);
+                    }
+                }
+                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
+            }
+        }
+    }
+
+    /**
+     * The 6-bit quant of value {@code i} (0 to 255) of the q6_K block at {@code block}, less 32:
+     * its low four bits from {@code ql} (the low or high nibble of byte {@code i % 32}, or of byte
+     * {@code 32 + i % 32}, of its 128-value half), its top two from a bit pair of {@code qh} byte
+     * {@code i % 32} of that half, as llama.cpp lays them out.
+     */
+    static int q6_KQuant(MemorySegment src, long block, int i) {
+        int half = i / 128;
+        int quarter = i % 128 / 32; // which of q1..q4 of llama.cpp's loop
+        int l = i % 32;
+        int low = unsigned(src, block + half * 64 + (quarter % 2) * 32 + l);
+        int top = unsigned(src, block + 128 + half * 32 + l);
+        int nibble = quarter < 2 ? low & 0x0f : low >>> 4;
+        return (nibble | (top >>> (2 * quarter) & 3) << 4) - 32;
+    }
+
+    /** The scale (0 to 15) of value {@code i} (0 to 255) of a q6_K block: one per 16 values. */
+    static int q6_KGroup(int i) {
+        return i / 16;
+    }
+
     // ---- norm, rope, element-wise ----
 
     @Override

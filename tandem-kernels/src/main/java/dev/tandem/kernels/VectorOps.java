@@ -484,6 +484,149 @@ final class VectorOps implements KernelOps {
         out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
     }
 
+    /**
+     * Each row's 6-bit quants are first unpacked, less 32, into a byte per value, and its factors
+     * {@code d * scale} into a float per 16 values (one pass over the row, {@link #unpackQ6_K});
+     * the dot products then read those bytes as the q8_0 kernel reads its quants. Two
+     * loops instead of one: fused, the unpacking and the dot products made one loop body too big for
+     * C2 to inline the vector operations into (it then boxes every vector, at a tenth of the speed).
+     */
+    @Override
+    public void matmulQ6_K(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulQ6_K(
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 256;
+        long rowBytes = (long) blocks * Q6_K_BLOCK_BYTES;
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        byte[] quants = new byte[cols];
+        float[] factors = new float[cols / 16];
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + r * rowBytes;
+            for (int block = 0; block < blocks; block++) {
+                unpackQ6_K(weights, row + (long) block * Q6_K_BLOCK_BYTES, quants, factors, block);
+            }
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                dotQ6_Kx4(quants, factors, x, xOffset + b * inputBytes, inputBytes, cols, out,
+                        outOffset + b * outStride + r * F, outStride);
+            }
+            for (; b < batch; b++) {
+                out.set(F32, outOffset + b * outStride + r * F, dotQ6_K(quants, factors, x, xOffset + b * inputBytes, cols));
+            }
+        }
+    }
+
+    private static final int Q6_K_BLOCK_BYTES = TensorType.Q6_K.blockBytes();
+
+    /**
+     * Unpacks the 256 quants of q6_K block {@code index} of a row (at {@code block}), less 32, into
+     * {@code quants[256 index, 256 index + 256)}, in value order, and its 16 factors
+     * {@code d * scale} into {@code factors[16 index, 16 index + 16)}. llama.cpp's layout: in half {@code h}, 16-byte
+     * slice {@code s}, quarter {@code k} (values {@code 128 h + 32 k + 16 s} on) takes the low
+     * ({@code k < 2}) or high nibbles of the {@code ql} bytes at {@code 64 h + 32 (k % 2) + 16 s},
+     * below bit pair {@code k} of the {@code qh} bytes at {@code 128 + 32 h + 16 s}. Shifts are
+     * 16-bit, one instruction each (a byte shift compiles to six); each mask drops the bits such a
+     * shift carries across a byte.
+     */
+    private static void unpackQ6_K(MemorySegment w, long block, byte[] quants, float[] factors, int index) {
+        int at = index * 256;
+        FloatVector d = FloatVector.broadcast(Q8_FLOATS, ScalarOps.half(w, block + 208));
+        ByteVector scales = bytes16(w, block + 192);
+        for (int part = 0; part < Q8_PARTS; part++) {
+            widen(scales, part).mul(d).intoArray(factors, index * 16 + part * Q8_LANES);
+        }
+        for (int slice = 0; slice < 4; slice++) {
+            int half = slice >> 1;
+            int s = slice & 1;
+            long ql = block + half * 64 + s * 16;
+            ByteVector low = bytes16(w, ql);
+            ByteVector high = bytes16(w, ql + 32);
+            ByteVector top = bytes16(w, block + 128 + half * 32 + s * 16);
+            int to = at + half * 128 + s * 16;
+            low.and((byte) 0x0f).or(shift16(top, VectorOperators.LSHL, 4).and((byte) 0x30)).sub((byte) 32)
+                    .intoArray(quants, to);
+            high.and((byte) 0x0f).or(shift16(top, VectorOperators.LSHL, 2).and((byte) 0x30)).sub((byte) 32)
+                    .intoArray(quants, to + 32);
+            highNibbles(low).and((byte) 0x0f).or(top.and((byte) 0x30)).sub((byte) 32).intoArray(quants, to + 64);
+            highNibbles(high).and((byte) 0x0f).or(shift16(top, VectorOperators.LSHR, 2).and((byte) 0x30))
+                    .sub((byte) 32).intoArray(quants, to + 96);
+        }
+    }
+
+    private static ByteVector shift16(ByteVector v, VectorOperators.Binary shift, int bits) {
+        return v.reinterpretAsShorts().lanewise(shift, bits).reinterpretAsBytes();
+    }
+
+    /** The lane-wise products of the 16 quants at {@code quants[at]} and the 16 floats at {@code in}, summed over parts. */
+    private static FloatVector q6_KGroupSum(byte[] quants, int at, MemorySegment x, long in) {
+        ByteVector q = ByteVector.fromArray(Q8_BYTES, quants, at);
+        FloatVector sum = widen(q, 0).mul(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE));
+        for (int part = 1; part < Q8_PARTS; part++) {
+            sum = widen(q, part).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + (long) part * Q8_LANES * F, LE),
+                    sum);
+        }
+        return sum;
+    }
+
+    /**
+     * The dot product of one unpacked q6_K row of {@code cols} values with one f32 input. Each
+     * group of 16 values is summed unscaled, then added times its factor, into one of two
+     * accumulators by parity so that consecutive groups do not wait on each other.
+     */
+    private static float dotQ6_K(byte[] quants, float[] factors, MemorySegment x, long input, int cols) {
+        FloatVector even = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd = FloatVector.zero(Q8_FLOATS);
+        for (int group = 0; group < cols / 16; group += 2) {
+            long in = input + group * 16L * F;
+            even = q6_KGroupSum(quants, group * 16, x, in).fma(FloatVector.broadcast(Q8_FLOATS, factors[group]), even);
+            odd = q6_KGroupSum(quants, group * 16 + 16, x, in + 16 * F)
+                    .fma(FloatVector.broadcast(Q8_FLOATS, factors[group + 1]), odd);
+        }
+        return even.add(odd).reduceLanes(VectorOperators.ADD);
+    }
+
+    /** Four dot products of one unpacked q6_K row with four inputs {@code inputStride} bytes apart. */
+    private static void dotQ6_Kx4(
+            byte[] quants,
+            float[] factors,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int cols,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector acc0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector acc3 = FloatVector.zero(Q8_FLOATS);
+        for (int group = 0; group < cols / 16; group++) {
+            int q = group * 16;
+            FloatVector factor = FloatVector.broadcast(Q8_FLOATS, factors[group]);
+            long in = input + (long) q * F;
+            acc0 = q6_KGroupSum(quants, q, x, in).fma(factor, acc0);
+            acc1 = q6_KGroupSum(quants, q, x, in + inputStride).fma(factor, acc1);
+            acc2 = q6_KGroupSum(quants, q, x, in + 2 * inputStride).fma(factor, acc2);
+            acc3 = q6_KGroupSum(quants, q, x, in + 3 * inputStride).fma(factor, acc3);
+        }
+        out.set(F32, at, acc0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, acc1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, acc2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
+    }
+
     @Override
     public void matmulQ4_K(
             MemorySegment weights,

@@ -91,8 +91,17 @@ class ArgumentChecksTest {
                 "matmulQ4_K: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
                 ops -> ops.matmulQ4_K(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
         cases.add(new Case(
-                "matmul: no kernel for Q6_K weights (F32, Q8_0, Q4_0 and Q4_K have one)",
-                ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
+                "matmulQ6_K: cols = 128 must be a multiple of the q6_K block size 256",
+                ops -> ops.matmulQ6_K(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+        cases.add(new Case(
+                "matmulQ6_K: weights segment of 268 bytes is too small: 420 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ6_K(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
+        cases.add(new Case(
+                "matmulQ6_K: x segment of 268 bytes is too small: 2048 bytes needed at xOffset = 12",
+                ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 2, 0, 1)));
+        cases.add(new Case(
+                "matmul: no kernel for F16 weights (F32, Q8_0, Q4_0, Q4_K and Q6_K have one)",
+                ops -> ops.matmul(TensorType.F16, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         cases.add(new Case(
                 "matmul: type is null", ops -> ops.matmul(null, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         cases.add(new Case("embed q4_0: token = 5 is outside [0, rows = 5)",

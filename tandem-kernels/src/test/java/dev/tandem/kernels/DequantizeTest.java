@@ -199,41 +199,45 @@ class DequantizeTest {
     }
 
     /** d = 0.5; scales {1, -2, 3, -4, ..., 15, -16}; every 6-bit quant is 32 (value 0) but the ones set below. */
+    static int[] handBuiltQ6_KBlock() {
+        int[] block = new int[210];
+        // ql (bytes 0-127) all 0 and qh (128-191) all 0b10_10_10_10: every quant is 0 | 2 << 4 = 32.
+        java.util.Arrays.fill(block, 128, 192, 0xaa);
+        for (int k = 0; k < 16; k++) {
+            block[192 + k] = (k % 2 == 0 ? k + 1 : -(k + 1)) & 0xff; // scale k
+        }
+        block[208] = 0x00; // d = f16 0x3800 = 0.5
+        block[209] = 0x38;
+        // Half 0, l = 0 (scale index l/16 = 0): values 0, 32, 64, 96 use scales 0, 2, 4, 6 = 1, 3, 5, 7.
+        block[0] = 0x3f; // ql[0]: low 15 for value 0, high 3 for value 64
+        block[128] = 3 | 2 << 2 | 0 << 4 | 1 << 6; // qh[0]: top bits 3, 2, 0, 1 for values 0, 32, 64, 96
+        // value 0: 15 | 3 << 4 = 63 -> 31: 0.5*1*31 = 15.5; value 32: 0 | 2 << 4 = 32 -> 0
+        // value 64: 3 | 0 << 4 = 3 -> -29: 0.5*5*-29 = -72.5; value 96: 0 | 1 << 4 = 16 -> -16: 0.5*7*-16 = -56
+        // Half 0, l = 17 (scale index 1): values 17, 49, 81, 113 use scales 1, 3, 5, 7 = -2, -4, -6, -8.
+        block[32 + 17] = 0xa5; // ql[49]: low 5 for value 49, high 10 for value 113
+        block[128 + 17] = 2 | 1 << 2 | 2 << 4 | 3 << 6; // qh[17]
+        // value 49: 5 | 1 << 4 = 21 -> -11: 0.5*-4*-11 = 22; value 113: 10 | 3 << 4 = 58 -> 26: 0.5*-8*26 = -104
+        // Half 1 (ql from 64, qh from 160, scales from 8), l = 31 (scale index 1): values 159, 191, 223, 255
+        // use scales 9, 11, 13, 15 = -10, -12, -14, -16.
+        block[64 + 31] = 0xf0; // ql: low 0 for value 159, high 15 for value 223
+        block[64 + 63] = 0x0f; // ql: low 15 for value 191, high 0 for value 255
+        block[160 + 31] = 0 | 3 << 2 | 3 << 4 | 0 << 6; // qh
+        // value 159: 0 -> -32: 0.5*-10*-32 = 160; value 191: 15 | 3 << 4 = 63 -> 31: 0.5*-12*31 = -186
+        // value 223: 63 -> 31: 0.5*-14*31 = -217; value 255: 0 -> -32: 0.5*-16*-32 = 256
+        return block;
+    }
+
+    /** The values of {@link #handBuiltQ6_KBlock} worked out by hand, at {@link #Q6_K_HAND_INDEXES}; all others are 0. */
+    static final int[] Q6_K_HAND_INDEXES = {0, 32, 64, 96, 49, 113, 159, 191, 223, 255};
+
+    static final float[] Q6_K_HAND_VALUES = {15.5f, 0f, -72.5f, -56f, 22f, -104f, 160f, -186f, -217f, 256f};
+
     @ParameterizedTest(name = "{0}")
     @MethodSource("implementations")
     void q6_KJoinsLowNibblesAndHighBitPairs(String name, KernelOps ops) {
         try (Tensors t = new Tensors(7)) {
-            int[] block = new int[210];
-            // ql (bytes 0-127) all 0 and qh (128-191) all 0b10_10_10_10: every quant is 0 | 2 << 4 = 32.
-            java.util.Arrays.fill(block, 128, 192, 0xaa);
-            for (int k = 0; k < 16; k++) {
-                block[192 + k] = (k % 2 == 0 ? k + 1 : -(k + 1)) & 0xff; // scale k
-            }
-            block[208] = 0x00; // d = f16 0x3800 = 0.5
-            block[209] = 0x38;
-            // Half 0, l = 0 (scale index l/16 = 0): values 0, 32, 64, 96 use scales 0, 2, 4, 6 = 1, 3, 5, 7.
-            block[0] = 0x3f; // ql[0]: low 15 for value 0, high 3 for value 64
-            block[128] = 3 | 2 << 2 | 0 << 4 | 1 << 6; // qh[0]: top bits 3, 2, 0, 1 for values 0, 32, 64, 96
-            // value 0: 15 | 3 << 4 = 63 -> 31: 0.5*1*31 = 15.5; value 32: 0 | 2 << 4 = 32 -> 0
-            // value 64: 3 | 0 << 4 = 3 -> -29: 0.5*5*-29 = -72.5; value 96: 0 | 1 << 4 = 16 -> -16: 0.5*7*-16 = -56
-            // Half 0, l = 17 (scale index 1): values 17, 49, 81, 113 use scales 1, 3, 5, 7 = -2, -4, -6, -8.
-            block[32 + 17] = 0xa5; // ql[49]: low 5 for value 49, high 10 for value 113
-            block[128 + 17] = 2 | 1 << 2 | 2 << 4 | 3 << 6; // qh[17]
-            // value 49: 5 | 1 << 4 = 21 -> -11: 0.5*-4*-11 = 22; value 113: 10 | 3 << 4 = 58 -> 26: 0.5*-8*26 = -104
-            // Half 1 (ql from 64, qh from 160, scales from 8), l = 31 (scale index 1): values 159, 191, 223, 255
-            // use scales 9, 11, 13, 15 = -10, -12, -14, -16.
-            block[64 + 31] = 0xf0; // ql: low 0 for value 159, high 15 for value 223
-            block[64 + 63] = 0x0f; // ql: low 15 for value 191, high 0 for value 255
-            block[160 + 31] = 0 | 3 << 2 | 3 << 4 | 0 << 6; // qh
-            // value 159: 0 -> -32: 0.5*-10*-32 = 160; value 191: 15 | 3 << 4 = 63 -> 31: 0.5*-12*31 = -186
-            // value 223: 63 -> 31: 0.5*-14*31 = -217; value 255: 0 -> -32: 0.5*-16*-32 = 256
-            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q6_K, GgufBlocks.bytes(t, block), 256);
-            assertValues(
-                    name + " q6_K",
-                    out,
-                    new int[] {0, 32, 64, 96, 49, 113, 159, 191, 223, 255},
-                    new float[] {15.5f, 0f, -72.5f, -56f, 22f, -104f, 160f, -186f, -217f, 256f},
-                    0f);
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q6_K, GgufBlocks.bytes(t, handBuiltQ6_KBlock()), 256);
+            assertValues(name + " q6_K", out, Q6_K_HAND_INDEXES, Q6_K_HAND_VALUES, 0f);
         }
     }
 

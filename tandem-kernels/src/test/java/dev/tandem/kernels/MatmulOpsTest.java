@@ -177,6 +177,50 @@ class MatmulOpsTest {
         return terms;
     }
 
+    @ParameterizedTest(name = "cols = {0}")
+    @ValueSource(ints = {256, 512, 1536, 4096})
+    void vectorQ6_KMatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
+        try (Tensors t = new Tensors(cols + 3)) {
+            for (int batch : BATCHES) {
+                MemorySegment q6 = GgufBlocks.random(t, TensorType.Q6_K, (long) ROWS * cols);
+                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, TensorType.Q6_K, q6, ROWS * cols);
+                float[] x = t.uniform(batch * cols, -1f, 1f);
+                MemorySegment xs = t.f32(x);
+                float[] scalar = run(t, SCALAR, TensorType.Q6_K, q6, xs, cols, batch);
+                float[] vector = run(t, VECTOR, TensorType.Q6_K, q6, xs, cols, batch);
+                float[] scale = absoluteProducts(dequantized, x, ROWS, cols, batch);
+                Tensors.assertWithin("vector matmulQ6_K, cols " + cols + " batch " + batch, vector, scalar, scale,
+                        MatmulOps.Q6_K_RELATIVE_TOLERANCE);
+                Tensors.assertWithin("scalar matmulQ6_K against double on dequantized weights, cols " + cols,
+                        scalar, reference(dequantized, x, ROWS, cols, batch), scale,
+                        MatmulOps.Q6_K_RELATIVE_TOLERANCE);
+            }
+        }
+    }
+
+    /**
+     * The hand-built q6_K block of {@link DequantizeTest#handBuiltQ6_KBlock} times one-hot inputs:
+     * input j picks value {@code Q6_K_HAND_INDEXES[j]}, whose value was worked out by hand. Ten
+     * inputs, so both the four-input and the one-input paths read it.
+     */
+    @Test
+    void matmulOfAHandBuiltQ6_KBlockPicksTheHandWorkedValues() {
+        try (Tensors t = new Tensors(11)) {
+            MemorySegment w = GgufBlocks.bytes(t, DequantizeTest.handBuiltQ6_KBlock());
+            int inputs = DequantizeTest.Q6_K_HAND_INDEXES.length;
+            float[] xs = new float[inputs * 256];
+            for (int j = 0; j < inputs; j++) {
+                xs[j * 256 + DequantizeTest.Q6_K_HAND_INDEXES[j]] = 1f;
+            }
+            MemorySegment x = t.f32(xs);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                MemorySegment out = t.allocate(inputs * Float.BYTES);
+                ops.matmulQ6_K(w, PAD, x, PAD, out, PAD, 1, 256, inputs, 0, 1);
+                assertThat(read(out, inputs)).as("%s q6_K", ops.name()).containsExactly(DequantizeTest.Q6_K_HAND_VALUES);
+            }
+        }
+    }
+
     /** A q4_0 block and a q4_K block built by hand, with the sums they define worked out by hand. */
     @Test
     void matmulOfHandBuiltQ4Blocks() {

@@ -47,7 +47,12 @@ final class VectorWidthProbe {
             checks.put("matmulQ4_K cols " + cols,
                     () -> matmul.vectorQ4_KMatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
         }
+        for (int cols : new int[] {256, 1536}) {
+            checks.put("matmulQ6_K cols " + cols,
+                    () -> matmul.vectorQ6_KMatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
+        }
         checks.put("matmul hand-built q4 blocks", matmul::matmulOfHandBuiltQ4Blocks);
+        checks.put("matmul hand-built q6_K block", matmul::matmulOfAHandBuiltQ6_KBlockPicksTheHandWorkedValues);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }
