@@ -142,14 +142,23 @@ public final class InspectCommand implements Runnable {
 
     /**
      * The matrices' types on a worker and the bytes of all weights: {@code "Q8_0 weights, 27.3 MB"},
-     * or for a mix {@code "Q4_K (wq, wk, ...), Q8_0 (wv, w2, output) weights, 16.1 MB"}.
+     * or for a mix {@code "Q4_K (wq, wk, ...), Q6_K (output) weights, 16.1 MB"}, where a matrix
+     * whose layers differ is listed under each of its types with the layers that have it
+     * ({@code "wv in 4 of 8 layers"}).
      */
     static String workerTypes(LlamaWeights weights) {
         LlamaConfig c = weights.config();
         Map<WeightType, List<String>> byType = new TreeMap<>();
         for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
             if (t.present(c) && !t.norm()) {
-                byType.computeIfAbsent(weights.type(t), k -> new ArrayList<>()).add(t.name().toLowerCase(Locale.ROOT));
+                int layers = t.perLayer() ? c.layers() : 1;
+                Map<WeightType, Integer> counts = new TreeMap<>();
+                for (int l = 0; l < layers; l++) {
+                    counts.merge(weights.type(t, l), 1, Integer::sum);
+                }
+                String name = t.name().toLowerCase(Locale.ROOT);
+                counts.forEach((type, n) -> byType.computeIfAbsent(type, k -> new ArrayList<>())
+                        .add(n == layers ? name : name + " in " + n + " of " + layers + " layers"));
             }
         }
         String types = byType.size() == 1 ? byType.keySet().iterator().next().toString()

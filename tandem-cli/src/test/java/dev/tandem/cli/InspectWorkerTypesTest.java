@@ -23,7 +23,7 @@ class InspectWorkerTypesTest {
     }
 
     @Test
-    void aMixNamesEachTypesMatricesAndCountsTheirOwnBytes() {
+    void aMixNamesEachTypesMatricesAndLayersAndCountsTheirOwnBytes() {
         RandomWeights random = new RandomWeights(SHAPE, 1);
         LlamaWeights mixed = new LlamaWeights() {
             @Override
@@ -37,17 +37,21 @@ class InspectWorkerTypesTest {
             }
 
             @Override
-            public WeightType type(Tensor tensor) {
-                return tensor == Tensor.W2 || tensor == Tensor.OUTPUT ? WeightType.Q8_0 : WeightType.Q4_K;
+            public WeightType type(Tensor tensor, int layer) {
+                return (tensor == Tensor.W2 && layer == 1) || tensor == Tensor.OUTPUT ? WeightType.Q6_K : WeightType.Q4_K;
             }
         };
-        long q4k = SHAPE.weightBytes();
+        long bytes = 0;
         for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
-            if (t.present(SHAPE) && !t.norm() && t != LlamaWeights.Tensor.W2 && t != LlamaWeights.Tensor.OUTPUT) {
-                q4k -= (t.bytes(SHAPE) - t.bytes(SHAPE, WeightType.Q4_K)) * (t.perLayer() ? SHAPE.layers() : 1);
+            if (t.present(SHAPE)) {
+                for (int l = 0; l < (t.perLayer() ? SHAPE.layers() : 1); l++) {
+                    bytes += t.norm() ? t.bytes(SHAPE) : t.bytes(SHAPE, mixed.type(t, l));
+                }
             }
         }
+        assertThat(bytes).isLessThan(SHAPE.weightBytes());
         assertThat(InspectCommand.workerTypes(mixed)).isEqualTo(
-                "Q8_0 (w2, output), Q4_K (token_embedding, wq, wk, wv, wo, w1, w3) weights, " + InspectCommand.bytes(q4k));
+                "Q4_K (token_embedding, wq, wk, wv, wo, w1, w2 in 1 of 2 layers, w3), Q6_K (w2 in 1 of 2 layers, output)"
+                        + " weights, " + InspectCommand.bytes(bytes));
     }
 }

@@ -4,7 +4,7 @@ import static dev.tandem.llm.Checks.divides;
 import static dev.tandem.llm.Checks.positive;
 
 import java.util.Locale;
-import java.util.function.Function;
+import java.util.function.BiFunction;
 
 /**
  * The shape of a Llama-style decoder and the variations of the architectures it covers (Llama 2
@@ -149,19 +149,21 @@ public record LlamaConfig(
 
     /** Bytes of every weight: the matrices in {@link #weightType}, the norms in f32. */
     public long weightBytes() {
-        return weightBytes(tensor -> weightType);
+        return weightBytes((tensor, layer) -> weightType);
     }
 
     /**
-     * Bytes of every weight with each matrix in {@code typeOf} of it (the classifier counted once
-     * when tied to the embedding), the norms in f32.
+     * Bytes of every weight with each matrix of each layer in {@code typeOf(tensor, layer)} (the
+     * classifier counted once when tied to the embedding; layer 0 for tensors not per layer), the
+     * norms in f32.
      */
-    public long weightBytes(Function<LlamaWeights.Tensor, WeightType> typeOf) {
+    public long weightBytes(BiFunction<LlamaWeights.Tensor, Integer, WeightType> typeOf) {
         long total = 0;
         for (LlamaWeights.Tensor tensor : LlamaWeights.Tensor.values()) {
             if (tensor.present(this) && !(tensor == LlamaWeights.Tensor.OUTPUT && tiedEmbeddings)) {
-                long bytes = tensor.norm() ? tensor.bytes(this) : tensor.bytes(this, typeOf.apply(tensor));
-                total += bytes * (tensor.perLayer() ? layers : 1);
+                for (int l = 0; l < (tensor.perLayer() ? layers : 1); l++) {
+                    total += tensor.norm() ? tensor.bytes(this) : tensor.bytes(this, typeOf.apply(tensor, l));
+                }
             }
         }
         return total;

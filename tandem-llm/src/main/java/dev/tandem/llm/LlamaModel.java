@@ -149,8 +149,12 @@ public final class LlamaModel {
             EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
     private final Rope rope;
-    /** How each matrix is stored ({@link LlamaWeights#type}); the classifier's is the embedding's when tied. */
-    private final Map<Tensor, WeightType> types = new EnumMap<>(Tensor.class);
+    /**
+     * How each matrix of each layer is stored ({@link LlamaWeights#type}; one entry for a tensor
+     * not per layer); the classifier's is the embedding's when tied. A task's kernel reads its
+     * weights' type from the task's scalars, so the layers of one matrix may differ.
+     */
+    private final Map<Tensor, WeightType[]> types = new EnumMap<>(Tensor.class);
     private final Kernel embed;
     private final Kernel rmsnorm;
     private final Kernel ropeStore;
@@ -180,14 +184,18 @@ public final class LlamaModel {
             Buffer[] array = new Buffer[copies];
             if (!tensor.norm()) {
                 Tensor source = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
-                types.put(tensor, weights.type(source));
+                WeightType[] perLayer = new WeightType[copies];
+                for (int l = 0; l < copies; l++) {
+                    perLayer[l] = weights.type(source, l);
+                }
+                types.put(tensor, perLayer);
             }
-            long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor));
             for (int l = 0; l < copies; l++) {
                 if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
                     array[l] = buffers.get(Tensor.TOKEN_EMBEDDING)[0];
                     continue;
                 }
+                long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor)[l]);
                 MemorySegment source = weights.tensor(tensor, l);
                 if (source.byteSize() != bytes) {
                     throw new IllegalArgumentException("weights: " + tensor + " of layer " + l + " has "
@@ -199,17 +207,21 @@ public final class LlamaModel {
             }
             buffers.put(tensor, array);
             if (!tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING) {
-                int cols = tensor.cols(config);
-                blocks.put(tensor, RowBlocks.of(tensor.rows(config), types.get(tensor).rowBytes(cols),
-                        options.rowBlockBytes(), parallelism));
                 if (!FUSED_PROJECTIONS.contains(tensor)) {
-                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT), types.get(tensor)));
+                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
                 }
             }
         }
-        if (!blocks.get(Tensor.W1).equals(blocks.get(Tensor.W3))) {
-            throw new IllegalArgumentException("weights: w1 (" + types.get(Tensor.W1) + ") and w3 ("
-                    + types.get(Tensor.W3) + ") must have rows of the same bytes, so that they share row blocks");
+        // One split of each matrix's rows for every layer (the block-major outputs that later
+        // tasks read must not change shape between layers), sized by its widest rows; the gate and
+        // up projections share theirs, since one task computes a block of both.
+        for (Tensor tensor : types.keySet()) {
+            if (tensor != Tensor.TOKEN_EMBEDDING) {
+                Tensor[] sharing = tensor == Tensor.W1 || tensor == Tensor.W3
+                        ? new Tensor[] {Tensor.W1, Tensor.W3} : new Tensor[] {tensor};
+                blocks.put(tensor, RowBlocks.of(tensor.rows(config), widestRowBytes(sharing), options.rowBlockBytes(),
+                        parallelism));
+            }
         }
         this.rope = new Rope(config, ropeFactors);
         this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
@@ -246,17 +258,29 @@ public final class LlamaModel {
         return options;
     }
 
-    /** Bytes of the weights: the matrices in their own types, the norms in f32. */
-    public long weightBytes() {
-        return config.weightBytes(types::get);
+    /** The bytes of the widest row of {@code tensors} in any layer. */
+    private long widestRowBytes(Tensor... tensors) {
+        long widest = 0;
+        for (Tensor t : tensors) {
+            for (WeightType type : types.get(t)) {
+                widest = Math.max(widest, type.rowBytes(t.cols(config)));
+            }
+        }
+        return widest;
     }
 
-    /** How matrix {@code tensor} is stored on the worker. */
-    public WeightType weightType(Tensor tensor) {
+    /** Bytes of the weights: the matrices in their own types, the norms in f32. */
+    public long weightBytes() {
+        return config.weightBytes(this::weightType);
+    }
+
+    /** How matrix {@code tensor} of layer {@code layer} is stored on the worker ({@code layer} ignored if not per layer). */
+    public WeightType weightType(Tensor tensor, int layer) {
         if (tensor.norm()) {
             throw new IllegalArgumentException(tensor + " is an f32 vector, not a matrix");
         }
-        return types.get(tensor);
+        WeightType[] perLayer = types.get(tensor);
+        return perLayer[tensor.perLayer() ? layer : 0];
     }
 
     /**
@@ -419,12 +443,13 @@ public final class LlamaModel {
     private void matmul(Orchestrator o, Activations a, Tensor weight, int layer, Buffer in, int rows) {
         RowBlocks split = blocks.get(weight);
         int cols = weight.cols(config);
-        long rowBytes = types.get(weight).rowBytes(cols);
+        WeightType type = weightType(weight, layer);
+        long rowBytes = type.rowBytes(cols);
         Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
         Kernel kernel = matmuls.get(weight);
         for (int k = 0; k < split.count(); k++) {
-            o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows),
+            o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows, type.ordinal()),
                     read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)),
                     read(in.region(0, (long) rows * cols * F)),
                     write(target.region(split.offset(k, rows, 0), split.length(k, rows))));
@@ -513,16 +538,18 @@ public final class LlamaModel {
         for (int k = 0; k < tasks; k++) {
             List<Access> accesses = new ArrayList<>(7);
             accesses.add(read(a.xn.region(0, (long) rows * cols * F)));
-            long[] scalars = new long[5];
+            long[] scalars = new long[8];
             scalars[0] = cols;
             scalars[1] = rows;
             for (int i = 0; i < parts.length; i++) {
                 RowBlocks split = blocks.get(parts[i]);
+                WeightType type = weightType(parts[i], layer);
+                scalars[5 + i] = type.ordinal();
                 if (k >= split.count()) {
                     continue;
                 }
                 scalars[2 + i] = split.size(k);
-                long rowBytes = types.get(parts[i]).rowBytes(cols);
+                long rowBytes = type.rowBytes(cols);
                 Buffer w = buffers.get(parts[i])[layer];
                 accesses.add(read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)));
                 accesses.add(write(a.outputs.get(parts[i]).region(split.offset(k, rows, 0), split.length(k, rows))));
@@ -539,8 +566,10 @@ public final class LlamaModel {
     private void gateUp(Orchestrator o, Activations a, int layer, int rows) {
         RowBlocks split = blocks.get(Tensor.W1);
         int cols = Tensor.W1.cols(config);
-        long rowBytes1 = types.get(Tensor.W1).rowBytes(cols);
-        long rowBytes3 = types.get(Tensor.W3).rowBytes(cols);
+        WeightType gateType = weightType(Tensor.W1, layer);
+        WeightType upType = weightType(Tensor.W3, layer);
+        long rowBytes1 = gateType.rowBytes(cols);
+        long rowBytes3 = upType.rowBytes(cols);
         int ffn = config.ffnDim();
         Buffer w1 = buffers.get(Tensor.W1)[layer];
         Buffer w3 = buffers.get(Tensor.W3)[layer];
@@ -554,7 +583,8 @@ public final class LlamaModel {
             for (int r = 0; r < rows; r++) {
                 accesses[5 + r] = write(a.hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
             }
-            o.submit(gateUp, Orchestrator.scalars(split.size(k), cols, rows), accesses);
+            o.submit(gateUp, Orchestrator.scalars(split.size(k), cols, rows, gateType.ordinal(), upType.ordinal()),
+                    accesses);
         }
     }
 
@@ -710,11 +740,16 @@ public final class LlamaModel {
     // Each reads its shapes from its scalars and its memory from its regions, as the builders above
     // lay them out; the byte size of a block-major region gives the block's rows.
 
-    /** Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write). Scalars: rows, cols, n. */
-    private Kernel matmulKernel(String name, WeightType type) {
-        return Kernel.of("matmul_" + name, c -> project(type, c.region(0), c.region(1), c.region(2),
-                (int) c.scalar(0), (int) c.scalar(1), (int) c.scalar(2)));
+    /**
+     * Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write).
+     * Scalars: rows, cols, n, the weights' {@link WeightType} ordinal.
+     */
+    private Kernel matmulKernel(String name) {
+        return Kernel.of("matmul_" + name, c -> project(WEIGHT_TYPES[(int) c.scalar(3)], c.region(0), c.region(1),
+                c.region(2), (int) c.scalar(0), (int) c.scalar(1), (int) c.scalar(2)));
     }
+
+    private static final WeightType[] WEIGHT_TYPES = WeightType.values();
 
     /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} with weights of {@code type}. */
     private void project(WeightType type, MemorySegment weights, MemorySegment in, MemorySegment out, int rows,
@@ -724,7 +759,7 @@ public final class LlamaModel {
 
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
     private Kernel embedKernel() {
-        WeightType type = types.get(Tensor.TOKEN_EMBEDDING);
+        WeightType type = weightType(Tensor.TOKEN_EMBEDDING, 0);
         return Kernel.of("embed", c -> {
             int n = (int) c.scalar(0);
             int dim = (int) c.scalar(1);
@@ -893,10 +928,9 @@ public final class LlamaModel {
     /**
      * Regions: input [n, cols] (read), then for each of q, k, v with a block in this task its
      * weight rows (read) and output block (write, n rows). Scalars: cols, n, then the block's
-     * rows of q, k and v (0: none in this task).
+     * rows of q, k and v (0: none in this task), then their {@link WeightType} ordinals.
      */
     private Kernel qkvKernel() {
-        WeightType[] partTypes = {types.get(Tensor.WQ), types.get(Tensor.WK), types.get(Tensor.WV)};
         return Kernel.of("matmul_qkv", c -> {
             int cols = (int) c.scalar(0);
             int n = (int) c.scalar(1);
@@ -907,7 +941,7 @@ public final class LlamaModel {
                 if (rows == 0) {
                     continue;
                 }
-                project(partTypes[i], c.region(at), in, c.region(at + 1), rows, cols, n);
+                project(WEIGHT_TYPES[(int) c.scalar(5 + i)], c.region(at), in, c.region(at + 1), rows, cols, n);
                 at += 2;
             }
         });
@@ -915,15 +949,16 @@ public final class LlamaModel {
 
     /**
      * Regions: w1 rows, w3 rows, input [n, cols] (read), gate block, up block (write, n rows
-     * each), then the block's columns of each hb row (write). Scalars: rows, cols, n.
+     * each), then the block's columns of each hb row (write). Scalars: rows, cols, n, the
+     * {@link WeightType} ordinals of w1 and w3.
      */
     private Kernel gateUpKernel() {
-        WeightType gateType = types.get(Tensor.W1);
-        WeightType upType = types.get(Tensor.W3);
         return Kernel.of("matmul_w1_w3", c -> {
             int rows = (int) c.scalar(0);
             int cols = (int) c.scalar(1);
             int n = (int) c.scalar(2);
+            WeightType gateType = WEIGHT_TYPES[(int) c.scalar(3)];
+            WeightType upType = WEIGHT_TYPES[(int) c.scalar(4)];
             MemorySegment gate = c.region(3);
             MemorySegment up = c.region(4);
             project(gateType, c.region(0), c.region(2), gate, rows, cols, n);

@@ -43,7 +43,7 @@ public final class LlamaReference {
             int copies = tensor.perLayer() ? c.layers() : 1;
             float[][] array = new float[copies][];
             for (int l = 0; l < copies; l++) {
-                WeightType type = tensor.norm() ? WeightType.F32 : source.type(tensor);
+                WeightType type = tensor.norm() ? WeightType.F32 : source.type(tensor, l);
                 array[l] = decode(source.tensor(tensor, l), tensor, type);
             }
             weights[tensor.ordinal()] = array;
@@ -65,7 +65,7 @@ public final class LlamaReference {
             return values;
         }
         if (type != WeightType.Q8_0) {
-            // q4_0 and q4_K: the scalar dequantizer, itself checked against llama.cpp's definition.
+            // q4_0, q4_K and q6_K: the scalar dequantizer, itself checked against llama.cpp's definition.
             MemorySegment f32 = Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
             Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
             for (int i = 0; i < values.length; i++) {

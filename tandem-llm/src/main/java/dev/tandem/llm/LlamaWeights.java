@@ -25,11 +25,13 @@ public interface LlamaWeights {
     MemorySegment tensor(Tensor tensor, int layer);
 
     /**
-     * How matrix {@code tensor} is stored, the same in every layer: {@link LlamaConfig#weightType()}
-     * unless the source keeps some matrices in another type the kernels read (a checkpoint whose
-     * matrices have several types). Never asked for norm weights.
+     * How matrix {@code tensor} of layer {@code layer} is stored ({@code layer} is ignored for
+     * tensors that are not {@link Tensor#perLayer() per layer}): {@link LlamaConfig#weightType()}
+     * unless the source keeps some matrices, or some layers of one, in another type the kernels
+     * read (llama.cpp's Q4_K_M files keep the classifier and half the layers' value and down
+     * projections in Q6_K). Never asked for norm weights.
      */
-    default WeightType type(Tensor tensor) {
+    default WeightType type(Tensor tensor, int layer) {
         return config().weightType();
     }
 

@@ -14,7 +14,12 @@ public enum WeightType {
      * llama.cpp's q4_K: per 256 values, f16 {@code d} and {@code dmin}, eight 6-bit scales and mins
      * and 128 bytes of nibbles; rows of a multiple of 256.
      */
-    Q4_K(TensorType.Q4_K);
+    Q4_K(TensorType.Q4_K),
+    /**
+     * llama.cpp's q6_K: per 256 values, 6-bit quants (low nibbles and bit pairs apart), sixteen
+     * int8 scales and an f16 {@code d}; rows of a multiple of 256.
+     */
+    Q6_K(TensorType.Q6_K);
 
     private final TensorType tensorType;
 

@@ -1,6 +1,5 @@
 package dev.tandem.llm.gguf;
 
-import dev.tandem.kernels.Q8_0;
 import dev.tandem.llm.LlamaConfig;
 import dev.tandem.llm.LlamaWeights;
 import dev.tandem.llm.RopeStyle;
@@ -21,15 +20,15 @@ import java.util.TreeSet;
  * qwen2 or qwen3), with every hyper-parameter read from the file.
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
- * {@link WeightType} chosen from the file's types: {@code Q4_0} or {@code Q4_K} when every matrix
- * has that type; else {@code Q8_0} when every matrix is Q8_0, Q4_0, Q4_K or Q6_K; else
- * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). Each matrix ({@link #type}) runs as
- * stored when every layer stores it in one type with a kernel (Q8_0, Q4_0 or Q4_K, 0.56 bytes a
- * weight for the 4-bit ones) and the model is not F32; the others are converted to the model's
- * type (Q6_K is dequantised and requantised to Q8_0 at load: about 1.06 bytes a weight, a little
- * rounding on top of the file's). Same-type tensors are handed out as read-only slices of the
- * mapping, which {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers;
- * converted ones are built in automatic arenas, which the collector frees once they are copied.
+ * {@link WeightType} chosen from the file's types: the one quantised type when every matrix has
+ * it; else {@code Q8_0} (a label: nothing is converted) when every matrix is Q8_0, Q4_0, Q4_K or
+ * Q6_K, all of which have kernels; else {@code F32} (F16 and BF16 widen exactly; 4 bytes a
+ * weight). In a quantised model every matrix of every layer ({@link #type}) runs as stored, so
+ * llama.cpp's Q4_K_M files, with Q6_K in the classifier and in half the layers' value and down
+ * projections, run with the file's exact weights and bytes; an F32 model converts what is not
+ * F32. Same-type tensors are handed out as read-only slices of the mapping, which
+ * {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers; converted ones are
+ * built in automatic arenas, which the collector frees once they are copied.
  *
  * <p>An unsupported architecture, tensor type or shape is a {@link GgufException} naming it.
  * Close it after the model is loaded (the worker holds its own copies).
@@ -43,7 +42,8 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
 
     private final GgufFile file;
     private final String architecture;
-    private final Map<Tensor, WeightType> types = new EnumMap<>(Tensor.class);
+    /** Each matrix's type on the worker, per layer (one entry for tensors not per layer). */
+    private final Map<Tensor, WeightType[]> types = new EnumMap<>(Tensor.class);
     private final LlamaConfig config;
 
     private GgufModel(GgufFile file, int maxContext) {
@@ -122,14 +122,13 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         }
         for (Tensor t : Tensor.values()) {
             if (t.present(c) && !t.norm() && !(t == Tensor.OUTPUT && tied)) {
-                types.put(t, workerType(t));
+                WeightType[] perLayer = new WeightType[t.perLayer() ? layers : 1];
+                for (int l = 0; l < perLayer.length; l++) {
+                    perLayer[l] = c.weightType() == WeightType.F32 ? WeightType.F32
+                            : quantisedKernelType(tensorNamed(name(t, l)).type().name());
+                }
+                types.put(t, perLayer);
             }
-        }
-        if (types.get(Tensor.W1) != types.get(Tensor.W3)) {
-            // The gate and up projections share their row blocks: rows of the same bytes. Only a
-            // mixed quantised file gets here (elsewhere every matrix has the model's type).
-            types.put(Tensor.W1, WeightType.Q8_0);
-            types.put(Tensor.W3, WeightType.Q8_0);
         }
     }
 
@@ -174,26 +173,15 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         }
         GgufTensor g = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
         MemorySegment bytes = file.data(g);
-        GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(type(tensor).name());
+        GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(type(tensor, layer).name());
         if (g.type().equals(target)) {
             return bytes;
         }
-        if (!target.equals(GgmlType.F32) && !target.equals(GgmlType.Q8_0)) {
-            throw fail("tensor " + g.name() + " is " + g.type() + " in a " + target + " model");
-        }
+        // Only an F32 model converts: a quantised one runs every matrix as stored.
         long elements = g.elements();
         MemorySegment f32 = Arena.ofAuto().allocate(elements * Float.BYTES, 64);
         TensorConversion.toF32(g.type(), bytes, f32, elements);
-        if (target.equals(GgmlType.F32)) {
-            return f32;
-        }
-        int cols = (int) g.rowLength();
-        long rows = g.rows();
-        MemorySegment q8 = Arena.ofAuto().allocate(rows * Q8_0.rowBytes(cols), 64);
-        for (long r = 0; r < rows; r++) {
-            Q8_0.quantize(f32, r * cols * Float.BYTES, q8, r * Q8_0.rowBytes(cols), cols);
-        }
-        return q8;
+        return f32;
     }
 
     /** The GGUF name of a tensor, as llama.cpp names them. */
@@ -227,24 +215,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         file.close();
     }
 
-    /**
-     * The type matrix {@code t} reaches the worker in: as stored when every layer has it in the
-     * same type with a kernel (Q8_0, Q4_0 or Q4_K) and the model is not widened to F32; else the
-     * model's type.
-     */
-    private WeightType workerType(Tensor t) {
-        if (config.weightType() == WeightType.F32) {
-            return WeightType.F32;
-        }
-        Set<String> stored = new TreeSet<>();
-        for (int l = 0; l < (t.perLayer() ? config.layers() : 1); l++) {
-            stored.add(tensorNamed(name(t, l)).type().name());
-        }
-        WeightType one = stored.size() == 1 ? quantisedKernelType(stored.iterator().next()) : null;
-        return one != null ? one : config.weightType();
-    }
-
-    /** The quantised {@link WeightType} of ggml type {@code name} (Q8_0, Q4_0, Q4_K), else null. */
+    /** The quantised {@link WeightType} of ggml type {@code name} (Q8_0, Q4_0, Q4_K, Q6_K), else null. */
     private static WeightType quantisedKernelType(String name) {
         for (WeightType t : WeightType.values()) {
             if (t != WeightType.F32 && t.name().equals(name)) {
@@ -255,15 +226,18 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     }
 
     @Override
-    public WeightType type(Tensor tensor) {
+    public WeightType type(Tensor tensor, int layer) {
         if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
             tensor = Tensor.TOKEN_EMBEDDING;
         }
-        WeightType t = types.get(tensor);
+        WeightType[] t = types.get(tensor);
         if (t == null) {
             throw new IllegalArgumentException(tensor + " is not a matrix of this model");
         }
-        return t;
+        if (tensor.perLayer() && (layer < 0 || layer >= t.length)) {
+            throw new IllegalArgumentException(tensor + ": layer " + layer + " is outside [0, " + t.length + ")");
+        }
+        return t[tensor.perLayer() ? layer : 0];
     }
 
     private WeightType chooseWeightType() {

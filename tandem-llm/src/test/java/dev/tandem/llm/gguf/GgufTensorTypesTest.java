@@ -67,6 +67,7 @@ class GgufTensorTypesTest {
                 case "F32", "F16", "BF16" -> WeightType.F32;
                 case "Q4_0" -> WeightType.Q4_0;
                 case "Q4_K" -> WeightType.Q4_K;
+                case "Q6_K" -> WeightType.Q6_K;
                 default -> WeightType.Q8_0;
             };
             assertThat(weights.config().weightType()).isEqualTo(expected);
@@ -167,47 +168,69 @@ class GgufTensorTypesTest {
 
     /**
      * llama.cpp's own Q4_0 and Q4_K_M files keep some matrices in Q6_K (the classifier, the value
-     * projections of some layers): such a model is Q8_0 as a whole, but each matrix stored in one
-     * type with a kernel in every layer runs as stored, and only the others are requantised.
+     * and down projections of some layers): such a model is Q8_0 by its label, but every matrix
+     * of every layer runs as stored, including a value projection (inside the fused q/k/v task)
+     * and a down projection whose layers differ, and the worker holds exactly the file's bytes.
      */
     @ParameterizedTest
-    @ValueSource(strings = {"Q4_0:output.weight:OUTPUT", "Q4_K:blk.1.attn_v.weight:WV"})
-    void aFourBitFileWithSomeQ6KMatricesRunsTheRestAsStored(String spec) throws IOException {
-        String[] parts = spec.split(":");
-        WeightType stored = WeightType.valueOf(parts[0]);
-        Tensor requantised = Tensor.valueOf(parts[2]);
-        Path p = dir.resolve("mixed-" + parts[0] + ".gguf");
-        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.byName(parts[0]))
-                .type(parts[1], GgmlType.Q6_K).write(p);
+    @ValueSource(strings = {"Q4_0", "Q4_K"})
+    void aFourBitFileWithSomeQ6KMatricesRunsEveryLayerAsStored(String base) throws IOException {
+        WeightType stored = WeightType.valueOf(base);
+        Path p = dir.resolve("mixed-" + base + ".gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.byName(base))
+                .type("output.weight", GgmlType.Q6_K)
+                .type("blk.0.attn_v.weight", GgmlType.Q6_K)
+                .type("blk.1.ffn_down.weight", GgmlType.Q6_K)
+                .write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
             assertThat(weights.config().weightType()).isEqualTo(WeightType.Q8_0);
-            assertThat(weights.file().tensor(parts[1]).orElseThrow().type()).isEqualTo(GgmlType.Q6_K);
+            long matrixBytes = 0;
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
                     Tensor.W1, Tensor.W2, Tensor.W3, Tensor.OUTPUT}) {
-                assertThat(weights.type(t)).as("%s", t).isEqualTo(t == requantised ? WeightType.Q8_0 : stored);
-                long bytes = t.bytes(weights.config(), weights.type(t));
-                assertThat(weights.tensor(t, 1).byteSize()).as("%s bytes", t).isEqualTo(bytes);
+                for (int l = 0; l < (t.perLayer() ? SHAPE.layers() : 1); l++) {
+                    GgufTensor file = weights.file().tensor(GgufModel.name(t, l)).orElseThrow();
+                    boolean six = t == Tensor.OUTPUT || (t == Tensor.WV && l == 0) || (t == Tensor.W2 && l == 1);
+                    assertThat(file.type()).isEqualTo(six ? GgmlType.Q6_K : GgmlType.byName(base));
+                    assertThat(weights.type(t, l)).as("%s layer %d", t, l).isEqualTo(six ? WeightType.Q6_K : stored);
+                    assertThat(weights.tensor(t, l).byteSize()).as("%s layer %d bytes", t, l).isEqualTo(file.bytes());
+                    matrixBytes += file.bytes();
+                }
             }
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            assertThat(model.weightType(Tensor.W2)).isEqualTo(stored);
-            assertThat(model.weightBytes()).isLessThan(weights.config().weightBytes());
+            assertThat(model.weightType(Tensor.WV, 0)).isEqualTo(WeightType.Q6_K);
+            assertThat(model.weightType(Tensor.WV, 1)).isEqualTo(stored);
+            assertThat(model.weightType(Tensor.W2, 1)).isEqualTo(WeightType.Q6_K);
+            assertThat(model.weightBytes()).isEqualTo(matrixBytes + normBytes(SHAPE));
             checkAgainstTheReference(worker, weights);
         }
     }
 
-    /** The gate and up projections share their row blocks, so differing types requantise both. */
+    /** Bytes of the f32 vectors of a model of {@code c}. */
+    private static long normBytes(LlamaConfig c) {
+        long bytes = 0;
+        for (Tensor t : Tensor.values()) {
+            if (t.present(c) && t.norm()) {
+                bytes += t.bytes(c) * (t.perLayer() ? c.layers() : 1);
+            }
+        }
+        return bytes;
+    }
+
+    /** The gate and up projections share their row blocks, sized by the wider rows, even when their types differ. */
     @Test
-    void gateAndUpProjectionsOfDifferentTypesBothRunAsQ8_0() throws IOException {
+    void gateAndUpProjectionsOfDifferentTypesBothRunAsStored() throws IOException {
         Path p = dir.resolve("gate-up.gguf");
         GgufCheckpointWriter writer = new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.Q4_K);
         for (int l = 0; l < SHAPE.layers(); l++) {
-            writer.type("blk." + l + ".ffn_up.weight", GgmlType.Q4_0);
+            writer.type("blk." + l + ".ffn_up.weight", GgmlType.Q8_0);
         }
         writer.write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
-            assertThat(weights.type(Tensor.W1)).isEqualTo(WeightType.Q8_0);
-            assertThat(weights.type(Tensor.W3)).isEqualTo(WeightType.Q8_0);
-            assertThat(weights.type(Tensor.W2)).isEqualTo(WeightType.Q4_K);
+            for (int l = 0; l < SHAPE.layers(); l++) {
+                assertThat(weights.type(Tensor.W1, l)).isEqualTo(WeightType.Q4_K);
+                assertThat(weights.type(Tensor.W3, l)).isEqualTo(WeightType.Q8_0);
+                assertThat(weights.type(Tensor.W2, l)).isEqualTo(WeightType.Q4_K);
+            }
             checkAgainstTheReference(worker, weights);
         }
     }
