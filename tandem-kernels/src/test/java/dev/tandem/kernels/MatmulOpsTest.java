@@ -114,20 +114,28 @@ class MatmulOpsTest {
     @ParameterizedTest(name = "cols = {0}")
     @ValueSource(ints = {32, 64, 256, 544, 1056, 4096})
     void vectorQ4_0MatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
-        try (Tensors t = new Tensors(cols + 1)) {
+        checkAgainstScalarAndDequantized(TensorType.Q4_0, cols, cols + 1, MatmulOps.Q4_0_RELATIVE_TOLERANCE);
+    }
+
+    /**
+     * For random blocks of {@code type} and every batch: vector against scalar, and scalar against
+     * a double-precision matmul on the dequantized weights, within {@code tolerance} of the sum of
+     * the absolute products.
+     */
+    private static void checkAgainstScalarAndDequantized(TensorType type, int cols, long seed, float tolerance) {
+        try (Tensors t = new Tensors(seed)) {
             for (int batch : BATCHES) {
-                MemorySegment q4 = GgufBlocks.random(t, TensorType.Q4_0, (long) ROWS * cols);
-                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, TensorType.Q4_0, q4, ROWS * cols);
+                MemorySegment w = GgufBlocks.random(t, type, (long) ROWS * cols);
+                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, type, w, ROWS * cols);
                 float[] x = t.uniform(batch * cols, -1f, 1f);
                 MemorySegment xs = t.f32(x);
-                float[] scalar = run(t, SCALAR, TensorType.Q4_0, q4, xs, cols, batch);
-                float[] vector = run(t, VECTOR, TensorType.Q4_0, q4, xs, cols, batch);
+                float[] scalar = run(t, SCALAR, type, w, xs, cols, batch);
+                float[] vector = run(t, VECTOR, type, w, xs, cols, batch);
                 float[] scale = absoluteProducts(dequantized, x, ROWS, cols, batch);
-                Tensors.assertWithin("vector matmulQ4_0, cols " + cols + " batch " + batch, vector, scalar, scale,
-                        MatmulOps.Q4_0_RELATIVE_TOLERANCE);
-                Tensors.assertWithin("scalar matmulQ4_0 against double on dequantized weights, cols " + cols,
-                        scalar, reference(dequantized, x, ROWS, cols, batch), scale,
-                        MatmulOps.Q4_0_RELATIVE_TOLERANCE);
+                Tensors.assertWithin("vector matmul " + type + ", cols " + cols + " batch " + batch, vector, scalar,
+                        scale, tolerance);
+                Tensors.assertWithin("scalar matmul " + type + " against double on dequantized weights, cols " + cols,
+                        scalar, reference(dequantized, x, ROWS, cols, batch), scale, tolerance);
             }
         }
     }
@@ -180,22 +188,7 @@ class MatmulOpsTest {
     @ParameterizedTest(name = "cols = {0}")
     @ValueSource(ints = {256, 512, 1536, 4096})
     void vectorQ6_KMatmulMatchesScalarAndTheDequantizedF32Matmul(int cols) {
-        try (Tensors t = new Tensors(cols + 3)) {
-            for (int batch : BATCHES) {
-                MemorySegment q6 = GgufBlocks.random(t, TensorType.Q6_K, (long) ROWS * cols);
-                float[] dequantized = GgufBlocks.dequantized(t, SCALAR, TensorType.Q6_K, q6, ROWS * cols);
-                float[] x = t.uniform(batch * cols, -1f, 1f);
-                MemorySegment xs = t.f32(x);
-                float[] scalar = run(t, SCALAR, TensorType.Q6_K, q6, xs, cols, batch);
-                float[] vector = run(t, VECTOR, TensorType.Q6_K, q6, xs, cols, batch);
-                float[] scale = absoluteProducts(dequantized, x, ROWS, cols, batch);
-                Tensors.assertWithin("vector matmulQ6_K, cols " + cols + " batch " + batch, vector, scalar, scale,
-                        MatmulOps.Q6_K_RELATIVE_TOLERANCE);
-                Tensors.assertWithin("scalar matmulQ6_K against double on dequantized weights, cols " + cols,
-                        scalar, reference(dequantized, x, ROWS, cols, batch), scale,
-                        MatmulOps.Q6_K_RELATIVE_TOLERANCE);
-            }
-        }
+        checkAgainstScalarAndDequantized(TensorType.Q6_K, cols, cols + 3, MatmulOps.Q6_K_RELATIVE_TOLERANCE);
     }
 
     /**
