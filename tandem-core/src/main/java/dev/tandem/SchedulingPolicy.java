@@ -33,7 +33,8 @@ public interface SchedulingPolicy {
 
     /**
      * The lane, in {@code [0, LANES)}, of a task of {@code request}'s step {@code step} that
-     * became ready. Called on the hot path by any thread: keep it to a few field reads.
+     * became ready. Called on the hot path by any thread: keep it to a few field reads. The ready
+     * tasks of one publication batch (one step's) take one call.
      */
     int lane(RequestView request, long step);
 

@@ -54,56 +54,11 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
     }
 
-    static void matmulQ4_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        matmulBlocks("matmulQ4_0", TensorType.Q4_0, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                batch, rowStart, rowEnd);
-    }
-
-    static void matmulQ4_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        matmulBlocks("matmulQ4_K", TensorType.Q4_K, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                batch, rowStart, rowEnd);
-    }
-
-    static void matmulQ6_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        matmulBlocks("matmulQ6_K", TensorType.Q6_K, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                batch, rowStart, rowEnd);
-    }
-
-    private static void matmulBlocks(
-            String kernel,
+    /**
+     * The checks of a matmul over weights in {@code type}'s blocks (q4_0, q4_K, q6_K), named
+     * {@code matmulQ4_0} etc. in the messages.
+     */
+    static void matmulBlocks(
             TensorType type,
             MemorySegment weights,
             long weightsOffset,
@@ -116,6 +71,12 @@ final class ArgumentChecks {
             int batch,
             int rowStart,
             int rowEnd) {
+        String kernel = switch (type) { // constants: a passing check allocates nothing
+            case Q4_0 -> "matmulQ4_0";
+            case Q4_K -> "matmulQ4_K";
+            case Q6_K -> "matmulQ6_K";
+            default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
+        };
         matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
         if (cols % type.blockSize() != 0) {
             throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "

@@ -103,7 +103,7 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ4_0(
+        ArgumentChecks.matmulBlocks(TensorType.Q4_0,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         long blockBytes = TensorType.Q4_0.blockBytes();
@@ -142,7 +142,7 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ4_K(
+        ArgumentChecks.matmulBlocks(TensorType.Q4_K,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 256;
         long blockBytes = TensorType.Q4_K.blockBytes();
@@ -187,7 +187,7 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ6_K(
+        ArgumentChecks.matmulBlocks(TensorType.Q6_K,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 256;
         long blockBytes = TensorType.Q6_K.blockBytes();

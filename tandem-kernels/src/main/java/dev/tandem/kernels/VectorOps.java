@@ -374,7 +374,7 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ4_0(
+        ArgumentChecks.matmulBlocks(TensorType.Q4_0,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         long rowBytes = (long) blocks * Q4_0_BLOCK_BYTES;
@@ -504,7 +504,7 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ6_K(
+        ArgumentChecks.matmulBlocks(TensorType.Q6_K,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 256;
         long rowBytes = (long) blocks * Q6_K_BLOCK_BYTES;
@@ -640,7 +640,7 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulQ4_K(
+        ArgumentChecks.matmulBlocks(TensorType.Q4_K,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 256;
         long rowBytes = (long) blocks * Q4_K_BLOCK_BYTES;

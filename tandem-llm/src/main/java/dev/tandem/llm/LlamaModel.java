@@ -532,8 +532,10 @@ public final class LlamaModel {
         Tensor[] parts = {Tensor.WQ, Tensor.WK, Tensor.WV};
         int cols = Tensor.WQ.cols(config);
         int tasks = 0;
-        for (Tensor t : parts) {
-            tasks = Math.max(tasks, blocks.get(t).count());
+        WeightType[] types = new WeightType[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            tasks = Math.max(tasks, blocks.get(parts[i]).count());
+            types[i] = weightType(parts[i], layer);
         }
         for (int k = 0; k < tasks; k++) {
             List<Access> accesses = new ArrayList<>(7);
@@ -543,13 +545,12 @@ public final class LlamaModel {
             scalars[1] = rows;
             for (int i = 0; i < parts.length; i++) {
                 RowBlocks split = blocks.get(parts[i]);
-                WeightType type = weightType(parts[i], layer);
-                scalars[5 + i] = type.ordinal();
+                scalars[5 + i] = types[i].ordinal();
                 if (k >= split.count()) {
                     continue;
                 }
                 scalars[2 + i] = split.size(k);
-                long rowBytes = type.rowBytes(cols);
+                long rowBytes = types[i].rowBytes(cols);
                 Buffer w = buffers.get(parts[i])[layer];
                 accesses.add(read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)));
                 accesses.add(write(a.outputs.get(parts[i]).region(split.offset(k, rows, 0), split.length(k, rows))));

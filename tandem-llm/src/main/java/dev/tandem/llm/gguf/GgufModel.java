@@ -240,19 +240,21 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         return t[tensor.perLayer() ? layer : 0];
     }
 
+    /**
+     * The model's type: the one quantised type when every matrix has it; else Q8_0 (a label)
+     * when every matrix has a quantised kernel type; else F32.
+     */
     private WeightType chooseWeightType() {
-        Set<String> quantized = Set.of("Q8_0", "Q4_0", "Q4_K", "Q6_K");
         Set<String> matrixTypes = new TreeSet<>();
         for (GgufTensor t : file.tensors()) {
             if (t.dims().length >= 2) {
                 matrixTypes.add(t.type().name());
             }
         }
-        WeightType one = matrixTypes.size() == 1 ? quantisedKernelType(matrixTypes.iterator().next()) : null;
-        if (one != null) {
-            return one;
+        if (!matrixTypes.stream().allMatch(name -> quantisedKernelType(name) != null)) {
+            return WeightType.F32;
         }
-        return quantized.containsAll(matrixTypes) ? WeightType.Q8_0 : WeightType.F32;
+        return matrixTypes.size() == 1 ? quantisedKernelType(matrixTypes.iterator().next()) : WeightType.Q8_0;
     }
 
     private static long[] trimOnes(long[] dims) {
