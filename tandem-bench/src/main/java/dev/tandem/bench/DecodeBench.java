@@ -118,7 +118,7 @@ public final class DecodeBench {
      * @param repetitions measured runs per configuration, best kept
      */
     /** The least wall time {@link #run} spends warming up before it measures. */
-    static final long WARM_UP_NANOS = 5_000_000_000L;
+    public static final long WARM_UP_NANOS = 5_000_000_000L;
 
     public static Result run(String modelName, int cores, int tokens, int repetitions) {
         LlamaConfig config = LlamaConfig.named(modelName);

@@ -81,9 +81,15 @@ public final class PeerDecodeBench {
     /**
      * Measures {@code path}.
      *
-     * @param peer whether to run llama.cpp too
+     * @param peer         whether to run llama.cpp too
+     * @param warmUpNanos  the least time tandem runs this file (batch 1 and batch 8) before the
+     *                     measured rounds, so that they measure compiled code, not the JIT: on 2
+     *                     cores C2 is still compiling the kernels 4 s into a run, and a small-shape
+     *                     Q8_0 decode after a 64-token warm-up measured 211 tokens/s against 580
+     *                     steady
      */
-    public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer) {
+    public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
+            long warmUpNanos) {
         String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
         double[][] tandem = new double[4][rounds];
         double[] llama = new double[rounds];
@@ -98,8 +104,11 @@ public final class PeerDecodeBench {
             type = dominantType(weights);
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
             tandemBytes = model.weightBytes();
-            DecodeBench.measure(worker, model, 1, 1, 2, tokens); // warm-up
-            DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+            long warmUntil = System.nanoTime() + warmUpNanos;
+            do {
+                DecodeBench.measure(worker, model, 1, 1, 2, tokens);
+                DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+            } while (System.nanoTime() < warmUntil);
             for (int r = 0; r < rounds; r++) {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
@@ -140,7 +149,7 @@ public final class PeerDecodeBench {
 
     /** Every shape in every type, in order. */
     public static List<Row> runAll(Path dir, List<String> shapeNames, List<GgmlType> types, int cores, int tokens,
-            int rounds, boolean peer) {
+            int rounds, boolean peer, long warmUpNanos) {
         List<Row> rows = new ArrayList<>();
         for (String name : shapeNames) {
             LlamaConfig shape = shapes().get(name);
@@ -148,7 +157,7 @@ public final class PeerDecodeBench {
                 throw new IllegalArgumentException("shape = " + name + " is not known; known: " + shapes().keySet());
             }
             for (GgmlType type : types) {
-                rows.add(run(name, file(dir, name, shape, type), cores, tokens, rounds, peer));
+                rows.add(run(name, file(dir, name, shape, type), cores, tokens, rounds, peer, warmUpNanos));
             }
         }
         return rows;

@@ -230,23 +230,26 @@ public final class BenchCommand implements Runnable {
             int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
             int tokens = common.quick ? 32 : 64;
             int rounds = common.quick ? 2 : 3;
+            long warmUp = common.quick ? 3_000_000_000L : DecodeBench.WARM_UP_NANOS;
             boolean withPeer = peer != null;
             PrintStream out = System.out;
             List<PeerDecodeBench.Row> rows = new java.util.ArrayList<>();
-            out.printf(Locale.ROOT, "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds%n",
-                    withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds);
+            out.printf(Locale.ROOT,
+                    "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds after %.0f s of"
+                            + " warm-up per file%n",
+                    withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds, warmUp / 1e9);
             if (file) {
                 java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
                 String label = dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME
                         : path.getFileName().toString();
-                rows.add(PeerDecodeBench.run(label, path, coreCount, tokens, rounds, withPeer));
+                rows.add(PeerDecodeBench.run(label, path, coreCount, tokens, rounds, withPeer, warmUp));
             } else {
                 List<dev.tandem.llm.gguf.GgmlType> ggml = new java.util.ArrayList<>();
                 for (String t : types) {
                     ggml.add(matrixType(t));
                 }
                 java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
-                rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer);
+                rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer, warmUp);
             }
             // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
             long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
