@@ -163,7 +163,7 @@ final class ArgumentChecks {
 
     static void embed(TensorType type, MemorySegment table, long tableOffset, MemorySegment out, long outOffset,
             int rows, int dim, int token) {
-        String kernel = "embed " + type.ggmlName();
+        String kernel = EMBED_NAMES[type.ordinal()]; // constants: a passing check allocates nothing
         embedShape(kernel, rows, dim, token);
         if (dim % type.blockSize() != 0) {
             throw new IllegalArgumentException(kernel + ": dim = " + dim + " must be a multiple of the "
@@ -349,6 +349,14 @@ final class ArgumentChecks {
         return product(kernel, "blocks * block bytes", elements / type.blockSize(), type.blockBytes());
     }
 
+    private static final String[] EMBED_NAMES = new String[TensorType.values().length];
+
+    static {
+        for (TensorType type : TensorType.values()) {
+            EMBED_NAMES[type.ordinal()] = "embed " + type.ggmlName();
+        }
+    }
+
     // ---- building blocks ----
 
     private static void matmulShape(String kernel, int rows, int cols, int batch, int rowStart, int rowEnd) {
@@ -411,19 +419,29 @@ final class ArgumentChecks {
     }
 
     private static long f32Bytes(String kernel, String what, int a, int b) {
-        return product(kernel, what + " bytes", product(kernel, what, a, b), Float.BYTES);
+        return product(kernel, what, " bytes", product(kernel, what, "", a, b), Float.BYTES);
     }
 
     private static long q8Bytes(String kernel, String what, int rows, int cols) {
-        long blocks = product(kernel, what, rows, cols / Q8_0.BLOCK_SIZE);
-        return product(kernel, what + " bytes", blocks, Q8_0.BLOCK_BYTES);
+        long blocks = product(kernel, what, "", rows, cols / Q8_0.BLOCK_SIZE);
+        return product(kernel, what, " bytes", blocks, Q8_0.BLOCK_BYTES);
     }
 
     private static long product(String kernel, String what, long a, long b) {
+        return product(kernel, what, "", a, b);
+    }
+
+    /**
+     * {@code a * b}, or an exception naming {@code what + suffix}: the name is put together only
+     * when it is needed, since these checks run on every kernel call and a passing check must
+     * allocate nothing.
+     */
+    private static long product(String kernel, String what, String suffix, long a, long b) {
         try {
             return Math.multiplyExact(a, b);
         } catch (ArithmeticException overflow) {
-            throw new IllegalArgumentException(kernel + ": " + what + " = " + a + " * " + b + " overflows a long");
+            throw new IllegalArgumentException(
+                    kernel + ": " + what + suffix + " = " + a + " * " + b + " overflows a long");
         }
     }
 
