@@ -23,7 +23,14 @@ package dev.tandem;
 public record CpuDevice(int cores, long memoryBudget, long spinNanos, boolean pinCores) {
 
     public static final long DEFAULT_MEMORY_BUDGET = 4L << 30;
-    public static final long DEFAULT_SPIN_NANOS = 50_000;
+    /**
+     * 250 µs: a batch-1 decode's cores wait that long for one another whenever the OS lends one
+     * core's CPU to the host for a step build (about 0.2 ms a step on 2 CPUs), and a parked core
+     * then costs a wake-up. In alternating runs of the small bench shape (Q8_0, 2 cores), 250 µs
+     * beat 50 µs in three pairs of three (+2% to +5%); the large shape did not change. Past the
+     * first 2 µs an idle core yields between polls, so a host thread that needs the CPU gets it.
+     */
+    public static final long DEFAULT_SPIN_NANOS = 250_000;
 
     /** A device whose cores are not pinned. */
     public CpuDevice(int cores, long memoryBudget, long spinNanos) {
