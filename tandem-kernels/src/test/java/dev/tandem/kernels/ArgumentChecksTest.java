@@ -208,6 +208,10 @@ class ArgumentChecksTest {
                 ops -> ops.dequantize(TensorType.BF16, A, 300, B, PAD, 2)));
         cases.add(new Case(
                 "dequantize: dst segment is null", ops -> ops.dequantize(TensorType.Q6_K, A, PAD, null, PAD, 0)));
+        // The names in overflow messages are put together only when thrown; they still say which product.
+        cases.add(new Case(
+                "matmulF32: rows * cols bytes = 4611686014132420609 * 4 overflows a long",
+                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, Integer.MAX_VALUE, Integer.MAX_VALUE, 1, 0, 0)));
         cases.add(new Case(
                 "dequantize: blocks * block bytes = 9223372036854775807 * 4 overflows a long",
                 ops -> ops.dequantize(TensorType.F32, A, PAD, B, PAD, Long.MAX_VALUE)));
