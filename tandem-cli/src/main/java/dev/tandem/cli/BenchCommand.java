@@ -271,6 +271,7 @@ public final class BenchCommand implements Runnable {
                 json.put("cores", coreCount);
                 json.put("tokens", tokens);
                 json.put("rounds", rounds);
+                json.put("warm_up_s_per_file", warmUp / 1e9);
                 json.put("copy_gb_per_s", copy);
                 out.println(Json.write(json));
             }
