@@ -325,7 +325,10 @@ abstract sealed class DemoWorkload implements AutoCloseable {
             }
             batcher = Batcher.start(worker, model, BatcherConfig.builder().maxBatch(Math.min(count, 32))
                     .maxQueued(count).build());
-            // Warm the JIT on the same model, kernels and batch shapes; the demo's figures are then steady ones.
+            // Warm the JIT on the same model, kernels and batch shapes, so that the figures are not the
+            // interpreter's. They are still short of a steady JVM's: on 2 cores C2 keeps compiling the
+            // kernels for seconds (one stream of the embedded model: about 270 tokens/s in its first
+            // half second, 4,500 after five).
             List<Completion> warmUp = new ArrayList<>();
             for (int i = 0; i < Math.min(count, 4); i++) {
                 warmUp.add(batcher.submit(requests.get(i).prompt(0), options.withMaxTokens(
