@@ -296,10 +296,40 @@ final class VectorOps implements KernelOps {
         return FloatVector.fromMemorySegment(Q8_FLOATS, x, blockInput + (half * 16L + (long) part * Q8_LANES) * F, LE);
     }
 
-    /** The dot product of one q8_0 row of {@code blocks} blocks with one f32 input. */
+    /**
+     * The dot product of one q8_0 row of {@code blocks} blocks with one f32 input. Even and odd
+     * blocks feed two accumulators, so consecutive blocks' scale FMAs do not wait for each
+     * other: with one accumulator, the chain of one FMA latency per block bounded 512-column
+     * rows (16 blocks) at 2.5 ns a block on AVX-512, against 1.4 ns with two. Each block's first
+     * product is a multiply, not an FMA into zero.
+     */
     private static float dotQ8(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
-        FloatVector acc = FloatVector.zero(Q8_FLOATS);
-        for (int block = 0; block < blocks; block++) {
+        FloatVector even = FloatVector.zero(Q8_FLOATS);
+        FloatVector odd = FloatVector.zero(Q8_FLOATS);
+        int block = 0;
+        for (; block + 2 <= blocks; block += 2) {
+            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
+            long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            long nextOffset = blockOffset + Q8_0.BLOCK_BYTES;
+            long nextInput = blockInput + Q8_0.BLOCK_SIZE * F;
+            ByteVector q0 = quants(w, blockOffset, 0);
+            ByteVector q1 = quants(w, blockOffset, 1);
+            ByteVector q2 = quants(w, nextOffset, 0);
+            ByteVector q3 = quants(w, nextOffset, 1);
+            FloatVector sum0 = widen(q0, 0).mul(loadQ8Input(x, blockInput, 0, 0));
+            FloatVector sum1 = widen(q2, 0).mul(loadQ8Input(x, nextInput, 0, 0));
+            for (int part = 1; part < Q8_PARTS; part++) {
+                sum0 = widen(q0, part).fma(loadQ8Input(x, blockInput, 0, part), sum0);
+                sum1 = widen(q2, part).fma(loadQ8Input(x, nextInput, 0, part), sum1);
+            }
+            for (int part = 0; part < Q8_PARTS; part++) {
+                sum0 = widen(q1, part).fma(loadQ8Input(x, blockInput, 1, part), sum0);
+                sum1 = widen(q3, part).fma(loadQ8Input(x, nextInput, 1, part), sum1);
+            }
+            even = sum0.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), even);
+            odd = sum1.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, nextOffset)), odd);
+        }
+        if (block < blocks) {
             long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
             long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
             FloatVector blockSum = FloatVector.zero(Q8_FLOATS);
@@ -309,9 +339,9 @@ final class VectorOps implements KernelOps {
                     blockSum = widen(q, part).fma(loadQ8Input(x, blockInput, half, part), blockSum);
                 }
             }
-            acc = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), acc);
+            even = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), even);
         }
-        return acc.reduceLanes(VectorOperators.ADD);
+        return even.add(odd).reduceLanes(VectorOperators.ADD);
     }
 
     /** Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. */
