@@ -874,7 +874,27 @@ final class VectorOps implements KernelOps {
     private static float tableQ4_0(MemorySegment w, long row, MemorySegment x, long input, int blocks) {
         FloatVector low = FloatVector.zero(Q8_FLOATS);
         FloatVector high = FloatVector.zero(Q8_FLOATS);
-        for (int block = 0; block < blocks; block++) {
+        FloatVector nextLow = FloatVector.zero(Q8_FLOATS);
+        FloatVector nextHigh = FloatVector.zero(Q8_FLOATS);
+        int block = 0;
+        for (; block + 2 <= blocks; block += 2) {
+            long at = row + (long) block * Q4_0_BLOCK_BYTES;
+            long in = input + (long) block * 32 * F;
+            long nextAt = at + Q4_0_BLOCK_BYTES;
+            long nextIn = in + 32 * F;
+            FloatVector table = NIBBLES_LESS_8.mul(scale(w, at));
+            FloatVector nextTable = NIBBLES_LESS_8.mul(scale(w, nextAt));
+            IntVector q = nibbleIndexes(w, at + 2);
+            IntVector nextQ = nibbleIndexes(w, nextAt + 2);
+            low = lookUp(q, table).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in, LE), low);
+            high = lookUpHigh(q, table).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, in + 16 * F, LE), high);
+            nextLow = lookUp(nextQ, nextTable).fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, nextIn, LE), nextLow);
+            nextHigh = lookUpHigh(nextQ, nextTable)
+                    .fma(FloatVector.fromMemorySegment(Q8_FLOATS, x, nextIn + 16 * F, LE), nextHigh);
+        }
+        low = low.add(nextLow);
+        high = high.add(nextHigh);
+        for (; block < blocks; block++) {
             long at = row + (long) block * Q4_0_BLOCK_BYTES;
             long in = input + (long) block * 32 * F;
             FloatVector table = NIBBLES_LESS_8.mul(scale(w, at));
