@@ -1318,7 +1318,47 @@ final class VectorOps implements KernelOps {
             int validRows,
             float scale) {
         ArgumentChecks.qk(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
-        for (int j = 0; j < validRows; j++) {
+        long rowBytes = (long) rowStride * F;
+        int upper = S.loopBound(headDim);
+        int j = 0;
+        // Four keys at a time: each query vector is loaded once for four independent chains of
+        // FMAs, where one key's chain waited an FMA latency per vector. Each key's sum is taken
+        // in the order dotF32 takes it, so the scores are the same.
+        for (; j + 4 <= validRows; j += 4) {
+            long k0 = keysOffset + j * rowBytes;
+            long k1 = k0 + rowBytes;
+            long k2 = k1 + rowBytes;
+            long k3 = k2 + rowBytes;
+            FloatVector a0 = FloatVector.zero(S);
+            FloatVector a1 = FloatVector.zero(S);
+            FloatVector a2 = FloatVector.zero(S);
+            FloatVector a3 = FloatVector.zero(S);
+            int k = 0;
+            for (; k < upper; k += L) {
+                FloatVector qv = load(q, qOffset + k * F);
+                a0 = qv.fma(load(keys, k0 + k * F), a0);
+                a1 = qv.fma(load(keys, k1 + k * F), a1);
+                a2 = qv.fma(load(keys, k2 + k * F), a2);
+                a3 = qv.fma(load(keys, k3 + k * F), a3);
+            }
+            float s0 = a0.reduceLanes(VectorOperators.ADD);
+            float s1 = a1.reduceLanes(VectorOperators.ADD);
+            float s2 = a2.reduceLanes(VectorOperators.ADD);
+            float s3 = a3.reduceLanes(VectorOperators.ADD);
+            for (; k < headDim; k++) {
+                float qk = q.get(F32, qOffset + k * F);
+                s0 += qk * keys.get(F32, k0 + k * F);
+                s1 += qk * keys.get(F32, k1 + k * F);
+                s2 += qk * keys.get(F32, k2 + k * F);
+                s3 += qk * keys.get(F32, k3 + k * F);
+            }
+            long at = scoresOffset + j * F;
+            scores.set(F32, at, s0 * scale);
+            scores.set(F32, at + F, s1 * scale);
+            scores.set(F32, at + 2 * F, s2 * scale);
+            scores.set(F32, at + 3 * F, s3 * scale);
+        }
+        for (; j < validRows; j++) {
             float dot = dotF32(q, qOffset, keys, keysOffset + (long) j * rowStride * F, headDim);
             scores.set(F32, scoresOffset + j * F, dot * scale);
         }
@@ -1369,6 +1409,27 @@ final class VectorOps implements KernelOps {
         long rowBytes = (long) rowStride * F;
         int upper = S.loopBound(headDim);
         int c = 0;
+        // Four column vectors at a time, so four chains of FMAs overlap where one waited an FMA
+        // latency per position; each column's sum keeps its order.
+        for (; c + 4 * L <= upper; c += 4 * L) {
+            FloatVector a0 = FloatVector.zero(S);
+            FloatVector a1 = FloatVector.zero(S);
+            FloatVector a2 = FloatVector.zero(S);
+            FloatVector a3 = FloatVector.zero(S);
+            for (int j = 0; j < n; j++) {
+                FloatVector e = FloatVector.broadcast(S, exps.get(F32, expsOffset + j * F));
+                long at = valuesOffset + j * rowBytes + c * F;
+                a0 = load(values, at).fma(e, a0);
+                a1 = load(values, at + L * F).fma(e, a1);
+                a2 = load(values, at + 2 * L * F).fma(e, a2);
+                a3 = load(values, at + 3 * L * F).fma(e, a3);
+            }
+            long to = partialOffset + c * F;
+            a0.intoMemorySegment(partial, to, LE);
+            a1.intoMemorySegment(partial, to + L * F, LE);
+            a2.intoMemorySegment(partial, to + 2 * L * F, LE);
+            a3.intoMemorySegment(partial, to + 3 * L * F, LE);
+        }
         for (; c < upper; c += L) {
             FloatVector acc = FloatVector.zero(S);
             for (int j = 0; j < n; j++) {

@@ -16,7 +16,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class AttentionOpsTest {
 
     @ParameterizedTest(name = "headDim = {0}")
-    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    @ValueSource(ints = {1, 7, 31, 33, 64, 127, 4096})
     void vectorQkMatchesScalar(int headDim) {
         try (Tensors t = new Tensors(headDim)) {
             int rows = 5;
@@ -103,7 +103,7 @@ class AttentionOpsTest {
     }
 
     @ParameterizedTest(name = "headDim = {0}")
-    @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
+    @ValueSource(ints = {1, 7, 31, 33, 64, 127, 4096})
     void vectorPvMatchesScalar(int headDim) {
         try (Tensors t = new Tensors(headDim)) {
             int n = 13;
