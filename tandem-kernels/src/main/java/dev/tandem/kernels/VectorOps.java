@@ -33,7 +33,9 @@ import jdk.incubator.vector.VectorSpecies;
  *       unrolls and bounds-checks once: probes on AVX-512 showed these loops bound by the two
  *       vector ports rather than by memory, hand-unrolled loops with two or four accumulators
  *       slower (C2 stops unrolling them and checks every load), and eight-input groups over
- *       column tiles of interleaved inputs no faster in 256 KiB row-block tasks.
+ *       column tiles of interleaved inputs no faster in 256 KiB row-block tasks. q8_0 at batch
+ *       1 sums even and odd blocks into two accumulators (one FMA latency per block was the
+ *       bound on short rows), and at batch 4 and more takes two rows against four inputs.
  *   <li>q8_0 loads 16 int8 weights as one 128-bit {@code ByteVector} and widens them to
  *       {@link #Q8_PARTS} float vectors with {@code castShape}, one switch case per part so that
  *       every call names a constant part, as llama3.java does. The f16 block scale comes from a
@@ -233,7 +235,24 @@ final class VectorOps implements KernelOps {
         long rowBytes = (long) blocks * Q8_0.BLOCK_BYTES;
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        for (int r = rowStart; r < rowEnd; r++) {
+        int r = rowStart;
+        if (batch >= 4) {
+            for (; r + 2 <= rowEnd; r += 2) {
+                long row = weightsOffset + r * rowBytes;
+                int b = 0;
+                for (; b + 4 <= batch; b += 4) {
+                    dotQ8x4x2(weights, row, rowBytes, x, xOffset + b * inputBytes, inputBytes, blocks, out,
+                            outOffset + b * outStride + r * F, outStride);
+                }
+                for (; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            dotQ8(weights, row, x, xOffset + b * inputBytes, blocks));
+                    out.set(F32, outOffset + b * outStride + (r + 1) * F,
+                            dotQ8(weights, row + rowBytes, x, xOffset + b * inputBytes, blocks));
+                }
+            }
+        }
+        for (; r < rowEnd; r++) {
             long row = weightsOffset + r * rowBytes;
             int b = 0;
             for (; b + 4 <= batch; b += 4) {
@@ -342,6 +361,71 @@ final class VectorOps implements KernelOps {
             even = blockSum.fma(FloatVector.broadcast(Q8_FLOATS, scale(w, blockOffset)), even);
         }
         return even.add(odd).reduceLanes(VectorOperators.ADD);
+    }
+
+    /**
+     * Eight dot products: two adjacent q8_0 rows ({@code rowBytes} apart) with four inputs. Each
+     * input vector is loaded once for both rows and each widened weight vector serves four
+     * inputs; the block scale multiplies the widened weights (one multiply per vector, shared by
+     * four inputs) instead of each input's block sum.
+     */
+    private static void dotQ8x4x2(
+            MemorySegment w,
+            long row,
+            long rowBytes,
+            MemorySegment x,
+            long input,
+            long inputStride,
+            int blocks,
+            MemorySegment out,
+            long at,
+            long outStride) {
+        FloatVector a0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector a3 = FloatVector.zero(Q8_FLOATS);
+        FloatVector b0 = FloatVector.zero(Q8_FLOATS);
+        FloatVector b1 = FloatVector.zero(Q8_FLOATS);
+        FloatVector b2 = FloatVector.zero(Q8_FLOATS);
+        FloatVector b3 = FloatVector.zero(Q8_FLOATS);
+        for (int block = 0; block < blocks; block++) {
+            long first = row + (long) block * Q8_0.BLOCK_BYTES;
+            long second = first + rowBytes;
+            long in0 = input + (long) block * Q8_0.BLOCK_SIZE * F;
+            long in1 = in0 + inputStride;
+            long in2 = in1 + inputStride;
+            long in3 = in2 + inputStride;
+            FloatVector d = FloatVector.broadcast(Q8_FLOATS, scale(w, first));
+            FloatVector e = FloatVector.broadcast(Q8_FLOATS, scale(w, second));
+            for (int half = 0; half < 2; half++) {
+                ByteVector p = quants(w, first, half);
+                ByteVector q = quants(w, second, half);
+                for (int part = 0; part < Q8_PARTS; part++) {
+                    FloatVector wp = widen(p, part).mul(d);
+                    FloatVector wq = widen(q, part).mul(e);
+                    FloatVector x0 = loadQ8Input(x, in0, half, part);
+                    a0 = wp.fma(x0, a0);
+                    b0 = wq.fma(x0, b0);
+                    FloatVector x1 = loadQ8Input(x, in1, half, part);
+                    a1 = wp.fma(x1, a1);
+                    b1 = wq.fma(x1, b1);
+                    FloatVector x2 = loadQ8Input(x, in2, half, part);
+                    a2 = wp.fma(x2, a2);
+                    b2 = wq.fma(x2, b2);
+                    FloatVector x3 = loadQ8Input(x, in3, half, part);
+                    a3 = wp.fma(x3, a3);
+                    b3 = wq.fma(x3, b3);
+                }
+            }
+        }
+        out.set(F32, at, a0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + outStride, a1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * outStride, a2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * outStride, a3.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + F, b0.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + F + outStride, b1.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + F + 2 * outStride, b2.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + F + 3 * outStride, b3.reduceLanes(VectorOperators.ADD));
     }
 
     /** Four dot products of one q8_0 row with four inputs {@code inputStride} bytes apart. */
