@@ -1,6 +1,7 @@
 package dev.tandem;
 
 import java.util.Objects;
+import java.util.function.ToIntFunction;
 
 /**
  * A named function that runs one task on one core, reading and writing the task's regions.
@@ -14,10 +15,74 @@ public interface Kernel {
 
     void run(TaskContext context) throws Exception;
 
+    /**
+     * How many parts the task splits into, at least 1; asked once per task, with its context
+     * bound, before any part runs. The device then calls {@link #run} once per part, with
+     * {@link TaskContext#part()} saying which, and may run different parts at once on different
+     * units (cores): a task that is one phase of a step (a matmul's rows, say) then keeps every
+     * unit busy and finishes when the slowest unit's last part does, not its last whole task.
+     * The task finishes, and its successors may run, once every part has returned. Parts of one
+     * task must write disjoint bytes of its regions. A part that throws fails the task's request;
+     * the other parts still run (or are skipped, as every task of an ended request is).
+     *
+     * <p>The default is 1: the task runs whole, once, on one unit.
+     */
+    default int parts(TaskContext context) {
+        return 1;
+    }
+
     /** The body of a kernel made with {@link #of}. */
     @FunctionalInterface
     interface Body {
         void run(TaskContext context) throws Exception;
+
+    /**
+     * How many parts the task splits into, at least 1; asked once per task, with its context
+     * bound, before any part runs. The device then calls {@link #run} once per part, with
+     * {@link TaskContext#part()} saying which, and may run different parts at once on different
+     * units (cores): a task that is one phase of a step (a matmul's rows, say) then keeps every
+     * unit busy and finishes when the slowest unit's last part does, not its last whole task.
+     * The task finishes, and its successors may run, once every part has returned. Parts of one
+     * task must write disjoint bytes of its regions. A part that throws fails the task's request;
+     * the other parts still run (or are skipped, as every task of an ended request is).
+     *
+     * <p>The default is 1: the task runs whole, once, on one unit.
+     */
+    default int parts(TaskContext context) {
+        return 1;
+    }
+    }
+
+    /**
+     * A kernel whose tasks split into {@code parts.applyAsInt(context)} parts (see
+     * {@link #parts}); {@code body} runs once per part and reads its index from
+     * {@link TaskContext#part()}.
+     */
+    static Kernel ofParts(String name, ToIntFunction<TaskContext> parts, Body body) {
+        Objects.requireNonNull(name, "name");
+        Objects.requireNonNull(parts, "parts");
+        Objects.requireNonNull(body, "body");
+        return new Kernel() {
+            @Override
+            public String name() {
+                return name;
+            }
+
+            @Override
+            public void run(TaskContext context) throws Exception {
+                body.run(context);
+            }
+
+            @Override
+            public int parts(TaskContext context) {
+                return parts.applyAsInt(context);
+            }
+
+            @Override
+            public String toString() {
+                return name;
+            }
+        };
     }
 
     /** A kernel from a name and a body. */

@@ -28,6 +28,14 @@ public interface TaskContext {
         return Double.longBitsToDouble(scalar(i));
     }
 
+    /**
+     * Which part of its task this call runs, in {@code [0, kernel.parts(context))}: 0 for a task
+     * of one part (see {@link Kernel#parts}).
+     */
+    default int part() {
+        return 0;
+    }
+
     /** Index of the core running the task. */
     int core();
 

@@ -12,6 +12,7 @@ import java.lang.foreign.MemorySegment;
 final class CoreContext implements TaskContext {
     private final int core;
     private TaskNode task;
+    private int part;
 
     CoreContext(int core) {
         this.core = core;
@@ -19,6 +20,16 @@ final class CoreContext implements TaskContext {
 
     void bind(TaskNode task) {
         this.task = task;
+        this.part = 0;
+    }
+
+    void part(int part) {
+        this.part = part;
+    }
+
+    @Override
+    public int part() {
+        return part;
     }
 
     @Override

@@ -1,6 +1,7 @@
 package dev.tandem.device;
 
 import dev.tandem.CpuDevice;
+import dev.tandem.Kernel;
 import dev.tandem.SchedulingPolicy;
 import dev.tandem.TraceEvent;
 import dev.tandem.trace.TraceBuffer;
@@ -60,6 +61,16 @@ final class CpuCores implements Device {
     private final TraceRecorder trace;
     private final LongAdder readyCount; // tasks queued and not yet taken; only when tracing
     private volatile boolean shutdown;
+
+    /**
+     * A task split into parts that has parts left to claim, for idle cores to help with; null
+     * when there is none. One slot: a core that opens a split task while the slot is taken runs
+     * all of its parts itself (other requests' tasks keep the other cores busy then).
+     */
+    private volatile TaskNode shared;
+
+    /** What {@link Core#awaitWork} returns when the work it found is {@link #shared}'s parts. */
+    private static final TaskNode HELP = TaskNode.readback(null, null, -1);
     private final long startedAt = System.nanoTime();
 
     /** The CPU index (into the allowed set) the next pinned device starts at. */
@@ -159,6 +170,13 @@ final class CpuCores implements Device {
         queue.push(task);
     }
 
+    /** Offers an opened split task's parts to the other cores, and wakes one if any is idle. */
+    private void share(TaskNode task) {
+        if (cores.length > 1 && SHARED.compareAndSet(this, null, task)) {
+            wakeOne();
+        }
+    }
+
     private void wakeOne() {
         if (idleCount.get() == 0) {
             return;
@@ -249,6 +267,8 @@ final class CpuCores implements Device {
         /** The group of the tasks finished and not yet counted, and how many (core thread only). */
         private TaskGroup heldGroup;
         private int held;
+        /** Parts the last {@link #runParts} ran on this core. */
+        private int partsRun;
 
         Core(int index) {
             this.index = index;
@@ -264,12 +284,20 @@ final class CpuCores implements Device {
                 traceBuffer = trace.newBuffer();
             }
             while (true) {
+                TaskNode split = shared;
+                if (split != null) {
+                    help(split); // a phase's split task first: everything after it waits for it
+                    continue;
+                }
                 TaskNode task = queue.poll();
                 if (task == null) {
                     flushDone(); // nothing to run: report what is held before spinning or parking
                     task = awaitWork();
                     if (task == null) {
                         return;
+                    }
+                    if (task == HELP) {
+                        continue;
                     }
                 }
                 if (readyCount != null) {
@@ -299,7 +327,21 @@ final class CpuCores implements Device {
                     switch (task.kind()) {
                         case KERNEL -> {
                             context.bind(task);
-                            task.kernel().run(context);
+                            Kernel kernel = task.kernel();
+                            int parts = kernel.parts(context);
+                            if (parts > 1) {
+                                task.openParts(parts);
+                                share(task);
+                                if (!runParts(task, true)) {
+                                    recordTask(task, begin, false);
+                                    return null; // another core returns the last part and completes the task
+                                }
+                            } else if (parts == 1) {
+                                kernel.run(context);
+                            } else {
+                                throw new IllegalStateException("kernel " + kernel.name() + " returned " + parts
+                                        + " parts; a task has at least 1");
+                            }
                         }
                         case UPLOAD -> {
                             byte[] bytes = task.uploadBytes();
@@ -312,7 +354,15 @@ final class CpuCores implements Device {
                     group.taskFailed(task, failure);
                 }
             }
+            recordTask(task, begin, skipped);
+            TaskNode next = task.finish(this);
+            countDone(group);
+            return next;
+        }
+
+        private void recordTask(TaskNode task, long begin, boolean skipped) {
             if (traceBuffer != null) {
+                TaskGroup group = task.group();
                 traceBuffer.record(
                         TraceEvent.Kind.TASK,
                         begin,
@@ -324,9 +374,56 @@ final class CpuCores implements Device {
                         task.name(),
                         skipped ? 1 : 0);
             }
-            TaskNode next = task.finish(this);
-            countDone(group);
-            return next;
+        }
+
+        /**
+         * Runs parts of an opened split task until every part is claimed, from the front if this
+         * core opened it and from the back if it helps; true if this core
+         * returned the task's last part (and must complete it). A part that throws fails the
+         * request and is counted like any other; parts of an ended request are skipped.
+         */
+        private boolean runParts(TaskNode task, boolean opener) {
+            boolean last = false;
+            int part;
+            partsRun = 0;
+            while ((part = task.claimPart(opener)) >= 0) {
+                partsRun++;
+                if (task.group().isLive()) {
+                    context.part(part);
+                    try {
+                        task.kernel().run(context);
+                    } catch (Throwable failure) {
+                        task.group().taskFailed(task, failure);
+                    }
+                }
+                last = task.partDone();
+            }
+            context.part(0);
+            SHARED.compareAndSet(CpuCores.this, task, null); // nothing left to claim: not worth a look
+            return last;
+        }
+
+        /** Runs parts of the shared split task, and completes it if this core returns its last part. */
+        private void help(TaskNode task) {
+            TaskGroup group = task.group();
+            if (group != heldGroup) {
+                flushDone();
+            }
+            long begin = System.nanoTime();
+            long span = traceBuffer != null ? traceBuffer.spanStart(TraceEvent.Kind.TASK) : 0;
+            context.bind(task);
+            boolean last = runParts(task, false);
+            if (partsRun > 0) {
+                recordTask(task, span, false); // one span per core that ran parts of the task
+            }
+            if (last) {
+                TaskNode next = task.finish(this);
+                countDone(group);
+                while (next != null) {
+                    next = execute(next);
+                }
+            }
+            busyNanos += System.nanoTime() - begin;
         }
 
         /** Counts a finished task in its group, in batches (see {@link Device}, "Batched counting"). */
@@ -364,6 +461,9 @@ final class CpuCores implements Device {
             long spinUntil = now + Math.min(spinNanos, PURE_SPIN_NANOS);
             long deadline = now + spinNanos;
             do {
+                if (shared != null) {
+                    return HELP;
+                }
                 TaskNode task = queue.poll();
                 if (task != null) {
                     return task;
@@ -387,6 +487,10 @@ final class CpuCores implements Device {
                     cancelIdle();
                     return task;
                 }
+                if (shared != null) { // shared before this core counted itself idle: the sharer may not have seen it
+                    cancelIdle();
+                    return HELP;
+                }
                 while (idle && !shutdown) {
                     LockSupport.park(this);
                 }
@@ -398,6 +502,9 @@ final class CpuCores implements Device {
                 task = queue.poll();
                 if (task != null) {
                     return task;
+                }
+                if (shared != null) {
+                    return HELP;
                 }
                 // Woken for a task another core took first: go idle again.
             }
@@ -417,6 +524,16 @@ final class CpuCores implements Device {
             } catch (ReflectiveOperationException e) {
                 throw new ExceptionInInitializerError(e);
             }
+        }
+    }
+
+    private static final java.lang.invoke.VarHandle SHARED;
+
+    static {
+        try {
+            SHARED = java.lang.invoke.MethodHandles.lookup().findVarHandle(CpuCores.class, "shared", TaskNode.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
         }
     }
 }

@@ -36,6 +36,10 @@ import java.lang.foreign.MemorySegment;
  *             bytes and hand them to {@link TaskGroup#tokenRead(byte[])} <em>before</em>
  *             completing the task.
  *       </ul>
+ *       A kernel task whose {@code Kernel.parts} is more than 1 runs once per part, with
+ *       {@code TaskContext.part()} saying which; the device may run different parts at once on
+ *       different units, and completes the task once, after every part has returned (every
+ *       part's writes happen-before its successors). Parts fewer than 1 fail the task.
  *       If {@link TaskGroup#isLive()} is false when a task is taken, the device skips it (runs
  *       nothing) but still completes it. A kernel that throws is reported once through
  *       {@link TaskGroup#taskFailed}; the device itself must survive it.

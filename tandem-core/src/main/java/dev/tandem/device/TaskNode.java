@@ -79,6 +79,14 @@ public final class TaskNode extends Edge {
     /** Scheduling lane, chosen by the device when the task becomes ready ({@link TaskGroup#lane()}). */
     public int lane;
 
+    // A task split into parts (Kernel#parts): how many; the unclaimed range, its first part in
+    // the high and its last in the low 32 bits; and how many have not returned. Written by the
+    // unit that opens the task before it shares it; claimed and counted down by every unit that
+    // runs parts.
+    private int parts;
+    private volatile long unclaimed;
+    private volatile int partsLeft;
+
     /** A {@link TaskKind#KERNEL} task; {@code payload} is free for the caller (tests tag tasks with it). */
     public TaskNode(Kernel kernel, Access[] accesses, long[] scalars, TaskGroup group, long index, Object payload) {
         this.kernel = kernel;
@@ -246,6 +254,55 @@ public final class TaskNode extends Edge {
         return next;
     }
 
+    /**
+     * Device: opens a task of {@code count} parts (at least 2), before any unit claims one. The
+     * caller then publishes the task to the other units through a volatile write or a CAS.
+     */
+    public void openParts(int count) {
+        parts = count;
+        unclaimed = count - 1; // first 0, last count - 1
+        partsLeft = count;
+    }
+
+    /** Parts of an opened task; 0 before {@link #openParts}. */
+    public int parts() {
+        return parts;
+    }
+
+    /**
+     * Device: claims the first unclaimed part of an opened task ({@code fromFront}) or the last;
+     * -1 once every part has been claimed. The unit that opened the task claims from the front
+     * and helpers from the back, so that each walks adjacent parts (rows next to the ones it
+     * just read, which its prefetcher has already fetched) instead of every other one.
+     */
+    public int claimPart(boolean fromFront) {
+        while (true) {
+            long range = unclaimed;
+            int first = (int) (range >>> 32);
+            int last = (int) range;
+            if (first > last) {
+                return -1;
+            }
+            long rest = fromFront ? pack(first + 1, last) : pack(first, last - 1);
+            if (UNCLAIMED.compareAndSet(this, range, rest)) {
+                return fromFront ? first : last;
+            }
+        }
+    }
+
+    private static long pack(int first, int last) {
+        return ((long) first << 32) | (last & 0xffffffffL);
+    }
+
+    /**
+     * Device: a claimed part has returned. True for exactly one call per task, the last part's:
+     * that unit completes the task, and every other part's writes happen-before it (each part's
+     * unit counts down after its writes, and the counter is one chain of atomic updates).
+     */
+    public boolean partDone() {
+        return (int) PARTS_LEFT.getAndAdd(this, -1) == 1;
+    }
+
     /** Current pending count (including the guard before publication); for tests and assertions. */
     public int pendingCount() {
         return pending;
@@ -258,12 +315,16 @@ public final class TaskNode extends Edge {
 
     private static final VarHandle PENDING;
     private static final VarHandle SUCCESSORS;
+    private static final VarHandle UNCLAIMED;
+    private static final VarHandle PARTS_LEFT;
 
     static {
         try {
             MethodHandles.Lookup lookup = MethodHandles.lookup();
             PENDING = lookup.findVarHandle(TaskNode.class, "pending", int.class);
             SUCCESSORS = lookup.findVarHandle(TaskNode.class, "successors", Edge.class);
+            UNCLAIMED = lookup.findVarHandle(TaskNode.class, "unclaimed", long.class);
+            PARTS_LEFT = lookup.findVarHandle(TaskNode.class, "partsLeft", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

@@ -258,4 +258,131 @@ class DeviceContractTest {
         assertThat(device.memory().tryReserve(2L << 20)).isFalse();
         assertThat(device.memory().inUse()).isZero();
     }
+
+    // ---- tasks split into parts (Kernel#parts) ----
+
+    /** A kernel of {@code parts} parts that adds one to the int of its part in region 0, and records the core. */
+    private static Kernel partsKernel(int parts, ConcurrentLinkedQueue<Integer> cores) {
+        return Kernel.ofParts("parts", c -> parts, c -> {
+            MemorySegment counts = c.region(0);
+            long at = (long) c.part() * Integer.BYTES;
+            counts.set(ValueLayout.JAVA_INT, at, counts.get(ValueLayout.JAVA_INT, at) + 1);
+            if (cores != null) {
+                cores.add(c.core());
+            }
+        });
+    }
+
+    @Test
+    void everyPartOfASplitTaskRunsOnceAndItsSuccessorSeesEveryPart() throws InterruptedException {
+        for (int round = 0; round < 300; round++) {
+            int parts = 1 + round % 37;
+            DeviceBuffer counts = buffer((long) parts * Integer.BYTES);
+            Region region = new Region(counts, 0, (long) parts * Integer.BYTES);
+            Group group = new Group(2);
+            int[] seen = new int[parts];
+            Kernel check = Kernel.of("check", c -> {
+                for (int p = 0; p < parts; p++) {
+                    seen[p] = c.region(0).get(ValueLayout.JAVA_INT, (long) p * Integer.BYTES);
+                }
+            });
+            TaskNode split = new TaskNode(partsKernel(parts, null), new Access[] {Access.readWrite(region)},
+                    new long[0], group, 0, null);
+            TaskNode after = new TaskNode(check, new Access[] {Access.read(region)}, new long[0], group, 1, null);
+            assertThat(split.wireTo(after)).isTrue();
+            assertThat(after.publish()).isFalse();
+            if (round % 50 == 0) {
+                while (!(device.isIdle(0) && device.isIdle(1))) {
+                    Thread.onSpinWait(); // the helper must be woken from its park
+                }
+            }
+            submit(device, split);
+            group.await();
+            assertThat(seen).as("round " + round + ": each of " + parts + " parts ran exactly once, before the successor")
+                    .containsOnly(1);
+            assertThat(group.done).as("the split task is completed once").hasValue(2);
+        }
+    }
+
+    @Test
+    void partsOfOneTaskRunOnSeveralCoresAtOnce() throws InterruptedException {
+        // Both parts wait until both have started: only two cores running parts together get past.
+        CountDownLatch bothStarted = new CountDownLatch(2);
+        ConcurrentLinkedQueue<Integer> cores = new ConcurrentLinkedQueue<>();
+        Kernel meet = Kernel.ofParts("meet", c -> 2, c -> {
+            cores.add(c.core());
+            bothStarted.countDown();
+            if (!bothStarted.await(20, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("part " + c.part() + " ran alone");
+            }
+        });
+        Group group = new Group(1);
+        submit(device, new TaskNode(meet, new Access[0], new long[0], group, 0, null));
+        group.await();
+        assertThat(group.failures).isEmpty();
+        assertThat(cores).containsExactlyInAnyOrder(0, 1);
+    }
+
+    @Test
+    void aFailingPartFailsTheTaskOnceAndTheTaskStillCompletes() throws InterruptedException {
+        Group group = new Group(1);
+        AtomicInteger ran = new AtomicInteger();
+        Kernel failing = Kernel.ofParts("failing", c -> 8, c -> {
+            ran.incrementAndGet();
+            if (c.part() == 3) {
+                throw new IllegalStateException("part 3 fails");
+            }
+        });
+        submit(device, new TaskNode(failing, new Access[0], new long[0], group, 0, null));
+        group.await();
+        assertThat(group.failures).isNotEmpty().allSatisfy(f -> assertThat(f).hasMessage("part 3 fails"));
+        assertThat(ran.get()).isBetween(1, 8);
+        assertThat(group.done).hasValue(1);
+    }
+
+    @Test
+    void partsOfAnEndedGroupAreSkippedAndZeroPartsIsAFailure() throws InterruptedException {
+        AtomicInteger ran = new AtomicInteger();
+        Group ended = new Group(1);
+        Kernel stopsItsGroup = Kernel.ofParts("ends", c -> 1000, c -> {
+            ran.incrementAndGet();
+            ended.live = false; // the request ends while its parts run: the rest are skipped
+        });
+        submit(device, new TaskNode(stopsItsGroup, new Access[0], new long[0], ended, 0, null));
+        ended.await();
+        assertThat(ran.get()).as("parts run after the group ended").isLessThan(1000);
+        assertThat(ended.done).hasValue(1);
+
+        Group group = new Group(1);
+        Kernel none = Kernel.ofParts("none", c -> 0, c -> ran.incrementAndGet());
+        int before = ran.get();
+        submit(device, new TaskNode(none, new Access[0], new long[0], group, 0, null));
+        group.await();
+        assertThat(ran).hasValue(before);
+        assertThat(group.failures).singleElement().satisfies(f -> assertThat(f)
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("kernel none returned 0 parts"));
+        assertThat(group.done).hasValue(1);
+    }
+
+    @Test
+    void manySplitTasksAtOnceEachRunEveryPartOnce() throws InterruptedException {
+        // Independent split tasks compete for the one shared slot: the losers run their parts alone.
+        int tasks = 200;
+        int parts = 16;
+        DeviceBuffer counts = buffer((long) tasks * parts * Integer.BYTES);
+        Group group = new Group(tasks);
+        TaskNode[] batch = new TaskNode[tasks];
+        for (int t = 0; t < tasks; t++) {
+            Region region = new Region(counts, (long) t * parts * Integer.BYTES, (long) parts * Integer.BYTES);
+            batch[t] = new TaskNode(partsKernel(parts, null), new Access[] {Access.readWrite(region)}, new long[0],
+                    group, t, null);
+            assertThat(batch[t].publish()).isTrue();
+        }
+        device.submit(batch, tasks);
+        group.await();
+        for (int i = 0; i < tasks * parts; i++) {
+            assertThat(counts.segment().get(ValueLayout.JAVA_INT, (long) i * Integer.BYTES)).as("part " + i).isEqualTo(1);
+        }
+        assertThat(group.done).hasValue(tasks);
+    }
 }

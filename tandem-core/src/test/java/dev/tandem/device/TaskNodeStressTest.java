@@ -483,4 +483,55 @@ class TaskNodeStressTest {
                 race -> race.finish(race.p1, "finish1"),
                 race -> race.finish(race.p2, "finish2"));
     }
+
+    /** A task opened with three parts, which three cores claim (one from the front, two from the back) and count down at once. */
+    static final class PartsRace {
+        final TaskNode task = new TaskNode(Kernel.of("split", c -> { }), null, null, null, 0, null);
+        final AtomicIntegerArray claimed = new AtomicIntegerArray(3);
+        final AtomicInteger lasts = new AtomicInteger();
+        final int[] byActor = new int[3];
+
+        PartsRace() {
+            task.openParts(3);
+        }
+
+        void work(int actor) {
+            int part;
+            while ((part = task.claimPart(actor == 0)) >= 0) {
+                claimed.incrementAndGet(part);
+                byActor[actor]++;
+                if (task.partDone()) {
+                    lasts.incrementAndGet();
+                }
+            }
+        }
+
+        String outcome() {
+            for (int p = 0; p < 3; p++) {
+                if (claimed.get(p) != 1) {
+                    return "FORBIDDEN: part " + p + " claimed " + claimed.get(p) + " times";
+                }
+            }
+            if (lasts.get() != 1) {
+                return "FORBIDDEN: " + lasts.get() + " units saw the last part";
+            }
+            if (task.claimPart(true) != -1 || task.claimPart(false) != -1) {
+                return "FORBIDDEN: a part left to claim";
+            }
+            return "every part once, one last; parts by actor " + byActor[0] + "/" + byActor[1] + "/" + byActor[2];
+        }
+    }
+
+    /**
+     * Three units claim and return the parts of one split task at once. ACCEPTABLE: each part
+     * claimed exactly once, exactly one unit told it returned the last part, nothing left to
+     * claim, whichever units got which parts. FORBIDDEN: anything else.
+     */
+    @Test
+    void unitsClaimEveryPartOfASplitTaskOnceAndOneReturnsTheLast() throws InterruptedException {
+        Map<String, Long> outcomes = Races.run(RACES, TimeUnit.NANOSECONDS.convert(LONG ? 600 : 60, TimeUnit.SECONDS),
+                PartsRace::new, PartsRace::outcome, outcome -> outcome.startsWith("every part once"),
+                race -> race.work(0), race -> race.work(1), race -> race.work(2));
+        assertThat(outcomes.values().stream().mapToLong(Long::longValue).sum()).isEqualTo(RACES);
+    }
 }

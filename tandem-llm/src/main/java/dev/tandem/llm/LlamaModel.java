@@ -89,22 +89,38 @@ public final class LlamaModel {
      * How the model's steps are cut into tasks.
      *
      * @param kvBlockSize   positions per KV cache block
-     * @param rowBlockBytes weight bytes per matmul task, about
-     * @param parallelism   tasks each phase should offer at least, where it can: a matmul has a
-     *                      multiple of this many row blocks, and attention splits its heads into
-     *                      this many q-tiles; 0 for the worker's cores
+     * @param rowBlockBytes weight bytes per row block of a matmul's block-major output, about
+     * @param parallelism   row blocks and attention q-tiles each phase should offer at least,
+     *                      where it can: a matmul has a multiple of this many row blocks, and
+     *                      attention splits its heads into this many q-tiles; 0 for the
+     *                      worker's cores
+     * @param partBytes     weight bytes per part, about: each matmul phase (q/k/v, the output
+     *                      projection, gate and up, down, the classifier) is one task split
+     *                      into parts of this many bytes of weight rows, which the worker's
+     *                      cores claim as they become free ({@link Kernel#parts}); so a core
+     *                      that is slower, or preempted, takes fewer parts, instead of every
+     *                      core waiting at the end of the phase for the slowest one's share
      */
-    public record Options(int kvBlockSize, long rowBlockBytes, int parallelism) {
+    public record Options(int kvBlockSize, long rowBlockBytes, int parallelism, long partBytes) {
         public Options {
             Checks.positive("kvBlockSize", kvBlockSize);
             Checks.positive("rowBlockBytes", rowBlockBytes);
+            Checks.positive("partBytes", partBytes);
             if (parallelism < 0) {
                 throw new IllegalArgumentException("parallelism = " + parallelism + " must be >= 0");
             }
         }
 
+        /** With parts of {@link #DEFAULT_PART_BYTES}. */
+        public Options(int kvBlockSize, long rowBlockBytes, int parallelism) {
+            this(kvBlockSize, rowBlockBytes, parallelism, DEFAULT_PART_BYTES);
+        }
+
+        /** Weight bytes per part of a matmul task by default. */
+        public static final long DEFAULT_PART_BYTES = 128 << 10;
+
         public static Options defaults() {
-            return new Options(16, 256 << 10, 0);
+            return new Options(16, 256 << 10, 0, DEFAULT_PART_BYTES);
         }
 
         /**
@@ -124,15 +140,19 @@ public final class LlamaModel {
         static final long KV_BLOCK_TARGET_BYTES = 32 << 10;
 
         public Options withKvBlockSize(int value) {
-            return new Options(value, rowBlockBytes, parallelism);
+            return new Options(value, rowBlockBytes, parallelism, partBytes);
         }
 
         public Options withRowBlockBytes(long value) {
-            return new Options(kvBlockSize, value, parallelism);
+            return new Options(kvBlockSize, value, parallelism, partBytes);
         }
 
         public Options withParallelism(int value) {
-            return new Options(kvBlockSize, rowBlockBytes, value);
+            return new Options(kvBlockSize, rowBlockBytes, value, partBytes);
+        }
+
+        public Options withPartBytes(long value) {
+            return new Options(kvBlockSize, rowBlockBytes, parallelism, value);
         }
     }
 
@@ -141,6 +161,8 @@ public final class LlamaModel {
     private final Options options;
     private final Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class);
     private final Map<Tensor, RowBlocks> blocks = new EnumMap<>(Tensor.class);
+    /** Per matrix, the parts its matmul task splits into: {@link RowBlocks#parts} triples. */
+    private final Map<Tensor, int[]> parts = new EnumMap<>(Tensor.class);
     /** The matmul kernel of each matrix that has tasks of its own (see {@link #FUSED_PROJECTIONS}). */
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
 
@@ -206,11 +228,6 @@ public final class LlamaModel {
                 array[l] = buffer.freeze();
             }
             buffers.put(tensor, array);
-            if (!tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING) {
-                if (!FUSED_PROJECTIONS.contains(tensor)) {
-                    matmuls.put(tensor, matmulKernel(tensor.name().toLowerCase(Locale.ROOT)));
-                }
-            }
         }
         // One split of each matrix's rows for every layer (the block-major outputs that later
         // tasks read must not change shape between layers), sized by its widest rows; the gate and
@@ -219,8 +236,18 @@ public final class LlamaModel {
             if (tensor != Tensor.TOKEN_EMBEDDING) {
                 Tensor[] sharing = tensor == Tensor.W1 || tensor == Tensor.W3
                         ? new Tensor[] {Tensor.W1, Tensor.W3} : new Tensor[] {tensor};
-                blocks.put(tensor, RowBlocks.of(tensor.rows(config), widestRowBytes(sharing), options.rowBlockBytes(),
-                        parallelism));
+                long rowBytes = widestRowBytes(sharing);
+                RowBlocks split = RowBlocks.of(tensor.rows(config), rowBytes, options.rowBlockBytes(), parallelism);
+                blocks.put(tensor, split);
+                // Gate and up rows are computed together: a part's bytes are both matrices' rows.
+                long partRowBytes = tensor == Tensor.W1 || tensor == Tensor.W3 ? 2 * rowBytes : rowBytes;
+                parts.put(tensor, split.parts((int) Math.max(1, Math.min(Integer.MAX_VALUE,
+                        options.partBytes() / partRowBytes))));
+            }
+        }
+        for (Tensor tensor : types.keySet()) {
+            if (!tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING && !FUSED_PROJECTIONS.contains(tensor)) {
+                matmuls.put(tensor, matmulKernel(tensor));
             }
         }
         this.rope = new Rope(config, ropeFactors);
@@ -439,21 +466,21 @@ public final class LlamaModel {
         }
     }
 
-    /** Row-block tasks of {@code weight} times the first {@code rows} rows of {@code in}. */
+    /**
+     * The task of {@code weight} times the first {@code rows} rows of {@code in}: one task that
+     * reads the whole matrix and writes its whole block-major output, split into parts of a few
+     * weight rows each that the cores share (see {@link Options#partBytes}).
+     */
     private void matmul(Orchestrator o, Activations a, Tensor weight, int layer, Buffer in, int rows) {
-        RowBlocks split = blocks.get(weight);
         int cols = weight.cols(config);
+        int matrixRows = weight.rows(config);
         WeightType type = weightType(weight, layer);
-        long rowBytes = type.rowBytes(cols);
         Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
-        Kernel kernel = matmuls.get(weight);
-        for (int k = 0; k < split.count(); k++) {
-            o.submit(kernel, Orchestrator.scalars(split.size(k), cols, rows, type.ordinal()),
-                    read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)),
-                    read(in.region(0, (long) rows * cols * F)),
-                    write(target.region(split.offset(k, rows, 0), split.length(k, rows))));
-        }
+        o.submit(matmuls.get(weight), Orchestrator.scalars(cols, rows, type.ordinal()),
+                read(w.region(0, matrixRows * type.rowBytes(cols))),
+                read(in.region(0, (long) rows * cols * F)),
+                write(target.region(0, (long) matrixRows * rows * F)));
     }
 
     private void ropeStore(Orchestrator o, Activations a, Buffer keyCache, Buffer valueCache, int layer, int rows,
@@ -529,34 +556,21 @@ public final class LlamaModel {
      * sum.
      */
     private void qkv(Orchestrator o, Activations a, int layer, int rows) {
-        Tensor[] parts = {Tensor.WQ, Tensor.WK, Tensor.WV};
+        Tensor[] projections = {Tensor.WQ, Tensor.WK, Tensor.WV};
         int cols = Tensor.WQ.cols(config);
-        int tasks = 0;
-        WeightType[] types = new WeightType[parts.length];
-        for (int i = 0; i < parts.length; i++) {
-            tasks = Math.max(tasks, blocks.get(parts[i]).count());
-            types[i] = weightType(parts[i], layer);
+        Access[] accesses = new Access[1 + 2 * projections.length];
+        long[] scalars = new long[2 + projections.length];
+        accesses[0] = read(a.xn.region(0, (long) rows * cols * F));
+        scalars[0] = cols;
+        scalars[1] = rows;
+        for (int i = 0; i < projections.length; i++) {
+            WeightType type = weightType(projections[i], layer);
+            int matrixRows = projections[i].rows(config);
+            scalars[2 + i] = type.ordinal();
+            accesses[1 + 2 * i] = read(buffers.get(projections[i])[layer].region(0, matrixRows * type.rowBytes(cols)));
+            accesses[2 + 2 * i] = write(a.outputs.get(projections[i]).region(0, (long) matrixRows * rows * F));
         }
-        for (int k = 0; k < tasks; k++) {
-            List<Access> accesses = new ArrayList<>(7);
-            accesses.add(read(a.xn.region(0, (long) rows * cols * F)));
-            long[] scalars = new long[8];
-            scalars[0] = cols;
-            scalars[1] = rows;
-            for (int i = 0; i < parts.length; i++) {
-                RowBlocks split = blocks.get(parts[i]);
-                scalars[5 + i] = types[i].ordinal();
-                if (k >= split.count()) {
-                    continue;
-                }
-                scalars[2 + i] = split.size(k);
-                long rowBytes = types[i].rowBytes(cols);
-                Buffer w = buffers.get(parts[i])[layer];
-                accesses.add(read(w.region(split.start(k) * rowBytes, split.size(k) * rowBytes)));
-                accesses.add(write(a.outputs.get(parts[i]).region(split.offset(k, rows, 0), split.length(k, rows))));
-            }
-            o.submit(qkv, scalars, accesses.toArray(Access[]::new));
-        }
+        o.submit(qkv, scalars, accesses);
     }
 
     /**
@@ -565,28 +579,17 @@ public final class LlamaModel {
      * product needs no task of its own.
      */
     private void gateUp(Orchestrator o, Activations a, int layer, int rows) {
-        RowBlocks split = blocks.get(Tensor.W1);
         int cols = Tensor.W1.cols(config);
+        int ffn = config.ffnDim();
         WeightType gateType = weightType(Tensor.W1, layer);
         WeightType upType = weightType(Tensor.W3, layer);
-        long rowBytes1 = gateType.rowBytes(cols);
-        long rowBytes3 = upType.rowBytes(cols);
-        int ffn = config.ffnDim();
-        Buffer w1 = buffers.get(Tensor.W1)[layer];
-        Buffer w3 = buffers.get(Tensor.W3)[layer];
-        for (int k = 0; k < split.count(); k++) {
-            Access[] accesses = new Access[5 + rows];
-            accesses[0] = read(w1.region(split.start(k) * rowBytes1, split.size(k) * rowBytes1));
-            accesses[1] = read(w3.region(split.start(k) * rowBytes3, split.size(k) * rowBytes3));
-            accesses[2] = read(a.xn.region(0, (long) rows * cols * F));
-            accesses[3] = write(a.outputs.get(Tensor.W1).region(split.offset(k, rows, 0), split.length(k, rows)));
-            accesses[4] = write(a.outputs.get(Tensor.W3).region(split.offset(k, rows, 0), split.length(k, rows)));
-            for (int r = 0; r < rows; r++) {
-                accesses[5 + r] = write(a.hb.region(((long) r * ffn + split.start(k)) * F, split.size(k) * F));
-            }
-            o.submit(gateUp, Orchestrator.scalars(split.size(k), cols, rows, gateType.ordinal(), upType.ordinal()),
-                    accesses);
-        }
+        o.submit(gateUp, Orchestrator.scalars(cols, rows, gateType.ordinal(), upType.ordinal()),
+                read(buffers.get(Tensor.W1)[layer].region(0, ffn * gateType.rowBytes(cols))),
+                read(buffers.get(Tensor.W3)[layer].region(0, ffn * upType.rowBytes(cols))),
+                read(a.xn.region(0, (long) rows * cols * F)),
+                write(a.outputs.get(Tensor.W1).region(0, (long) ffn * rows * F)),
+                write(a.outputs.get(Tensor.W3).region(0, (long) ffn * rows * F)),
+                write(a.hb.region(0, (long) rows * ffn * F)));
     }
 
     /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */
@@ -742,12 +745,27 @@ public final class LlamaModel {
     // lay them out; the byte size of a block-major region gives the block's rows.
 
     /**
-     * Regions: weight rows (read), input [n, cols] (read), output block [n, rows] (write).
-     * Scalars: rows, cols, n, the weights' {@link WeightType} ordinal.
+     * Regions: the matrix (read), input [n, cols] (read), the block-major output (write).
+     * Scalars: cols, n, the weights' {@link WeightType} ordinal. One part per entry of the
+     * matrix's part table.
      */
-    private Kernel matmulKernel(String name) {
-        return Kernel.of("matmul_" + name, c -> project(WEIGHT_TYPES[(int) c.scalar(3)], c.region(0), c.region(1),
-                c.region(2), (int) c.scalar(0), (int) c.scalar(1), (int) c.scalar(2)));
+    private Kernel matmulKernel(Tensor tensor) {
+        RowBlocks split = blocks.get(tensor);
+        int[] table = parts.get(tensor);
+        return Kernel.ofParts("matmul_" + tensor.name().toLowerCase(Locale.ROOT), c -> table.length / 3,
+                c -> projectPart(WEIGHT_TYPES[(int) c.scalar(2)], split, table, c.part(), c.region(0), c.region(1),
+                        c.region(2), (int) c.scalar(0), (int) c.scalar(1)));
+    }
+
+    /**
+     * Part {@code part} of a matmul: the rows of one row block that {@code table} gives it, of
+     * the whole matrix {@code weights}, into the whole block-major {@code out}.
+     */
+    private void projectPart(WeightType type, RowBlocks split, int[] table, int part, MemorySegment weights,
+            MemorySegment in, MemorySegment out, int cols, int n) {
+        int block = table[3 * part];
+        ops.matmul(type.tensorType(), weights, split.start(block) * type.rowBytes(cols), in, 0, out,
+                split.offset(block, n, 0), split.size(block), cols, n, table[3 * part + 1], table[3 * part + 2]);
     }
 
     private static final WeightType[] WEIGHT_TYPES = WeightType.values();
@@ -927,45 +945,64 @@ public final class LlamaModel {
     }
 
     /**
-     * Regions: input [n, cols] (read), then for each of q, k, v with a block in this task its
-     * weight rows (read) and output block (write, n rows). Scalars: cols, n, then the block's
-     * rows of q, k and v (0: none in this task), then their {@link WeightType} ordinals.
+     * Regions: input [n, cols] (read), then for each of q, k and v its matrix (read) and its
+     * block-major output (write). Scalars: cols, n, then the {@link WeightType} ordinals of q, k
+     * and v. The parts are q's, then k's, then v's.
      */
     private Kernel qkvKernel() {
-        return Kernel.of("matmul_qkv", c -> {
-            int cols = (int) c.scalar(0);
-            int n = (int) c.scalar(1);
-            MemorySegment in = c.region(0);
-            int at = 1;
-            for (int i = 0; i < 3; i++) {
-                int rows = (int) c.scalar(2 + i);
-                if (rows == 0) {
-                    continue;
-                }
-                project(WEIGHT_TYPES[(int) c.scalar(5 + i)], c.region(at), in, c.region(at + 1), rows, cols, n);
-                at += 2;
+        Tensor[] projections = {Tensor.WQ, Tensor.WK, Tensor.WV};
+        RowBlocks[] splits = new RowBlocks[3];
+        int[][] tables = new int[3][];
+        int total = 0;
+        for (int i = 0; i < 3; i++) {
+            splits[i] = blocks.get(projections[i]);
+            tables[i] = parts.get(projections[i]);
+            total += tables[i].length / 3;
+        }
+        int partCount = total;
+        return Kernel.ofParts("matmul_qkv", c -> partCount, c -> {
+            int part = c.part();
+            int i = 0;
+            while (part >= tables[i].length / 3) {
+                part -= tables[i].length / 3;
+                i++;
             }
+            projectPart(WEIGHT_TYPES[(int) c.scalar(2 + i)], splits[i], tables[i], part, c.region(1 + 2 * i),
+                    c.region(0), c.region(2 + 2 * i), (int) c.scalar(0), (int) c.scalar(1));
         });
     }
 
     /**
-     * Regions: w1 rows, w3 rows, input [n, cols] (read), gate block, up block (write, n rows
-     * each), then the block's columns of each hb row (write). Scalars: rows, cols, n, the
-     * {@link WeightType} ordinals of w1 and w3.
+     * Regions: w1, w3, input [n, cols] (read), the block-major gate and up outputs, hb [n, ffn]
+     * (write). Scalars: cols, n, the {@link WeightType} ordinals of w1 and w3. Each part computes
+     * a few rows of one shared row block of w1 and w3 and then those columns of every hb row.
      */
     private Kernel gateUpKernel() {
-        return Kernel.of("matmul_w1_w3", c -> {
-            int rows = (int) c.scalar(0);
-            int cols = (int) c.scalar(1);
-            int n = (int) c.scalar(2);
-            WeightType gateType = WEIGHT_TYPES[(int) c.scalar(3)];
-            WeightType upType = WEIGHT_TYPES[(int) c.scalar(4)];
+        RowBlocks split = blocks.get(Tensor.W1);
+        int[] table = parts.get(Tensor.W1);
+        int ffn = config.ffnDim();
+        return Kernel.ofParts("matmul_w1_w3", c -> table.length / 3, c -> {
+            int cols = (int) c.scalar(0);
+            int n = (int) c.scalar(1);
+            WeightType gateType = WEIGHT_TYPES[(int) c.scalar(2)];
+            WeightType upType = WEIGHT_TYPES[(int) c.scalar(3)];
+            MemorySegment in = c.region(2);
             MemorySegment gate = c.region(3);
             MemorySegment up = c.region(4);
-            project(gateType, c.region(0), c.region(2), gate, rows, cols, n);
-            project(upType, c.region(1), c.region(2), up, rows, cols, n);
+            MemorySegment hb = c.region(5);
+            int part = c.part();
+            int block = table[3 * part];
+            int r0 = table[3 * part + 1];
+            int r1 = table[3 * part + 2];
+            int size = split.size(block);
+            long at = split.offset(block, n, 0);
+            ops.matmul(gateType.tensorType(), c.region(0), split.start(block) * gateType.rowBytes(cols), in, 0, gate,
+                    at, size, cols, n, r0, r1);
+            ops.matmul(upType.tensorType(), c.region(1), split.start(block) * upType.rowBytes(cols), in, 0, up,
+                    at, size, cols, n, r0, r1);
             for (int i = 0; i < n; i++) {
-                ops.siluMul(gate, (long) i * rows * F, up, (long) i * rows * F, c.region(5 + i), 0, rows);
+                long rowAt = at + ((long) i * size + r0) * F;
+                ops.siluMul(gate, rowAt, up, rowAt, hb, ((long) i * ffn + split.start(block) + r0) * F, r1 - r0);
             }
         });
     }

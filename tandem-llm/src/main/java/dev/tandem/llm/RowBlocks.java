@@ -58,4 +58,29 @@ record RowBlocks(int rows, int blockRows) {
     long length(int block, int inputs) {
         return (long) inputs * size(block) * Float.BYTES;
     }
+
+    /**
+     * The parts of at most {@code partRows} rows that a task over the whole matrix splits into,
+     * block by block, as triples {@code {block, first row, end row}} (rows within the block), so
+     * that no part spans two blocks of the block-major output.
+     */
+    int[] parts(int partRows) {
+        if (partRows < 1) {
+            throw new IllegalArgumentException("row blocks: partRows = " + partRows + " must be >= 1");
+        }
+        int count = 0;
+        for (int k = 0; k < count(); k++) {
+            count += Math.ceilDiv(size(k), partRows);
+        }
+        int[] table = new int[3 * count];
+        int at = 0;
+        for (int k = 0; k < count(); k++) {
+            for (int r = 0; r < size(k); r += partRows) {
+                table[at++] = k;
+                table[at++] = r;
+                table[at++] = Math.min(size(k), r + partRows);
+            }
+        }
+        return table;
+    }
 }

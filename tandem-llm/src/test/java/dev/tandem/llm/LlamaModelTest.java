@@ -104,6 +104,17 @@ class LlamaModelTest {
         assertMatchesReference(config, 12, request, new LlamaModel.Options(8, 2048, 3));
     }
 
+    /**
+     * Matmul tasks split into parts of a few rows (several per row block, and a q/k/v task whose
+     * parts span three matrices): a ragged q8_0 batch decodes as the reference.
+     */
+    @Test
+    void matmulsSplitIntoManyPartsMatchTheReference() {
+        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, WeightType.Q8_0);
+        var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 24);
+        assertMatchesReference(config, 13, request, new LlamaModel.Options(8, 2048, 3, 3 * 68));
+    }
+
     /** q4_0 weights run as stored: a ragged batch whose prefill takes the kernels' four-input path. */
     @Test
     void q4_0GroupedQueryRaggedBatchMatchesTheReference() {

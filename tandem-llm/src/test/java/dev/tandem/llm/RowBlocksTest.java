@@ -35,4 +35,18 @@ class RowBlocksTest {
         assertThat(RowBlocks.of(8, 544, 256 << 10, 2).count()).isEqualTo(2);
         assertThat(RowBlocks.of(4, 1 << 20, 1, 1).count()).isEqualTo(4); // never more blocks than rows
     }
+
+    @Test
+    void partsCoverEveryRowOnceAndNeverSpanTwoBlocks() {
+        RowBlocks split = new RowBlocks(10, 4);
+        assertThat(split.parts(3)).containsExactly(
+                0, 0, 3, 0, 3, 4,
+                1, 0, 3, 1, 3, 4,
+                2, 0, 2);
+        assertThat(split.parts(4)).containsExactly(0, 0, 4, 1, 0, 4, 2, 0, 2);
+        assertThat(split.parts(100)).containsExactly(0, 0, 4, 1, 0, 4, 2, 0, 2);
+        assertThat(split.parts(1)).hasSize(3 * 10);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> split.parts(0))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("partRows = 0");
+    }
 }
