@@ -398,7 +398,6 @@ final class CpuCores implements Device {
                 }
                 last = task.partDone();
             }
-            context.part(0);
             SHARED.compareAndSet(CpuCores.this, task, null); // nothing left to claim: not worth a look
             return last;
         }

@@ -324,6 +324,30 @@ class DeviceContractTest {
     }
 
     @Test
+    void eachCoreThatRanPartsOfATaskRecordsOneSpanOfIt() throws InterruptedException {
+        dev.tandem.trace.TraceRecorder recorder = new dev.tandem.trace.TraceRecorder(true, false);
+        Device traced = Device.cpu(new CpuDevice(2, 1 << 20, 1_000), recorder, "traced");
+        CountDownLatch bothStarted = new CountDownLatch(2);
+        Kernel meet = Kernel.ofParts("meet", c -> 2, c -> {
+            bothStarted.countDown();
+            if (!bothStarted.await(20, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("part " + c.part() + " ran alone");
+            }
+        });
+        Group group = new Group(1);
+        submit(traced, new TaskNode(meet, new Access[0], new long[0], group, 5, null));
+        group.await();
+        traced.close();
+        traced.join();
+        assertThat(group.failures).isEmpty();
+        assertThat(recorder.events()).filteredOn(e -> e.kind() == dev.tandem.TraceEvent.Kind.TASK)
+                .as("one span per core, both of task 5")
+                .extracting(dev.tandem.TraceEvent::thread, dev.tandem.TraceEvent::task)
+                .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(0, 5L),
+                        org.assertj.core.groups.Tuple.tuple(1, 5L));
+    }
+
+    @Test
     void aFailingPartFailsTheTaskOnceAndTheTaskStillCompletes() throws InterruptedException {
         Group group = new Group(1);
         AtomicInteger ran = new AtomicInteger();
