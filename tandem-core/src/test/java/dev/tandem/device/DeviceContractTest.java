@@ -347,6 +347,43 @@ class DeviceContractTest {
                         org.assertj.core.groups.Tuple.tuple(1, 5L));
     }
 
+    /**
+     * A core that finished another group's task and then helps with a split task counts each
+     * in its own group. The helper (part 1, claimed from the back) is made to return the last
+     * part, so that it completes the split task while it still holds the other group's count.
+     */
+    @Test
+    void aHelperCountsTheTaskItHeldInItsOwnGroup() throws InterruptedException {
+        for (int round = 0; round < 20; round++) {
+            Group plain = new Group(1);
+            Group split = new Group(1);
+            CountDownLatch helperStarted = new CountDownLatch(1);
+            CountDownLatch openerReturned = new CountDownLatch(1);
+            Kernel twoParts = Kernel.ofParts("two", c -> 2, c -> {
+                if (c.part() == 0) {
+                    helperStarted.await(20, TimeUnit.SECONDS);
+                    openerReturned.countDown();
+                } else {
+                    helperStarted.countDown();
+                    openerReturned.await(20, TimeUnit.SECONDS);
+                    long until = System.nanoTime() + 2_000_000; // let the opener count its part down first
+                    while (System.nanoTime() < until) {
+                        Thread.onSpinWait();
+                    }
+                }
+            });
+            TaskNode first = new TaskNode(Kernel.of("plain", c -> { }), new Access[0], new long[0], plain, 0, null);
+            TaskNode second = new TaskNode(twoParts, new Access[0], new long[0], split, 0, null);
+            assertThat(first.publish()).isTrue();
+            assertThat(second.publish()).isTrue();
+            device.submit(new TaskNode[] {first, second}, 2);
+            split.await();
+            plain.await();
+            assertThat(plain.done).as("round " + round).hasValue(1);
+            assertThat(split.done).as("round " + round).hasValue(1);
+        }
+    }
+
     @Test
     void aFailingPartFailsTheTaskOnceAndTheTaskStillCompletes() throws InterruptedException {
         Group group = new Group(1);
