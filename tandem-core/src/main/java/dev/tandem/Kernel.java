@@ -85,25 +85,8 @@ public interface Kernel {
         };
     }
 
-    /** A kernel from a name and a body. */
+    /** A kernel from a name and a body: a task of one part. */
     static Kernel of(String name, Body body) {
-        Objects.requireNonNull(name, "name");
-        Objects.requireNonNull(body, "body");
-        return new Kernel() {
-            @Override
-            public String name() {
-                return name;
-            }
-
-            @Override
-            public void run(TaskContext context) throws Exception {
-                body.run(context);
-            }
-
-            @Override
-            public String toString() {
-                return name;
-            }
-        };
+        return ofParts(name, context -> 1, body);
     }
 }
