@@ -23,7 +23,7 @@ public interface Kernel {
      * unit busy and finishes when the slowest unit's last part does, not its last whole task.
      * The task finishes, and its successors may run, once every part has returned. Parts of one
      * task must write disjoint bytes of its regions. A part that throws fails the task's request;
-     * the other parts still run (or are skipped, as every task of an ended request is).
+     * parts not yet started are then skipped, as every task of an ended request is.
      *
      * <p>The default is 1: the task runs whole, once, on one unit.
      */
@@ -31,26 +31,10 @@ public interface Kernel {
         return 1;
     }
 
-    /** The body of a kernel made with {@link #of}. */
+    /** The body of a kernel made with {@link #of} or {@link #ofParts}. */
     @FunctionalInterface
     interface Body {
         void run(TaskContext context) throws Exception;
-
-    /**
-     * How many parts the task splits into, at least 1; asked once per task, with its context
-     * bound, before any part runs. The device then calls {@link #run} once per part, with
-     * {@link TaskContext#part()} saying which, and may run different parts at once on different
-     * units (cores): a task that is one phase of a step (a matmul's rows, say) then keeps every
-     * unit busy and finishes when the slowest unit's last part does, not its last whole task.
-     * The task finishes, and its successors may run, once every part has returned. Parts of one
-     * task must write disjoint bytes of its regions. A part that throws fails the task's request;
-     * the other parts still run (or are skipped, as every task of an ended request is).
-     *
-     * <p>The default is 1: the task runs whole, once, on one unit.
-     */
-    default int parts(TaskContext context) {
-        return 1;
-    }
     }
 
     /**

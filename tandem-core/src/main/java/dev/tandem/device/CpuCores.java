@@ -383,17 +383,19 @@ final class CpuCores implements Device {
          * request and is counted like any other; parts of an ended request are skipped.
          */
         private boolean runParts(TaskNode task, boolean opener) {
+            Kernel kernel = task.kernel();
+            TaskGroup group = task.group();
             boolean last = false;
             int part;
             partsRun = 0;
             while ((part = task.claimPart(opener)) >= 0) {
                 partsRun++;
-                if (task.group().isLive()) {
+                if (group.isLive()) {
                     context.part(part);
                     try {
-                        task.kernel().run(context);
+                        kernel.run(context);
                     } catch (Throwable failure) {
-                        task.group().taskFailed(task, failure);
+                        group.taskFailed(task, failure);
                     }
                 }
                 last = task.partDone();

@@ -264,11 +264,6 @@ public final class TaskNode extends Edge {
         partsLeft = count;
     }
 
-    /** Parts of an opened task; 0 before {@link #openParts}. */
-    public int parts() {
-        return parts;
-    }
-
     /**
      * Device: claims the first unclaimed part of an opened task ({@code fromFront}) or the last;
      * -1 once every part has been claimed. The unit that opened the task claims from the front

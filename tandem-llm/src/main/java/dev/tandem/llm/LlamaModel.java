@@ -770,12 +770,6 @@ public final class LlamaModel {
 
     private static final WeightType[] WEIGHT_TYPES = WeightType.values();
 
-    /** {@code out[n, rows] := in[n, cols] · weights[rows, cols]ᵀ} with weights of {@code type}. */
-    private void project(WeightType type, MemorySegment weights, MemorySegment in, MemorySegment out, int rows,
-            int cols, int n) {
-        ops.matmul(type.tensorType(), weights, 0, in, 0, out, 0, rows, cols, n, 0, rows);
-    }
-
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
     private Kernel embedKernel() {
         WeightType type = weightType(Tensor.TOKEN_EMBEDDING, 0);
@@ -991,15 +985,13 @@ public final class LlamaModel {
             MemorySegment up = c.region(4);
             MemorySegment hb = c.region(5);
             int part = c.part();
+            projectPart(gateType, split, table, part, c.region(0), in, gate, cols, n);
+            projectPart(upType, split, table, part, c.region(1), in, up, cols, n);
             int block = table[3 * part];
             int r0 = table[3 * part + 1];
             int r1 = table[3 * part + 2];
             int size = split.size(block);
             long at = split.offset(block, n, 0);
-            ops.matmul(gateType.tensorType(), c.region(0), split.start(block) * gateType.rowBytes(cols), in, 0, gate,
-                    at, size, cols, n, r0, r1);
-            ops.matmul(upType.tensorType(), c.region(1), split.start(block) * upType.rowBytes(cols), in, 0, up,
-                    at, size, cols, n, r0, r1);
             for (int i = 0; i < n; i++) {
                 long rowAt = at + ((long) i * size + r0) * F;
                 ops.siluMul(gate, rowAt, up, rowAt, hb, ((long) i * ffn + split.start(block) + r0) * F, r1 - r0);
