@@ -1,7 +1,11 @@
 package dev.tandem.bench;
 
 import dev.tandem.CpuDevice;
+import dev.tandem.TraceConfig;
+import dev.tandem.TraceEvent;
 import dev.tandem.Worker;
+import dev.tandem.bench.trace.PerfettoTraceReader;
+import dev.tandem.bench.trace.TraceAnalysis;
 import dev.tandem.bench.peers.LlamaCppPeer;
 import dev.tandem.kernels.Ops;
 import dev.tandem.llm.LlamaConfig;
@@ -126,6 +130,51 @@ public final class PeerDecodeBench {
         }
         return new Row(label, type, tandemBytes, fileBytes, median(tandem[0]), median(tandem[1]), median(tandem[2]),
                 median(tandem[3]), median(llama), missing);
+    }
+
+    /** What {@link #tracedWarmRun} measured: the trace's figures over the measured requests only. */
+    public record TracedRun(Path trace, int requests, int tokens, double tokensPerSecond, TraceAnalysis.Report report) {}
+
+    /**
+     * A warm batch-1 trace of {@code path}: in this JVM, after {@link #run} has warmed the JIT, a
+     * fresh traced worker loads the model, decodes one request to warm its own threads, then
+     * {@code requests} measured requests of {@code tokens} tokens one after another (runAhead 2).
+     * The report covers only the measured requests' events, so neither loading nor the first
+     * request's start-up dilutes device busy.
+     */
+    public static TracedRun tracedWarmRun(Path path, int cores, int tokens, int requests, Path trace) {
+        double[] rates = new double[requests];
+        try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
+                GgufModel weights = GgufModel.open(path, 1024)) {
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            DecodeBench.measure(worker, model, 1, 1, 2, tokens);
+            for (int r = 0; r < requests; r++) {
+                rates[r] = DecodeBench.measure(worker, model, 1, 1, 2, tokens).tokensPerSecond();
+            }
+        }
+        PerfettoTraceReader.TraceFile file = PerfettoTraceReader.read(trace);
+        List<TraceEvent> spans = new ArrayList<>();
+        for (TraceEvent e : file.events()) {
+            if (e.kind() == TraceEvent.Kind.REQUEST) {
+                spans.add(e);
+            }
+        }
+        spans.sort(java.util.Comparator.comparingLong(TraceEvent::start));
+        if (spans.size() < requests) {
+            throw new IllegalStateException("trace " + trace + " holds " + spans.size() + " requests, expected at least "
+                    + requests);
+        }
+        java.util.Set<Long> measured = new java.util.HashSet<>();
+        for (TraceEvent e : spans.subList(spans.size() - requests, spans.size())) {
+            measured.add(e.requestId());
+        }
+        List<TraceEvent> kept = new ArrayList<>();
+        for (TraceEvent e : file.events()) {
+            if (measured.contains(e.requestId())) {
+                kept.add(e);
+            }
+        }
+        return new TracedRun(trace, requests, tokens, median(rates), TraceAnalysis.analyze(kept, cores));
     }
 
     private static String dominantType(GgufModel weights) {

@@ -202,6 +202,9 @@ public final class BenchCommand implements Runnable {
             description = "The Llama decoder (batch 1, batch 8, 4 concurrent requests; runAhead 1 and 2), the"
                     + " paged-attention bench shape, the scalar reference floor and the memory-copy bound.")
     static final class Decode implements Runnable {
+        /** Measured requests in the warm trace of {@code --trace}. */
+        static final int TRACED_REQUESTS = 3;
+
         @picocli.CommandLine.Mixin
         Common common = new Common();
 
@@ -265,6 +268,15 @@ public final class BenchCommand implements Runnable {
                 }
             }
             out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
+            PeerDecodeBench.TracedRun traced = null;
+            if (common.trace != null) {
+                traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
+                        TRACED_REQUESTS, common.trace);
+                out.printf(Locale.ROOT, "warm trace: %d batch-1 requests of %d tokens at %.1f tokens/s (traced): device busy"
+                        + " %.1f%% over their %.1f ms; wrote %s (tandem trace report on it covers loading too)%n",
+                        traced.requests(), traced.tokens(), traced.tokensPerSecond(), 100 * traced.report().deviceBusy(),
+                        traced.report().runMs(), traced.trace());
+            }
             if (common.json) {
                 java.util.Map<String, Object> json = new java.util.LinkedHashMap<>();
                 json.put("rows", rows.stream().map(PeerDecodeBench.Row::toJson).toList());
@@ -273,6 +285,15 @@ public final class BenchCommand implements Runnable {
                 json.put("rounds", rounds);
                 json.put("warm_up_s_per_file", warmUp / 1e9);
                 json.put("copy_gb_per_s", copy);
+                if (traced != null) {
+                    java.util.Map<String, Object> t = new java.util.LinkedHashMap<>();
+                    t.put("file", traced.trace().toString());
+                    t.put("requests", traced.requests());
+                    t.put("tokens_per_s", traced.tokensPerSecond());
+                    t.put("device_busy", traced.report().deviceBusy());
+                    t.put("run_ms", traced.report().runMs());
+                    json.put("warm_trace", t);
+                }
                 out.println(Json.write(json));
             }
         }
@@ -282,14 +303,15 @@ public final class BenchCommand implements Runnable {
             if (cores < 0) {
                 throw new IllegalArgumentException("--cores must be >= 0, was " + cores);
             }
-            if (common.trace != null) {
-                throw new IllegalArgumentException("bench decode does not write traces; use tandem demo --trace FILE");
-            }
             if (peer != null && !peer.equals("llama.cpp")) {
                 throw new IllegalArgumentException("--peer = " + peer + " is not known; known: llama.cpp");
             }
             boolean file = model.equalsIgnoreCase(dev.tandem.llm.EmbeddedModel.NAME)
                     || java.nio.file.Files.isRegularFile(java.nio.file.Path.of(model));
+            if (common.trace != null && !file) {
+                throw new IllegalArgumentException("bench decode --trace needs --model PATH.gguf (or "
+                        + dev.tandem.llm.EmbeddedModel.NAME + "): it traces warm batch-1 requests on that file");
+            }
             if (!file && peer == null) {
                 dev.tandem.llm.LlamaConfig.named(model); // neither a file nor a shape: fails naming the shapes
             }

@@ -30,6 +30,9 @@ class DemoCommandTest {
                 "model = huge is not a known shape; known: tiny, small");
         assertBadInput(execute("bench", "decode", "--model", "huge"),
                 "model = huge is not a known shape; known: tiny, small");
+        assertBadInput(execute("bench", "decode", "--model", "small", "--trace", "x.trace"),
+                "bench decode --trace needs --model PATH.gguf (or stories260K): it traces warm batch-1 requests on"
+                        + " that file");
     }
 
     @Test

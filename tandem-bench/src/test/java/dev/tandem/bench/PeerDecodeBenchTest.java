@@ -1,0 +1,44 @@
+package dev.tandem.bench;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.tandem.bench.trace.TraceAnalysis;
+import dev.tandem.llm.EmbeddedModel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class PeerDecodeBenchTest {
+
+    @Test
+    void theWarmTraceReportsOnlyTheMeasuredRequests(@TempDir Path dir) {
+        Path trace = dir.resolve("warm.trace");
+        PeerDecodeBench.TracedRun run =
+                PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 12, 2, trace);
+
+        assertThat(trace).isRegularFile();
+        assertThat(run.tokensPerSecond()).isPositive();
+        TraceAnalysis.Report report = run.report();
+        // The load and the warm-up request are in the file but not in the report.
+        assertThat(report.requests()).hasSize(2);
+        assertThat(report.requests()).allSatisfy(r -> {
+            assertThat(r.status()).isEqualTo("COMPLETED");
+            assertThat(r.tokens()).isEqualTo(12);
+        });
+        assertThat(report.tasks()).isPositive();
+        assertThat(report.deviceBusy()).isGreaterThan(0).isLessThanOrEqualTo(1);
+        assertThat(report.runMs()).isPositive();
+    }
+
+    @Test
+    void theWarmTraceFileHoldsTheWarmUpRequestToo(@TempDir Path dir) throws Exception {
+        Path trace = dir.resolve("warm.trace");
+        PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 1, 4, 1, trace);
+
+        var file = dev.tandem.bench.trace.PerfettoTraceReader.read(trace);
+        long requests = file.events().stream().filter(e -> e.kind() == dev.tandem.TraceEvent.Kind.REQUEST).count();
+        assertThat(requests).isGreaterThanOrEqualTo(2);
+        assertThat(Files.size(trace)).isPositive();
+    }
+}
