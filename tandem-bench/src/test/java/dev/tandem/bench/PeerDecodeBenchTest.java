@@ -15,7 +15,7 @@ class PeerDecodeBenchTest {
     void theWarmTraceReportsOnlyTheMeasuredRequests(@TempDir Path dir) {
         Path trace = dir.resolve("warm.trace");
         PeerDecodeBench.TracedRun run =
-                PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 12, 2, trace);
+                PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 12, 2, 0, trace);
 
         assertThat(trace).isRegularFile();
         assertThat(run.tokensPerSecond()).isPositive();
@@ -32,9 +32,9 @@ class PeerDecodeBenchTest {
     }
 
     @Test
-    void theWarmTraceFileHoldsTheWarmUpRequestToo(@TempDir Path dir) throws Exception {
+    void theWarmTraceFileHoldsTheWarmUpRequestsToo(@TempDir Path dir) throws Exception {
         Path trace = dir.resolve("warm.trace");
-        PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 1, 4, 1, trace);
+        PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 1, 4, 1, 200_000_000L, trace);
 
         var file = dev.tandem.bench.trace.PerfettoTraceReader.read(trace);
         long requests = file.events().stream().filter(e -> e.kind() == dev.tandem.TraceEvent.Kind.REQUEST).count();

@@ -271,9 +271,9 @@ public final class BenchCommand implements Runnable {
             PeerDecodeBench.TracedRun traced = null;
             if (common.trace != null) {
                 traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
-                        TRACED_REQUESTS, common.trace);
+                        TRACED_REQUESTS, warmUp, common.trace);
                 out.printf(Locale.ROOT, "warm trace: %d batch-1 requests of %d tokens at %.1f tokens/s (traced): device busy"
-                        + " %.1f%% over their %.1f ms; wrote %s (tandem trace report on it covers loading too)%n",
+                        + " %.1f%% over their %.1f ms; wrote %s (tandem trace report on it covers loading and warm-up too)%n",
                         traced.requests(), traced.tokens(), traced.tokensPerSecond(), 100 * traced.report().deviceBusy(),
                         traced.report().runMs(), traced.trace());
             }
