@@ -79,11 +79,10 @@ public final class TaskNode extends Edge {
     /** Scheduling lane, chosen by the device when the task becomes ready ({@link TaskGroup#lane()}). */
     public int lane;
 
-    // A task split into parts (Kernel#parts): how many; the unclaimed range, its first part in
-    // the high and its last in the low 32 bits; and how many have not returned. Written by the
-    // unit that opens the task before it shares it; claimed and counted down by every unit that
-    // runs parts.
-    private int parts;
+    // A task split into parts (Kernel#parts): the unclaimed range, its first part in the high
+    // and its last in the low 32 bits, and how many parts have not returned. Written by the unit
+    // that opens the task before it shares it; claimed and counted down by every unit that runs
+    // parts.
     private volatile long unclaimed;
     private volatile int partsLeft;
 
@@ -259,7 +258,6 @@ public final class TaskNode extends Edge {
      * caller then publishes the task to the other units through a volatile write or a CAS.
      */
     public void openParts(int count) {
-        parts = count;
         unclaimed = count - 1; // first 0, last count - 1
         partsLeft = count;
     }
