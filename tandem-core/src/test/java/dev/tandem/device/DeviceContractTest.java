@@ -304,18 +304,25 @@ class DeviceContractTest {
         }
     }
 
-    @Test
-    void partsOfOneTaskRunOnSeveralCoresAtOnce() throws InterruptedException {
-        // Both parts wait until both have started: only two cores running parts together get past.
+    /**
+     * A kernel of two parts that each wait until both have started, so only two cores running
+     * parts together get past; each part adds its core to {@code cores}.
+     */
+    private static Kernel meetingParts(ConcurrentLinkedQueue<Integer> cores) {
         CountDownLatch bothStarted = new CountDownLatch(2);
-        ConcurrentLinkedQueue<Integer> cores = new ConcurrentLinkedQueue<>();
-        Kernel meet = Kernel.ofParts("meet", c -> 2, c -> {
+        return Kernel.ofParts("meet", c -> 2, c -> {
             cores.add(c.core());
             bothStarted.countDown();
             if (!bothStarted.await(20, TimeUnit.SECONDS)) {
                 throw new IllegalStateException("part " + c.part() + " ran alone");
             }
         });
+    }
+
+    @Test
+    void partsOfOneTaskRunOnSeveralCoresAtOnce() throws InterruptedException {
+        ConcurrentLinkedQueue<Integer> cores = new ConcurrentLinkedQueue<>();
+        Kernel meet = meetingParts(cores);
         Group group = new Group(1);
         submit(device, new TaskNode(meet, new Access[0], new long[0], group, 0, null));
         group.await();
@@ -327,13 +334,7 @@ class DeviceContractTest {
     void eachCoreThatRanPartsOfATaskRecordsOneSpanOfIt() throws InterruptedException {
         dev.tandem.trace.TraceRecorder recorder = new dev.tandem.trace.TraceRecorder(true, false);
         Device traced = Device.cpu(new CpuDevice(2, 1 << 20, 1_000), recorder, "traced");
-        CountDownLatch bothStarted = new CountDownLatch(2);
-        Kernel meet = Kernel.ofParts("meet", c -> 2, c -> {
-            bothStarted.countDown();
-            if (!bothStarted.await(20, TimeUnit.SECONDS)) {
-                throw new IllegalStateException("part " + c.part() + " ran alone");
-            }
-        });
+        Kernel meet = meetingParts(new ConcurrentLinkedQueue<>());
         Group group = new Group(1);
         submit(traced, new TaskNode(meet, new Access[0], new long[0], group, 5, null));
         group.await();
