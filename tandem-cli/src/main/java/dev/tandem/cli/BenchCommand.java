@@ -22,7 +22,7 @@ import picocli.CommandLine.Option;
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
         subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
                 BenchCommand.Decode.class, BenchCommand.Serve.class,
-                BenchCommand.Batch.class, BenchCommand.Kernels.class})
+                BenchCommand.Batch.class, BenchCommand.Kernels.class, BenchCommand.FirstRun.class})
 public final class BenchCommand implements Runnable {
 
     @picocli.CommandLine.Spec
@@ -574,6 +574,82 @@ public final class BenchCommand implements Runnable {
             out.println("(GB/s = weight bytes read per second; a batch-8 row does 8x the work per byte)");
             if (common.json) {
                 out.println(Json.write(r.toJson()));
+            }
+        }
+    }
+
+    @Command(name = "first-run", mixinStandardHelpOptions = true,
+            description = "tandem demo's tokens/s in a fresh JVM, without and with the JDK's ahead-of-time cache,"
+                    + " against the same demo warm in one JVM; rounds alternate the three.")
+    static final class FirstRun implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--model", paramLabel = "PATH|NAME", description = "The demo's --model (default: ${DEFAULT-VALUE}).",
+                defaultValue = dev.tandem.llm.EmbeddedModel.NAME)
+        String model;
+
+        @Option(names = "--requests", description = "The demo's --requests (default: ${DEFAULT-VALUE}).", defaultValue = "4")
+        int requests;
+
+        @Option(names = "--tokens", description = "The demo's --tokens (default: ${DEFAULT-VALUE}).", defaultValue = "96")
+        int tokens;
+
+        @Option(names = "--rounds", description = "Rounds of cold, cached and warm runs (default: 5, 3 with --quick).")
+        Integer rounds;
+
+        @Override
+        public void run() {
+            if (common.trace != null) {
+                throw new IllegalArgumentException("bench first-run does not write traces");
+            }
+            if (rounds != null && rounds < 1 || requests < 1 || tokens < 1) {
+                throw new IllegalArgumentException("--rounds, --requests and --tokens must be >= 1 (were rounds="
+                        + rounds + ", requests=" + requests + ", tokens=" + tokens + ")");
+            }
+            int n = rounds != null ? rounds : common.quick ? 3 : 5;
+            List<String> demoArgs = List.of("--model", model, "--requests", Integer.toString(requests), "--tokens",
+                    Integer.toString(tokens));
+            java.util.function.Supplier<DemoCommand> warmDemo = () -> {
+                DemoCommand demo = new DemoCommand();
+                demo.model = model;
+                demo.requests = requests;
+                demo.tokens = tokens;
+                demo.workload = "llama";
+                demo.seed = 7;
+                return demo;
+            };
+            Path scratch;
+            try {
+                scratch = java.nio.file.Files.createTempDirectory("tandem-first-run");
+            } catch (java.io.IOException e) {
+                throw new java.io.UncheckedIOException(e);
+            }
+            FirstRunBench.Result r;
+            try {
+                r = new FirstRunBench(demoArgs, warmDemo, scratch).run(n, common.quick ? 5 : 10);
+            } finally {
+                deleteTree(scratch);
+            }
+            PrintStream out = System.out;
+            out.printf(Locale.ROOT, "first-run: tandem demo %s; %d rounds, medians; the AOT cache is %.1f MB from a"
+                    + " %.1f s training run%n", String.join(" ", demoArgs), n, r.cacheBytes() / 1e6, r.trainingSeconds());
+            out.printf(Locale.ROOT, "%-34s %12s %9s %12s%n", "run", "tokens/s", "of warm", "JVM wall s");
+            out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12.2f%n", "fresh JVM, no AOT cache", r.coldMedian(),
+                    100 * r.coldMedian() / r.warmMedian(), r.toJson().get("cold_wall_s"));
+            out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12.2f%n", "fresh JVM, AOT cache (the launcher)",
+                    r.cachedMedian(), 100 * r.cachedMedian() / r.warmMedian(), r.toJson().get("cached_wall_s"));
+            out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12s%n", "warm, in one JVM", r.warmMedian(), 100.0, "");
+            if (common.json) {
+                out.println(Json.write(r.toJson()));
+            }
+        }
+
+        private static void deleteTree(Path dir) {
+            try (var paths = java.nio.file.Files.walk(dir)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (java.io.IOException e) {
+                // a scratch directory left behind in the temporary directory
             }
         }
     }

@@ -64,13 +64,20 @@ public final class DemoCommand implements Runnable {
 
     @Override
     public void run() {
+        run(System.out);
+    }
+
+    /**
+     * Runs the demo once, printing to {@code out} (live lines only when {@code out} is the
+     * terminal's standard output), and returns its overall tokens per second.
+     */
+    double run(PrintStream out) {
         if (requests < 1 || tokens < 1 || cores < 0) {
             throw new IllegalArgumentException("--requests and --tokens must be >= 1 and --cores >= 0 (was requests="
                     + requests + ", tokens=" + tokens + ", cores=" + cores + ")");
         }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
-        PrintStream out = System.out;
-        boolean live = System.console() != null && System.console().isTerminal();
+        boolean live = out == System.out && System.console() != null && System.console().isTerminal();
         DemoWorkload demo = DemoWorkload.of(workload, model, requests, tokens, seed); // bad input fails here
         out.printf(Locale.ROOT, "tandem demo: %d requests x %d tokens on %d device cores; %s%n", requests, tokens,
                 coreCount, demo.describe());
@@ -122,7 +129,7 @@ public final class DemoCommand implements Runnable {
             batching = demo.summary();
         }
         long wall = System.nanoTime() - start;
-        summary(out, lanes, outcomes, events, coreCount, wall);
+        double tokensPerSecond = summary(out, lanes, outcomes, events, coreCount, wall);
         if (batching != null) {
             out.println(batching);
         }
@@ -148,6 +155,7 @@ public final class DemoCommand implements Runnable {
                 throw new CheckFailed();
             }
         }
+        return tokensPerSecond;
     }
 
     /** Exit code 1 without a stack trace. */
@@ -167,7 +175,8 @@ public final class DemoCommand implements Runnable {
         out.flush();
     }
 
-    private static void summary(PrintStream out, Lane[] lanes, Outcome[] outcomes, List<TraceEvent> events, int cores,
+    /** Prints the per-request table and the overall figures; returns the overall tokens per second. */
+    private static double summary(PrintStream out, Lane[] lanes, Outcome[] outcomes, List<TraceEvent> events, int cores,
             long wallNanos) {
         out.println();
         out.printf(Locale.ROOT, "%-8s %-10s %7s %9s %9s %9s %10s%n", "request", "status", "tokens", "ttft ms", "itl p50",
@@ -185,8 +194,8 @@ public final class DemoCommand implements Runnable {
         }
         TraceAnalysis.Report r = TraceAnalysis.analyze(events, cores);
         double wallMs = wallNanos / 1e6;
-        out.printf(Locale.ROOT, "overall: %d tokens in %.1f ms = %.1f tokens/s%n", totalTokens, wallMs,
-                totalTokens / (wallNanos / 1e9));
+        double tokensPerSecond = totalTokens / (wallNanos / 1e9);
+        out.printf(Locale.ROOT, "overall: %d tokens in %.1f ms = %.1f tokens/s%n", totalTokens, wallMs, tokensPerSecond);
         out.printf(Locale.ROOT, "overlap in a %.1f ms run: token-parallel %.1f ms (%.0f%%), request-parallel %.1f ms (%.0f%%),"
                         + " S||S %.1f ms (%.0f%%)%n", r.runMs(), r.tokenParallelMs(), 100 * r.fraction(r.tokenParallelMs()),
                 r.requestParallelMs(), 100 * r.fraction(r.requestParallelMs()), r.sParallelMs(),
@@ -194,6 +203,7 @@ public final class DemoCommand implements Runnable {
         out.printf(Locale.ROOT, "device busy %.1f%% of %d cores; bubbles (all cores idle while a step is built): %d,"
                         + " %.2f ms in all, longest %.3f ms%n", 100 * r.deviceBusy(), r.cores(), r.bubbleCount(),
                 r.bubbleMs(), r.bubbleLongestMs());
+        return tokensPerSecond;
     }
 
     static double percentile(double[] values, double p) {
