@@ -610,15 +610,9 @@ public final class BenchCommand implements Runnable {
             int n = rounds != null ? rounds : common.quick ? 3 : 5;
             List<String> demoArgs = List.of("--model", model, "--requests", Integer.toString(requests), "--tokens",
                     Integer.toString(tokens));
-            java.util.function.Supplier<DemoCommand> warmDemo = () -> {
-                DemoCommand demo = new DemoCommand();
-                demo.model = model;
-                demo.requests = requests;
-                demo.tokens = tokens;
-                demo.workload = "llama";
-                demo.seed = 7;
-                return demo;
-            };
+            // The warm demo is parsed from the children's arguments, defaults and all.
+            java.util.function.Supplier<DemoCommand> warmDemo = () ->
+                    picocli.CommandLine.populateCommand(new DemoCommand(), demoArgs.toArray(String[]::new));
             Path scratch;
             try {
                 scratch = java.nio.file.Files.createTempDirectory("tandem-first-run");

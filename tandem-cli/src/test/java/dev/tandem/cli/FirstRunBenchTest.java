@@ -50,12 +50,7 @@ class FirstRunBenchTest {
 
     @Test
     void theWarmRunReturnsTheFigureItPrints() {
-        DemoCommand demo = new DemoCommand();
-        demo.model = dev.tandem.llm.EmbeddedModel.NAME;
-        demo.requests = 1;
-        demo.tokens = 4;
-        demo.workload = "llama";
-        demo.seed = 7;
+        DemoCommand demo = picocli.CommandLine.populateCommand(new DemoCommand(), "--requests", "1", "--tokens", "4");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();
         double figure = demo.run(new PrintStream(bytes, true, StandardCharsets.UTF_8));
         String printed = bytes.toString(StandardCharsets.UTF_8);
