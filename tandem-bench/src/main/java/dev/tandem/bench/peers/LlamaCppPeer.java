@@ -1,14 +1,18 @@
 package dev.tandem.bench.peers;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.regex.Matcher;
@@ -21,10 +25,12 @@ import org.slf4j.LoggerFactory;
  * npm package {@code node-llama-cpp@}{@value #NPM_VERSION} ships.
  *
  * <p>On first use it runs, in {@code ${TANDEM_CACHE:-~/.cache/tandem}/llama.cpp-}{@value
- * #NPM_VERSION}: {@code npm pack} of the package, {@code tar} to unpack it, {@code git clone} of
- * the bundle {@code package/llama/gitRelease.bundle} it holds, then CMake with {@link #CMAKE_FLAGS}
- * (AVX-512 with VNNI and BF16, every AMX kernel off: these machines advertise AMX, and a native
- * build dies of SIGILL in its batched kernels) and a build of {@code llama-bench} and
+ * #NPM_VERSION} (with a suffix naming the instruction sets where they are not all of
+ * {@link #CMAKE_FLAGS}'s, so that no build is reused on a CPU it does not suit): {@code npm pack} of the package, {@code tar} to unpack it, {@code git clone} of
+ * the bundle {@code package/llama/gitRelease.bundle} it holds, then CMake with {@link #cmakeFlags()}
+ * ({@link #CMAKE_FLAGS}, AVX-512 with VNNI and BF16, with each instruction set the CPU lacks
+ * turned off, and every AMX kernel off: these machines advertise AMX, and a native build dies of
+ * SIGILL in its batched kernels) and a build of {@code llama-bench} and
  * {@code llama-server}. Later uses find the binaries there. Nothing is written into the
  * repository.
  *
@@ -36,12 +42,84 @@ public final class LlamaCppPeer {
 
     public static final String NPM_VERSION = "3.21.1";
 
-    /** The CMake configuration: the strong CPU build, as fast as a native one here, without AMX. */
+    /**
+     * The strong CPU build, as fast as a native one on the machines it was measured on, without
+     * AMX: used as it is where the CPU's flags cannot be read.
+     */
     public static final List<String> CMAKE_FLAGS = List.of("-DCMAKE_BUILD_TYPE=Release", "-DGGML_NATIVE=OFF",
             "-DGGML_AVX2=ON", "-DGGML_FMA=ON", "-DGGML_F16C=ON", "-DGGML_AVX512=ON", "-DGGML_AVX512_VBMI=ON",
             "-DGGML_AVX512_VNNI=ON", "-DGGML_AVX512_BF16=ON", "-DGGML_AVX_VNNI=ON", "-DGGML_AMX_TILE=OFF",
             "-DGGML_AMX_INT8=OFF", "-DGGML_AMX_BF16=OFF", "-DLLAMA_CURL=OFF", "-DLLAMA_BUILD_TESTS=OFF",
             "-DBUILD_SHARED_LIBS=OFF");
+
+    /** Each instruction-set option of {@link #CMAKE_FLAGS} and the {@code /proc/cpuinfo} flag it needs. */
+    static final Map<String, String> CPU_FLAG_OF = new LinkedHashMap<>();
+
+    static {
+        CPU_FLAG_OF.put("GGML_AVX2", "avx2");
+        CPU_FLAG_OF.put("GGML_FMA", "fma");
+        CPU_FLAG_OF.put("GGML_F16C", "f16c");
+        CPU_FLAG_OF.put("GGML_AVX512", "avx512f");
+        CPU_FLAG_OF.put("GGML_AVX512_VBMI", "avx512vbmi");
+        CPU_FLAG_OF.put("GGML_AVX512_VNNI", "avx512_vnni");
+        CPU_FLAG_OF.put("GGML_AVX512_BF16", "avx512_bf16");
+        CPU_FLAG_OF.put("GGML_AVX_VNNI", "avx_vnni");
+    }
+
+    /**
+     * {@link #CMAKE_FLAGS} with each instruction set on only where {@code cpuFlags} has it (AMX
+     * always off): a Zen 4 has AVX-512 VNNI but not the VEX-encoded AVX-VNNI, and a build with it
+     * dies of SIGILL in the Q8_0 and Q4_0 dot products. An empty set (flags unknown) gives
+     * {@link #CMAKE_FLAGS} unchanged.
+     */
+    static List<String> cmakeFlags(Set<String> cpuFlags) {
+        if (cpuFlags.isEmpty()) {
+            return CMAKE_FLAGS;
+        }
+        List<String> flags = new ArrayList<>();
+        for (String flag : CMAKE_FLAGS) {
+            String option = flag.substring(2, flag.indexOf('='));
+            String needs = CPU_FLAG_OF.get(option);
+            flags.add(needs == null ? flag : "-D" + option + (cpuFlags.contains(needs) ? "=ON" : "=OFF"));
+        }
+        return List.copyOf(flags);
+    }
+
+    /** The flags of the first {@code flags} line of a {@code /proc/cpuinfo} text; empty if none. */
+    static Set<String> cpuFlags(String cpuinfo) {
+        for (String line : cpuinfo.split("\n")) {
+            int colon = line.indexOf(':');
+            if (colon > 0 && line.substring(0, colon).strip().equals("flags")) {
+                return Set.of(line.substring(colon + 1).strip().split("\\s+"));
+            }
+        }
+        return Set.of();
+    }
+
+    /** This machine's CPU flags, or an empty set where {@code /proc/cpuinfo} cannot be read. */
+    static Set<String> cpuFlags() {
+        try {
+            return cpuFlags(Files.readString(Path.of("/proc/cpuinfo"), StandardCharsets.UTF_8));
+        } catch (IOException | UncheckedIOException e) {
+            return Set.of();
+        }
+    }
+
+    /** The CMake configuration for this machine ({@link #cmakeFlags(Set)} of its CPU flags). */
+    public static List<String> cmakeFlags() {
+        return cmakeFlags(cpuFlags());
+    }
+
+    /** The instruction-set options a configuration turns on, for the build directory's name. */
+    static String buildKey(List<String> flags) {
+        StringBuilder key = new StringBuilder();
+        for (String flag : flags) {
+            if (flag.endsWith("=ON") && CPU_FLAG_OF.containsKey(flag.substring(2, flag.length() - 3))) {
+                key.append(flag, 2, flag.length() - 3).append(',');
+            }
+        }
+        return Integer.toHexString(key.toString().hashCode());
+    }
 
     private static final Duration STEP_TIMEOUT = Duration.ofMinutes(5);
     private static final Duration BUILD_TIMEOUT = Duration.ofMinutes(60);
@@ -65,7 +143,8 @@ public final class LlamaCppPeer {
     public static Path home() {
         String cache = System.getenv("TANDEM_CACHE");
         Path base = cache != null ? Path.of(cache) : Path.of(System.getProperty("user.home"), ".cache", "tandem");
-        return base.resolve("llama.cpp-" + NPM_VERSION);
+        List<String> flags = cmakeFlags();
+        return base.resolve("llama.cpp-" + NPM_VERSION + (flags.equals(CMAKE_FLAGS) ? "" : "-" + buildKey(flags)));
     }
 
     /** A binary of the build, e.g. {@code llama-bench}. */
@@ -111,7 +190,7 @@ public final class LlamaCppPeer {
             }
             List<String> configure = new ArrayList<>(List.of("cmake", "-S", src.toString(), "-B",
                     home.resolve("build").toString()));
-            configure.addAll(CMAKE_FLAGS);
+            configure.addAll(cmakeFlags());
             String failed = run(home, log, STEP_TIMEOUT, configure.toArray(String[]::new));
             if (failed == null) {
                 failed = run(home, log, BUILD_TIMEOUT, "cmake", "--build", home.resolve("build").toString(), "-j",
@@ -150,7 +229,9 @@ public final class LlamaCppPeer {
                 }
                 String json = Files.readString(out, StandardCharsets.UTF_8);
                 if (p.exitValue() != 0) {
-                    return new Result.Unavailable("llama-bench exited " + p.exitValue() + " on " + gguf);
+                    return new Result.Unavailable("llama-bench exited " + p.exitValue() + " on " + gguf
+                            + (p.exitValue() == 132 ? " (SIGILL: the build uses an instruction this CPU lacks; its"
+                                    + " flags: " + cmakeFlags() + ")" : ""));
                 }
                 return parseBench(json);
             } finally {
