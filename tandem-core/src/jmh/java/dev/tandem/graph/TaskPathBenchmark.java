@@ -70,6 +70,7 @@ public class TaskPathBenchmark {
     private Arena arena;
     private DeviceBuffer buffer;
     private DeviceBuffer segmented;
+    private DeviceBuffer[] tensors;
     private Access[] readWrite;
     private Access[] read;
     private TensorMap map;
@@ -88,7 +89,17 @@ public class TaskPathBenchmark {
         map = new TensorMap();
         step = new Step(owner, 0);
         batch = new TaskNode[BATCH];
-        // 1024 segments of 8 bytes, each written once by a task that has finished.
+        // 1024 tensors of 8 bytes, each written whole once by a task that has finished: each
+        // track is one segment, which a whole-tensor access matches exactly.
+        tensors = new DeviceBuffer[1024];
+        for (int t = 0; t < tensors.length; t++) {
+            tensors[t] = new DeviceBuffer("t" + t, arena.allocate(8), Buffer.Scope.REQUEST, owner, null);
+            TaskNode writer = node(new Access[] {Access.write(new Region(tensors[t], 0, 8))});
+            map.access(tensors[t], 0, 8, AccessMode.WRITE, writer);
+            writer.finish(sink);
+        }
+        // 1024 segments of 8 bytes, each written once by a task that has finished (the first
+        // access after this merges them: their writers are finished and they have no readers).
         for (int s = 0; s < 1024; s++) {
             TaskNode writer = node(new Access[] {Access.write(new Region(segmented, 8L * s, 8))});
             map.access(segmented, 8L * s, 8, AccessMode.WRITE, writer);
@@ -98,6 +109,11 @@ public class TaskPathBenchmark {
 
     @TearDown(Level.Trial)
     public void tearDown() {
+        for (DeviceBuffer tensor : tensors) {
+            if (TensorMap.segmentCount(tensor) != 1) {
+                throw new IllegalStateException("lookupExact split " + tensor.name() + ": it measured no exact lookup");
+            }
+        }
         step.close(null);
         arena.close();
     }
@@ -183,14 +199,17 @@ public class TaskPathBenchmark {
         return last;
     }
 
-    /** Reading a region that is exactly one existing segment (its writer finished). */
+    /**
+     * Reading a region that is exactly one existing segment (its writer finished): a tensor read
+     * whole, one of 1024 visited out of order, as a step's tasks visit a model's tensors.
+     */
     @Benchmark
     @OperationsPerInvocation(BATCH)
     public void lookupExact() {
         for (int i = 0; i < BATCH; i++) {
             TaskNode reader = new TaskNode(EMPTY, read, NO_SCALARS, step, index++, null);
-            long s = (index * 37) & 1023;
-            map.access(segmented, 8 * s, 8, AccessMode.READ, reader);
+            DeviceBuffer tensor = tensors[(int) ((index * 37) & 1023)];
+            map.access(tensor, 0, 8, AccessMode.READ, reader);
             reader.finish(sink);
         }
     }
