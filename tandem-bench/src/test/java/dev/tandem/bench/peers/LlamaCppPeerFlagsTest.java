@@ -2,7 +2,10 @@ package dev.tandem.bench.peers;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Set;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 
 class LlamaCppPeerFlagsTest {
@@ -23,6 +26,8 @@ class LlamaCppPeerFlagsTest {
         assertThat(LlamaCppPeer.cpuFlags(ZEN4_CPUINFO))
                 .contains("avx2", "fma", "f16c", "avx512f", "avx512vbmi", "avx512_vnni", "avx512_bf16")
                 .doesNotContain("avx_vnni", "something", "else");
+        assertThat(LlamaCppPeer.cpuFlags(ZEN4_CPUINFO)).isEqualTo(Set.of("fpu", "sse2", "avx", "f16c", "avx2", "fma",
+                "avx512f", "avx512dq", "avx512vbmi", "avx512_vbmi2", "avx512_vnni", "avx512_bf16"));
         assertThat(LlamaCppPeer.cpuFlags("processor : 0\nmodel name : x\n")).isEmpty();
     }
 
@@ -54,6 +59,18 @@ class LlamaCppPeerFlagsTest {
         String avx2Only = LlamaCppPeer.buildKey(LlamaCppPeer.cmakeFlags(Set.of("avx2", "fma", "f16c")));
         assertThat(zen4).isNotEqualTo(avx2Only)
                 .isNotEqualTo(LlamaCppPeer.buildKey(LlamaCppPeer.CMAKE_FLAGS));
-        assertThat(LlamaCppPeer.home().getFileName().toString()).startsWith("llama.cpp-" + LlamaCppPeer.NPM_VERSION);
+        String expected = "llama.cpp-" + LlamaCppPeer.NPM_VERSION;
+        if (!LlamaCppPeer.cmakeFlags().equals(LlamaCppPeer.CMAKE_FLAGS)) {
+            expected += "-" + LlamaCppPeer.buildKey(LlamaCppPeer.cmakeFlags());
+        }
+        assertThat(LlamaCppPeer.home().getFileName().toString()).isEqualTo(expected);
+    }
+
+    @Test
+    void thisMachinesFlagsAreReadAndGiveAFullConfiguration() {
+        Assumptions.assumeTrue(Files.isReadable(Path.of("/proc/cpuinfo")), "no /proc/cpuinfo here");
+        assertThat(LlamaCppPeer.cpuFlags()).isNotEmpty();
+        assertThat(LlamaCppPeer.cmakeFlags()).hasSameSizeAs(LlamaCppPeer.CMAKE_FLAGS)
+                .isEqualTo(LlamaCppPeer.cmakeFlags(LlamaCppPeer.cpuFlags()));
     }
 }
