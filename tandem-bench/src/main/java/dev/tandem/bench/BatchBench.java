@@ -103,14 +103,9 @@ public final class BatchBench {
         }
         List<Row> rows = new ArrayList<>();
         for (int o = 0; o < orders.length; o++) {
-            rows.add(new Row(orders[o].name(), median(shortTtft[o]), median(longTtft[o]), median(decode[o])));
+            rows.add(new Row(orders[o].name(), Stats.median(shortTtft[o]), Stats.median(longTtft[o]),
+                    Stats.median(decode[o])));
         }
         return rows;
-    }
-
-    private static double median(double[] v) {
-        double[] s = v.clone();
-        Arrays.sort(s);
-        return s.length % 2 == 1 ? s[s.length / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
     }
 }

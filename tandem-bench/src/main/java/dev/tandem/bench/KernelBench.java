@@ -147,12 +147,12 @@ public final class KernelBench {
             Map<Integer, Double> copy = new LinkedHashMap<>();
             List<Row> rows = new ArrayList<>();
             for (int threads : threadCounts) {
-                read.put(threads, median(samples.get("read " + threads)));
-                copy.put(threads, median(samples.get("copy " + threads)));
+                read.put(threads, Stats.median(samples.get("read " + threads)));
+                copy.put(threads, Stats.median(samples.get("copy " + threads)));
                 for (int batch : batches) {
                     for (Matrix m : matrices) {
                         List<Double> s = samples.get(key(m.kernel, batch, threads));
-                        double median = median(s);
+                        double median = Stats.median(s);
                         rows.add(new Row(m.kernel.label(), batch, threads, m.weights.byteSize(), median,
                                 s.stream().mapToDouble(Double::doubleValue).max().orElse(0), read.get(threads),
                                 median / read.get(threads)));
@@ -184,15 +184,6 @@ public final class KernelBench {
         if (timed) {
             list.add(bytes / seconds / 1e9);
         }
-    }
-
-    static double median(List<Double> values) {
-        double[] sorted = values.stream().mapToDouble(Double::doubleValue).sorted().toArray();
-        if (sorted.length == 0) {
-            return Double.NaN;
-        }
-        int mid = sorted.length / 2;
-        return sorted.length % 2 == 1 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
     }
 
     private static MemorySegment randomF32(Arena arena, long count, Random random) {

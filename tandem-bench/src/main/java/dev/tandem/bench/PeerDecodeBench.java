@@ -128,8 +128,8 @@ public final class PeerDecodeBench {
                 }
             }
         }
-        return new Row(label, type, tandemBytes, fileBytes, median(tandem[0]), median(tandem[1]), median(tandem[2]),
-                median(tandem[3]), median(llama), missing);
+        return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
+                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(llama), missing);
     }
 
     /** What {@link #tracedWarmRun} measured: the trace's figures over the measured requests only. */
@@ -180,7 +180,7 @@ public final class PeerDecodeBench {
                 kept.add(e);
             }
         }
-        return new TracedRun(trace, requests, tokens, median(rates), TraceAnalysis.analyze(kept, cores));
+        return new TracedRun(trace, requests, tokens, Stats.median(rates), TraceAnalysis.analyze(kept, cores));
     }
 
     private static String dominantType(GgufModel weights) {
@@ -191,15 +191,6 @@ public final class PeerDecodeBench {
             }
         }
         return bytes.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey).orElse("?");
-    }
-
-    /** The median of the values that are not NaN; NaN when none is. */
-    static double median(double[] values) {
-        double[] v = Arrays.stream(values).filter(x -> !Double.isNaN(x)).sorted().toArray();
-        if (v.length == 0) {
-            return Double.NaN;
-        }
-        return v.length % 2 == 1 ? v[v.length / 2] : (v[v.length / 2 - 1] + v[v.length / 2]) / 2;
     }
 
     /** Every shape in every type, in order. */

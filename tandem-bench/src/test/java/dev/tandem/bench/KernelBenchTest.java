@@ -20,11 +20,4 @@ class KernelBenchTest {
         assertThat(r.readGbPerSecond()).containsOnlyKeys(1, 2);
         assertThat(Json.write(r.toJson())).contains("\"read_bandwidth\"", "\"fraction_of_read\"");
     }
-
-    @Test
-    void medianOfOddAndEvenCounts() {
-        assertThat(KernelBench.median(List.of(3.0, 1.0, 2.0))).isEqualTo(2.0);
-        assertThat(KernelBench.median(List.of(4.0, 1.0, 2.0, 3.0))).isEqualTo(2.5);
-        assertThat(KernelBench.median(List.of())).isNaN();
-    }
 }

@@ -613,37 +613,18 @@ public final class BenchCommand implements Runnable {
             // The warm demo is parsed from the children's arguments, defaults and all.
             java.util.function.Supplier<DemoCommand> warmDemo = () ->
                     picocli.CommandLine.populateCommand(new DemoCommand(), demoArgs.toArray(String[]::new));
-            Path scratch;
-            try {
-                scratch = java.nio.file.Files.createTempDirectory("tandem-first-run");
-            } catch (java.io.IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-            FirstRunBench.Result r;
-            try {
-                r = new FirstRunBench(demoArgs, warmDemo, scratch).run(n, common.quick ? 5 : 10);
-            } finally {
-                deleteTree(scratch);
-            }
+            FirstRunBench.Result r = new FirstRunBench(demoArgs, warmDemo).run(n, common.quick ? 5 : 10);
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "first-run: tandem demo %s; %d rounds, medians; the AOT cache is %.1f MB from a"
                     + " %.1f s training run%n", String.join(" ", demoArgs), n, r.cacheBytes() / 1e6, r.trainingSeconds());
             out.printf(Locale.ROOT, "%-34s %12s %9s %12s%n", "run", "tokens/s", "of warm", "JVM wall s");
             out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12.2f%n", "fresh JVM, no AOT cache", r.coldMedian(),
-                    100 * r.coldMedian() / r.warmMedian(), r.toJson().get("cold_wall_s"));
+                    100 * r.coldMedian() / r.warmMedian(), r.coldWallMedian());
             out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12.2f%n", "fresh JVM, AOT cache (the launcher)",
-                    r.cachedMedian(), 100 * r.cachedMedian() / r.warmMedian(), r.toJson().get("cached_wall_s"));
+                    r.cachedMedian(), 100 * r.cachedMedian() / r.warmMedian(), r.cachedWallMedian());
             out.printf(Locale.ROOT, "%-34s %12.1f %8.0f%% %12s%n", "warm, in one JVM", r.warmMedian(), 100.0, "");
             if (common.json) {
                 out.println(Json.write(r.toJson()));
-            }
-        }
-
-        private static void deleteTree(Path dir) {
-            try (var paths = java.nio.file.Files.walk(dir)) {
-                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-            } catch (java.io.IOException e) {
-                // a scratch directory left behind in the temporary directory
             }
         }
     }

@@ -1,5 +1,6 @@
 package dev.tandem.cli;
 
+import dev.tandem.bench.Stats;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -10,7 +11,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -63,15 +63,23 @@ final class FirstRunBench {
             long cacheBytes) {
 
         double coldMedian() {
-            return median(cold.stream().mapToDouble(ChildRun::tokensPerSecond).toArray());
+            return Stats.median(cold.stream().mapToDouble(ChildRun::tokensPerSecond).toArray());
         }
 
         double cachedMedian() {
-            return median(cached.stream().mapToDouble(ChildRun::tokensPerSecond).toArray());
+            return Stats.median(cached.stream().mapToDouble(ChildRun::tokensPerSecond).toArray());
         }
 
         double warmMedian() {
-            return median(warm.stream().mapToDouble(Double::doubleValue).toArray());
+            return Stats.median(warm);
+        }
+
+        double coldWallMedian() {
+            return Stats.median(cold.stream().mapToDouble(ChildRun::wallSeconds).toArray());
+        }
+
+        double cachedWallMedian() {
+            return Stats.median(cached.stream().mapToDouble(ChildRun::wallSeconds).toArray());
         }
 
         Map<String, Object> toJson() {
@@ -84,8 +92,8 @@ final class FirstRunBench {
             m.put("warm_tokens_per_s", warmMedian());
             m.put("cold_vs_warm", coldMedian() / warmMedian());
             m.put("cached_vs_warm", cachedMedian() / warmMedian());
-            m.put("cold_wall_s", median(cold.stream().mapToDouble(ChildRun::wallSeconds).toArray()));
-            m.put("cached_wall_s", median(cached.stream().mapToDouble(ChildRun::wallSeconds).toArray()));
+            m.put("cold_wall_s", coldWallMedian());
+            m.put("cached_wall_s", cachedWallMedian());
             m.put("training_s", trainingSeconds);
             m.put("aot_cache_bytes", cacheBytes);
             return m;
@@ -94,25 +102,40 @@ final class FirstRunBench {
 
     private final List<String> demoArgs;
     private final Supplier<DemoCommand> warmDemo;
-    private final Path scratch;
 
     /**
      * @param demoArgs the arguments after {@code demo} for every child
      * @param warmDemo a demo configured as {@code demoArgs} say, run in this JVM for the warm figure
-     * @param scratch a directory for the cache and the training run's files
      */
-    FirstRunBench(List<String> demoArgs, Supplier<DemoCommand> warmDemo, Path scratch) {
+    FirstRunBench(List<String> demoArgs, Supplier<DemoCommand> warmDemo) {
         this.demoArgs = List.copyOf(demoArgs);
         this.warmDemo = warmDemo;
-        this.scratch = scratch;
     }
 
+    /** Trains a cache in a scratch directory (removed afterwards), then runs the rounds. */
     Result run(int rounds, int warmUpRuns) {
         if (rounds < 1 || warmUpRuns < 0) {
             throw new IllegalArgumentException("rounds must be >= 1 and warm-up runs >= 0 (were " + rounds + ", "
                     + warmUpRuns + ")");
         }
-        Path cache = scratch.resolve("tandem-first-run.aot");
+        Path scratch;
+        try {
+            scratch = Files.createTempDirectory("tandem-first-run");
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot make a scratch directory for the AOT cache", e);
+        }
+        try {
+            return run(rounds, warmUpRuns, scratch.resolve("tandem-first-run.aot"));
+        } finally {
+            try (var paths = Files.walk(scratch)) {
+                paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+            } catch (IOException e) {
+                // a scratch directory left behind in the temporary directory
+            }
+        }
+    }
+
+    private Result run(int rounds, int warmUpRuns, Path cache) {
         long trainStart = System.nanoTime();
         child(List.of("-XX:AOTCacheOutput=" + cache), false);
         double trainingSeconds = (System.nanoTime() - trainStart) / 1e9;
@@ -177,15 +200,5 @@ final class FirstRunBench {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
-    }
-
-    static double median(double[] values) {
-        if (values.length == 0) {
-            return Double.NaN;
-        }
-        double[] v = values.clone();
-        Arrays.sort(v);
-        int n = v.length;
-        return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
     }
 }

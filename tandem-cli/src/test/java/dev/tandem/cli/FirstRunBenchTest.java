@@ -42,13 +42,6 @@ class FirstRunBenchTest {
     }
 
     @Test
-    void mediansOfOddAndEvenCounts() {
-        assertThat(FirstRunBench.median(new double[] {3, 1, 2})).isEqualTo(2);
-        assertThat(FirstRunBench.median(new double[] {4, 1, 3, 2})).isEqualTo(2.5);
-        assertThat(FirstRunBench.median(new double[0])).isNaN();
-    }
-
-    @Test
     void theWarmRunReturnsTheFigureItPrints() {
         DemoCommand demo = picocli.CommandLine.populateCommand(new DemoCommand(), "--requests", "1", "--tokens", "4");
         ByteArrayOutputStream bytes = new ByteArrayOutputStream();

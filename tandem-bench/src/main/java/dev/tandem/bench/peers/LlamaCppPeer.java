@@ -8,7 +8,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -26,12 +25,12 @@ import org.slf4j.LoggerFactory;
  *
  * <p>On first use it runs, in {@code ${TANDEM_CACHE:-~/.cache/tandem}/llama.cpp-}{@value
  * #NPM_VERSION} (with a suffix naming the instruction sets where they are not all of
- * {@link #CMAKE_FLAGS}'s, so that no build is reused on a CPU it does not suit): {@code npm pack} of the package, {@code tar} to unpack it, {@code git clone} of
- * the bundle {@code package/llama/gitRelease.bundle} it holds, then CMake with {@link #cmakeFlags()}
+ * {@link #CMAKE_FLAGS}'s, so that no build is reused on a CPU it does not suit): {@code npm pack}
+ * of the package, {@code tar} to unpack it, {@code git clone} of the bundle
+ * {@code package/llama/gitRelease.bundle} it holds, then CMake with {@link #cmakeFlags()}
  * ({@link #CMAKE_FLAGS}, AVX-512 with VNNI and BF16, with each instruction set the CPU lacks
  * turned off, and every AMX kernel off: these machines advertise AMX, and a native build dies of
- * SIGILL in its batched kernels) and a build of {@code llama-bench} and
- * {@code llama-server}. Later uses find the binaries there. Nothing is written into the
+ * SIGILL in its batched kernels) and a build of {@code llama-bench} and {@code llama-server}. Later uses find the binaries there. Nothing is written into the
  * repository.
  *
  * <p>A missing tool (npm, cmake, git, a C++ compiler) or a failed build is a result, not an
@@ -53,18 +52,9 @@ public final class LlamaCppPeer {
             "-DBUILD_SHARED_LIBS=OFF");
 
     /** Each instruction-set option of {@link #CMAKE_FLAGS} and the {@code /proc/cpuinfo} flag it needs. */
-    static final Map<String, String> CPU_FLAG_OF = new LinkedHashMap<>();
-
-    static {
-        CPU_FLAG_OF.put("GGML_AVX2", "avx2");
-        CPU_FLAG_OF.put("GGML_FMA", "fma");
-        CPU_FLAG_OF.put("GGML_F16C", "f16c");
-        CPU_FLAG_OF.put("GGML_AVX512", "avx512f");
-        CPU_FLAG_OF.put("GGML_AVX512_VBMI", "avx512vbmi");
-        CPU_FLAG_OF.put("GGML_AVX512_VNNI", "avx512_vnni");
-        CPU_FLAG_OF.put("GGML_AVX512_BF16", "avx512_bf16");
-        CPU_FLAG_OF.put("GGML_AVX_VNNI", "avx_vnni");
-    }
+    static final Map<String, String> CPU_FLAG_OF = Map.of("GGML_AVX2", "avx2", "GGML_FMA", "fma", "GGML_F16C", "f16c",
+            "GGML_AVX512", "avx512f", "GGML_AVX512_VBMI", "avx512vbmi", "GGML_AVX512_VNNI", "avx512_vnni",
+            "GGML_AVX512_BF16", "avx512_bf16", "GGML_AVX_VNNI", "avx_vnni");
 
     /**
      * {@link #CMAKE_FLAGS} with each instruction set on only where {@code cpuFlags} has it (AMX
