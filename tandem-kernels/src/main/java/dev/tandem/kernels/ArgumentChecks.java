@@ -73,6 +73,7 @@ final class ArgumentChecks {
             int rowEnd) {
         String kernel = switch (type) { // constants: a passing check allocates nothing
             case Q4_0 -> "matmulQ4_0";
+            case Q4_0_X16 -> "matmulQ4_0_X16";
             case Q4_K -> "matmulQ4_K";
             case Q6_K -> "matmulQ6_K";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
@@ -316,10 +317,27 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, f32Bytes(kernel, "count", count, 1));
     }
 
+    static void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        String kernel = "interleaveQ4_0";
+        nonNegative(kernel, "rows", rows);
+        nonNegative(kernel, "cols", cols);
+        if (cols % 32 != 0) {
+            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the q4_0 block size 32");
+        }
+        long bytes = product(kernel, "rows * cols bytes", rows, TensorType.Q4_0.rowBytes(cols));
+        fits(kernel, "src", src, srcOffset, bytes);
+        fits(kernel, "dst", dst, dstOffset, bytes);
+    }
+
     static void dequantize(
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "dequantize";
         long srcBytes = typeBytes(kernel, type, elements);
+        if (type == TensorType.Q4_0_X16) {
+            throw new IllegalArgumentException(kernel + ": type = Q4_0_X16 interleaves whole groups of rows,"
+                    + " which a run of values does not say; dequantize the q4_0 matrix it was made from");
+        }
         fits(kernel, "src", src, srcOffset, srcBytes);
         fits(kernel, "dst", dst, dstOffset, product(kernel, "elements * 4", elements, Float.BYTES));
     }
@@ -328,7 +346,7 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_K || type == TensorType.Q6_K) {
+        if (type == TensorType.Q4_K || type == TensorType.Q6_K || type == TensorType.Q4_0_X16) {
             throw new IllegalArgumentException(kernel + ": type = " + type
                     + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0");
         }

@@ -32,6 +32,13 @@ public interface MatmulOps {
     float Q4_0_RELATIVE_TOLERANCE = 1e-5f;
 
     /**
+     * Vector and scalar {@code matmulQ4_0_X16} agree bit for bit: both quantize the inputs the same
+     * way, sum the integer products exactly and combine the blocks with the same fused
+     * multiply-adds in the same order.
+     */
+    float Q4_0_X16_RELATIVE_TOLERANCE = 0f;
+
+    /**
      * Vector and scalar {@code matmulQ4_K} agree within this fraction of
      * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
      * dequantize each weight to {@code d * scale * q - dmin * min} before multiplying (the vector
@@ -97,6 +104,40 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q4_0 weights in the {@link TensorType#Q4_0_X16} layout ({@link
+     * QuantOps#interleaveQ4_0}), computed as llama.cpp computes its q4_0 dot products: each input is
+     * first quantized to q8_0 blocks, and each block's dot product is a sum of integer products.
+     *
+     * <p>Per input and per block of 32 values, {@code amax} is the largest magnitude, the factor
+     * {@code dx} is {@code amax / 127} rounded to f16 and back, and value {@code v} becomes
+     * {@code q = (int) (v * s + copySign(0.5f, v * s))} with {@code s = 127 / amax} ({@code 0} when
+     * {@code amax} is 0): rounding half away from zero, {@code |q| <= 127}. Then, per row and input,
+     * starting from {@code 0} and block by block in order,
+     * {@code acc = fma((float) (sum_k (w_k - 8) * q_k), dw * dx, acc)} with {@code w_k} the
+     * block's nibbles and {@code dw} its f16 scale, all in f32; {@code out} is {@code acc}. The
+     * result differs from {@link #matmulQ4_0}'s by the rounding of the inputs, at most
+     * {@code 0.57 * amax / 127} per value of a block (half a step, and the f16 rounding of {@code dx}).
+     *
+     * <p>{@code cols} must be a multiple of 32; row {@code r} starts {@code r *
+     * TensorType.Q4_0.rowBytes(cols)} bytes after {@code weightsOffset} as in q4_0, and
+     * {@code weightsOffset} must be the start of a group of 16 rows (a multiple of 16 rows from the
+     * matrix's first). Any row range works; one that starts and ends on group boundaries runs at
+     * full speed, a row of a group cut by the range reads its bytes one by one.
+     */
+    void matmulQ4_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with weights in q4_K super-blocks ({@link TensorType#Q4_K}: 144 bytes per 256 values):
      * {@code cols} must be a multiple of 256, and row {@code r} starts
      * {@code r * TensorType.Q4_K.rowBytes(cols)} bytes after {@code weightsOffset}.
@@ -136,7 +177,8 @@ public interface MatmulOps {
 
     /**
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
-     * {@link TensorType#Q4_0}, {@link TensorType#Q4_K} or {@link TensorType#Q6_K}.
+     * {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K} or
+     * {@link TensorType#Q6_K}.
      *
      * @throws IllegalArgumentException for a type without a matmul kernel
      */
@@ -160,13 +202,15 @@ public interface MatmulOps {
                     rowEnd);
             case Q4_0 -> matmulQ4_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
+            case Q4_0_X16 -> matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
             case Q4_K -> matmulQ4_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
             case Q6_K -> matmulQ6_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
             default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q4_0, Q4_K and Q6_K have one)");
+                    + " weights (F32, Q8_0, Q4_0, Q4_0_X16, Q4_K and Q6_K have one)");
         }
     }
 }

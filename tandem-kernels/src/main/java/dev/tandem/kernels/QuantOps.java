@@ -55,4 +55,37 @@ public interface QuantOps {
      */
     void quantize(
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements);
+
+    /**
+     * Copies the q4_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q4_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
+     * block, the last {@code rows % 16} rows as they are. A load-time step, once per matrix; plain
+     * byte moves, the same for every implementation.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 32, or either segment is too small
+     */
+    default void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
+        long rowBytes = TensorType.Q4_0.rowBytes(cols);
+        int blocks = cols / 32;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
+            long from = srcOffset + group * rowBytes;
+            long to = dstOffset + group * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                long block = to + b * 288L;
+                for (int i = 0; i < TensorType.X16_ROWS; i++) {
+                    long source = from + i * rowBytes + b * 18L;
+                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
+                    for (int k = 0; k < 16; k++) {
+                        dst.set(LittleEndian.I8, block + 32 + 16L * k + i, src.get(LittleEndian.I8, source + 2 + k));
+                    }
+                }
+            }
+        }
+        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
+                (rows - grouped) * rowBytes);
+    }
 }

@@ -33,6 +33,14 @@ import java.util.Locale;
  *       {@code ql[l + 32]}, joined with bits 0-1, 2-3, 4-5 and 6-7 of {@code qh[l]} above them; a
  *       6-bit {@code q} means {@code d * scale * (q - 32)}, with scale {@code sc[l / 16 + 2k]} for
  *       the {@code k}-th of the four.
+ *   <li>{@link #Q4_0_X16}: tandem's own in-memory layout of a q4_0 matrix, never in a file (its
+ *       {@link #ggmlId()} is {@code -1}): the same blocks in the same bytes per row, with each
+ *       group of 16 consecutive rows {@code [16g, 16g + 16)} interleaved block by block so that one
+ *       vector holds one byte of each of the 16 rows. For block {@code b} of the group, its 288
+ *       bytes at {@code b * 288} from the group's start (row {@code 16g}'s offset) hold the 16
+ *       rows' f16 scales, row {@code i}'s at {@code 2 * i}, then at {@code 32 + 16 * k + i} byte
+ *       {@code k} of row {@code i}'s block. The last {@code rows % 16} rows stay in the q4_0
+ *       layout. {@link QuantOps#interleaveQ4_0} makes it; {@link MatmulOps#matmulQ4_0_X16} reads it.
  * </ul>
  */
 public enum TensorType {
@@ -42,7 +50,11 @@ public enum TensorType {
     Q8_0(8, "q8_0", 32, 34),
     Q4_K(12, "q4_K", 256, 144),
     Q6_K(14, "q6_K", 256, 210),
-    BF16(30, "bf16", 1, 2);
+    BF16(30, "bf16", 1, 2),
+    Q4_0_X16(-1, "q4_0_x16", 32, 18);
+
+    /** Rows per interleaved group of {@link #Q4_0_X16}. */
+    public static final int X16_ROWS = 16;
 
     /**
      * ggml's names of its type ids (ggml.h {@code enum ggml_type}), so that a checkpoint with a type
@@ -61,7 +73,9 @@ public enum TensorType {
 
     static {
         for (TensorType type : values()) {
-            BY_ID[type.ggmlId] = type;
+            if (type.ggmlId >= 0) {
+                BY_ID[type.ggmlId] = type;
+            }
         }
     }
 
@@ -77,7 +91,10 @@ public enum TensorType {
         this.blockBytes = blockBytes;
     }
 
-    /** The id of this type in ggml's {@code enum ggml_type}, as GGUF tensor infos store it. */
+    /**
+     * The id of this type in ggml's {@code enum ggml_type}, as GGUF tensor infos store it; {@code -1}
+     * for {@link #Q4_0_X16}, which no file holds.
+     */
     public int ggmlId() {
         return ggmlId;
     }
@@ -95,6 +112,11 @@ public enum TensorType {
     /** Bytes per block. */
     public int blockBytes() {
         return blockBytes;
+    }
+
+    /** Whether a checkpoint file can hold this type: every type but the in-memory {@link #Q4_0_X16}. */
+    public boolean inFiles() {
+        return ggmlId >= 0;
     }
 
     /** Whether values are stored in scaled blocks rather than one float each. */
@@ -165,7 +187,7 @@ public enum TensorType {
         }
         String upper = name.toUpperCase(Locale.ROOT);
         for (TensorType type : values()) {
-            if (type.name().equals(upper)) {
+            if (type.name().equals(upper) && type.inFiles()) {
                 return type;
             }
         }
@@ -198,6 +220,9 @@ public enum TensorType {
     private static String supported() {
         StringBuilder names = new StringBuilder();
         for (TensorType type : values()) {
+            if (!type.inFiles()) {
+                continue;
+            }
             names.append(names.isEmpty() ? "" : ", ").append(type);
         }
         return names.toString();

@@ -598,6 +598,226 @@ final class VectorOps implements KernelOps {
         out.set(F32, at + 3 * outStride, acc3.reduceLanes(VectorOperators.ADD));
     }
 
+    // ---- q4_0 interleaved by 16 rows, int8 inputs ----
+
+    /**
+     * Whether {@link #matmulQ4_0_X16} runs vector loops: it needs 16 short lanes (256 bits), one
+     * per row of a group; without them it runs {@link Q4_0X16#row} for every row.
+     */
+    private static final boolean X16_VECTORS = ShortVector.SPECIES_PREFERRED.vectorBitSize() >= 256;
+
+    /** One nibble byte of each of a group's 16 rows. */
+    private static final VectorSpecies<Byte> X16_BYTES = ByteVector.SPECIES_128;
+
+    /** The 16 rows' products, one short lane per row. */
+    private static final VectorSpecies<Short> X16_SHORTS = ShortVector.SPECIES_256;
+
+    /** The float lanes the 16 rows' sums widen to: 16 in one vector, or 8 in each of two. */
+    private static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;
+
+    private static final VectorSpecies<Integer> X16_INTS = VectorSpecies.of(int.class, X16_FLOATS.vectorShape());
+
+    /** f16 scales, as many as {@link #X16_FLOATS} has lanes. */
+    private static final VectorSpecies<Short> X16_HALVES =
+            VectorSpecies.of(short.class, VectorShape.forBitSize(X16_FLOATS.length() * Short.SIZE));
+
+    /** Float vectors per group of 16 rows: 1 or 2. */
+    private static final int X16_PARTS = 16 / X16_FLOATS.length();
+
+    private static final FloatVector X16_HALF = FloatVector.broadcast(X16_FLOATS, 0.5f);
+
+    /**
+     * Groups of 16 rows by vector loops, one row at a time where the range cuts a group, and the
+     * last {@code rows % 16} rows one at a time (they are in the q4_0 layout): {@link Q4_0X16#row}
+     * for both, the same operations as the vector loops lane by lane. Two inputs at a time share
+     * the unpacking of each byte of the weights.
+     */
+    @Override
+    public void matmulQ4_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
+        for (int b = 0; b < batch; b++) {
+            quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
+        }
+        long rowBytes = blocks * 18L;
+        long outStride = (long) rows * F;
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                long group = weightsOffset + r * rowBytes;
+                int b = 0;
+                for (; b + 2 <= batch; b += 2) {
+                    x16Group2(weights, group, blocks, in, b, cols, out, outOffset + b * outStride + r * F, outStride);
+                }
+                for (; b < batch; b++) {
+                    x16Group(weights, group, blocks, in, b * cols, b * blocks, out, outOffset + b * outStride + r * F);
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            Q4_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
+                }
+                r++;
+            }
+        }
+    }
+
+    /** {@link Q4_0X16#quantizeBlock} for every block of one input, a block in {@code 32 / lanes} vectors. */
+    private static void quantizeX16(MemorySegment x, long at, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase) {
+        if (!X16_VECTORS) {
+            for (int block = 0; block < blocks; block++) {
+                Q4_0X16.quantizeBlock(x, at, block, in, qBase, blockBase);
+            }
+            return;
+        }
+        int lanes = X16_FLOATS.length();
+        for (int block = 0; block < blocks; block++) {
+            long from = at + block * 32L * F;
+            FloatVector max = FloatVector.zero(X16_FLOATS);
+            for (int part = 0; part < 32 / lanes; part++) {
+                max = max.max(FloatVector.fromMemorySegment(X16_FLOATS, x, from + part * lanes * F, LE).abs());
+            }
+            float amax = max.reduceLanes(VectorOperators.MAX);
+            float scale = Q4_0X16.scale(amax);
+            IntVector sum = IntVector.zero(X16_INTS);
+            for (int part = 0; part < 32 / lanes; part++) {
+                FloatVector t = FloatVector.fromMemorySegment(X16_FLOATS, x, from + part * lanes * F, LE).mul(scale);
+                FloatVector half = X16_HALF.reinterpretAsInts().or(t.reinterpretAsInts().and(0x8000_0000))
+                        .reinterpretAsFloats();
+                IntVector q = (IntVector) t.add(half).convert(VectorOperators.F2I, 0);
+                sum = sum.add(q);
+                ((ShortVector) q.convertShape(VectorOperators.I2S, X16_HALVES, 0))
+                        .intoArray(in.q(), qBase + block * 32 + part * lanes);
+            }
+            in.d()[blockBase + block] = Q4_0X16.factor(amax);
+            in.sum8()[blockBase + block] = 8 * sum.reduceLanes(VectorOperators.ADD);
+        }
+    }
+
+    /** Byte {@code k} of block {@code block}'s 16 rows, zero-extended: both nibbles of each. */
+    private static ShortVector x16Bytes(MemorySegment w, long block, int k) {
+        return (ShortVector) ByteVector.fromMemorySegment(X16_BYTES, w, block + 32 + 16L * k, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2S, X16_SHORTS, 0);
+    }
+
+    /**
+     * Part {@code part} of a block's 16 integer dot products as floats: the low and the high nibbles'
+     * products, less {@code 8 * sum q} (each nibble means {@code q - 8}).
+     */
+    private static FloatVector x16Sums(ShortVector low, ShortVector high, int sum8, int part) {
+        return (FloatVector) ((IntVector) low.convertShape(VectorOperators.S2I, X16_INTS, part))
+                .add((IntVector) high.convertShape(VectorOperators.S2I, X16_INTS, part))
+                .sub(sum8)
+                .convert(VectorOperators.I2F, 0);
+    }
+
+    /** Part {@code part} of a block's 16 f16 scales, widened. */
+    private static FloatVector x16Scales(MemorySegment w, long block, int part) {
+        return widenF16((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * X16_FLOATS.length() * part,
+                LE).castShape(X16_INTS, 0));
+    }
+
+    /**
+     * One group of 16 rows with one input: per block, the 16 rows' integer dot products in short
+     * lanes (the low and the high nibbles apart: 16 products of at most {@code 15 * 127} each fit),
+     * then one fused multiply-add per row.
+     */
+    private static void x16Group(MemorySegment w, long group, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase,
+            MemorySegment out, long at) {
+        short[] q = in.q();
+        FloatVector acc0 = FloatVector.zero(X16_FLOATS);
+        FloatVector acc1 = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * Q4_0X16.GROUP_BLOCK_BYTES;
+            int xq = qBase + b * 32;
+            ShortVector low = ShortVector.zero(X16_SHORTS);
+            ShortVector high = ShortVector.zero(X16_SHORTS);
+            for (int k = 0; k < 16; k++) {
+                ShortVector packed = x16Bytes(w, block, k);
+                low = packed.and((short) 0x0f).mul(q[xq + k]).add(low);
+                high = packed.lanewise(VectorOperators.LSHR, 4).mul(q[xq + k + 16]).add(high);
+            }
+            float d = in.d()[blockBase + b];
+            int sum8 = in.sum8()[blockBase + b];
+            acc0 = x16Sums(low, high, sum8, 0).fma(x16Scales(w, block, 0).mul(d), acc0);
+            if (X16_PARTS == 2) {
+                acc1 = x16Sums(low, high, sum8, 1).fma(x16Scales(w, block, 1).mul(d), acc1);
+            }
+        }
+        acc0.intoMemorySegment(out, at, LE);
+        if (X16_PARTS == 2) {
+            acc1.intoMemorySegment(out, at + X16_FLOATS.length() * F, LE);
+        }
+    }
+
+    /**
+     * {@link #x16Group} for inputs {@code first} and {@code first + 1}, sharing the unpacking of
+     * the weights, their outputs {@code outStride} bytes apart. The two inputs' sums for the 16 rows
+     * live in {@code out} between blocks (a load and a store per block), which keeps this loop small
+     * enough for C2 to compile every vector operation to registers; four inputs in registers did not
+     * fit, and C2 boxed the vectors.
+     */
+    private static void x16Group2(MemorySegment w, long group, int blocks, Q4_0X16.Inputs in, int first, int cols,
+            MemorySegment out, long at, long outStride) {
+        short[] q = in.q();
+        float[] ds = in.d();
+        int[] sums = in.sum8();
+        int x0 = first * cols;
+        int x1 = x0 + cols;
+        int i0 = first * blocks;
+        int i1 = i0 + blocks;
+        long at1 = at + outStride;
+        long second = X16_FLOATS.length() * F;
+        FloatVector zero = FloatVector.zero(X16_FLOATS);
+        for (int part = 0; part < X16_PARTS; part++) {
+            zero.intoMemorySegment(out, at + part * second, LE);
+            zero.intoMemorySegment(out, at1 + part * second, LE);
+        }
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * Q4_0X16.GROUP_BLOCK_BYTES;
+            int o = b * 32;
+            ShortVector l0 = ShortVector.zero(X16_SHORTS);
+            ShortVector h0 = l0;
+            ShortVector l1 = l0;
+            ShortVector h1 = l0;
+            for (int k = 0; k < 16; k++) {
+                ShortVector packed = x16Bytes(w, block, k);
+                ShortVector low = packed.and((short) 0x0f);
+                ShortVector high = packed.lanewise(VectorOperators.LSHR, 4);
+                l0 = low.mul(q[x0 + o + k]).add(l0);
+                h0 = high.mul(q[x0 + o + k + 16]).add(h0);
+                l1 = low.mul(q[x1 + o + k]).add(l1);
+                h1 = high.mul(q[x1 + o + k + 16]).add(h1);
+            }
+            for (int part = 0; part < X16_PARTS; part++) {
+                FloatVector dw = x16Scales(w, block, part);
+                long o0 = at + part * second;
+                long o1 = at1 + part * second;
+                x16Sums(l0, h0, sums[i0 + b], part)
+                        .fma(dw.mul(ds[i0 + b]), FloatVector.fromMemorySegment(X16_FLOATS, out, o0, LE))
+                        .intoMemorySegment(out, o0, LE);
+                x16Sums(l1, h1, sums[i1 + b], part)
+                        .fma(dw.mul(ds[i1 + b]), FloatVector.fromMemorySegment(X16_FLOATS, out, o1, LE))
+                        .intoMemorySegment(out, o1, LE);
+            }
+        }
+    }
+
     /**
      * Each row's 6-bit quants are first unpacked, less 32, into a byte per value, and its factors
      * {@code d * scale} into a float per 16 values (one pass over the row, {@link #unpackQ6_K});
@@ -1652,23 +1872,27 @@ final class VectorOps implements KernelOps {
         return (IntVector) ShortVector.fromMemorySegment(HALVES, src, offset, LE).castShape(INTS, 0);
     }
 
+    /** The f16 values in the low 16 bits of each lane, widened exactly as {@link HalfFloats#f16ToF32}. */
+    private static FloatVector widenF16(IntVector h) {
+        IntVector sign = h.and(0x8000).lanewise(VectorOperators.LSHL, 16);
+        IntVector exponent = h.and(0x7c00);
+        IntVector mantissa = h.and(0x3ff);
+        IntVector normal = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13).add(HalfFloats.F16_REBIAS);
+        VectorMask<Integer> special = exponent.eq(0x7c00);
+        IntVector magnitude = normal.add(HalfFloats.F16_REBIAS, special)
+                .lanewise(VectorOperators.OR, 0x0040_0000, special.and(mantissa.compare(VectorOperators.NE, 0)));
+        IntVector subnormal = ((FloatVector) mantissa.convert(VectorOperators.I2F, 0))
+                .mul(HalfFloats.F16_SUBNORMAL_UNIT)
+                .reinterpretAsInts();
+        return magnitude.blend(subnormal, exponent.eq(0)).or(sign).reinterpretAsFloats();
+    }
+
     private static void dequantizeF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long n) {
         long upper = n - n % L;
         long i = 0;
         for (; i < upper; i += L) {
-            IntVector h = loadHalves(src, srcOffset + i * 2); // sign-extended: only the low 16 bits are used
-            IntVector sign = h.and(0x8000).lanewise(VectorOperators.LSHL, 16);
-            IntVector exponent = h.and(0x7c00);
-            IntVector mantissa = h.and(0x3ff);
-            IntVector normal = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13).add(HalfFloats.F16_REBIAS);
-            VectorMask<Integer> special = exponent.eq(0x7c00);
-            IntVector magnitude = normal.add(HalfFloats.F16_REBIAS, special)
-                    .lanewise(VectorOperators.OR, 0x0040_0000, special.and(mantissa.compare(VectorOperators.NE, 0)));
-            IntVector subnormal = ((FloatVector) mantissa.convert(VectorOperators.I2F, 0))
-                    .mul(HalfFloats.F16_SUBNORMAL_UNIT)
-                    .reinterpretAsInts();
-            magnitude = magnitude.blend(subnormal, exponent.eq(0));
-            magnitude.or(sign).reinterpretAsFloats().intoMemorySegment(dst, dstOffset + i * F, LE);
+            // sign-extended: only the low 16 bits are used
+            widenF16(loadHalves(src, srcOffset + i * 2)).intoMemorySegment(dst, dstOffset + i * F, LE);
         }
         ScalarOps.dequantizeF16(src, srcOffset, dst, dstOffset, i, n);
     }

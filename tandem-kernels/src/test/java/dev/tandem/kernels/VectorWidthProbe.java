@@ -53,11 +53,20 @@ final class VectorWidthProbe {
         }
         checks.put("matmul hand-built q4 blocks", matmul::matmulOfHandBuiltQ4Blocks);
         checks.put("matmul hand-built q6_K block", matmul::matmulOfAHandBuiltQ6_KBlockPicksTheHandWorkedValues);
+        Q4_0X16Test x16 = new Q4_0X16Test();
+        for (int[] shape : new int[][] {{16, 512, 0, 16}, {37, 1024, 16, 37}, {48, 96, 3, 35}, {64, 4096, 0, 64}}) {
+            checks.put("matmulQ4_0_X16 " + java.util.Arrays.toString(shape),
+                    () -> x16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
+        }
+        checks.put("matmulQ4_0_X16 input rounding", x16::quantizationOfInputsRoundsAsDocumented);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }
         QuantOpsTest quant = new QuantOpsTest();
         for (TensorType type : TensorType.values()) {
+            if (!type.inFiles()) {
+                continue;
+            }
             for (int count : new int[] {1, 3, 17}) {
                 checks.put(
                         "dequantize " + type + " x" + count,

@@ -1,0 +1,103 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.LittleEndian.F16;
+import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.LittleEndian.I8;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The scalar parts of {@link MatmulOps#matmulQ4_0_X16}, shared by both implementations: the
+ * quantization of an input to q8_0 blocks, and one row's dot product with it, read from either
+ * layout of a row (inside an interleaved group, or among the last rows, which stay q4_0).
+ */
+final class Q4_0X16 {
+
+    /** Bytes of one block of a group: 16 f16 scales, then 16 x 16 nibble bytes. */
+    static final long GROUP_BLOCK_BYTES = 16 * 18;
+
+    private Q4_0X16() {}
+
+    /** Scratch for the quantized inputs of one call: one short per value, one factor and one sum per block. */
+    record Inputs(short[] q, float[] d, int[] sum8) {
+        static Inputs of(int batch, int cols) {
+            return new Inputs(new short[batch * cols], new float[batch * (cols / 32)], new int[batch * (cols / 32)]);
+        }
+    }
+
+    /**
+     * Quantizes block {@code block} of the input at {@code at} into {@code into} at
+     * {@code block * 32} and its factor and {@code 8 * sum q} at {@code block}, as
+     * {@link MatmulOps#matmulQ4_0_X16} defines.
+     */
+    static void quantizeBlock(MemorySegment x, long at, int block, Inputs into, int qBase, int blockBase) {
+        long from = at + block * 32L * Float.BYTES;
+        float amax = 0f;
+        for (int i = 0; i < 32; i++) {
+            amax = Math.max(amax, Math.abs(x.get(F32, from + i * (long) Float.BYTES)));
+        }
+        float scale = scale(amax);
+        int sum = 0;
+        for (int i = 0; i < 32; i++) {
+            int q = round(x.get(F32, from + i * (long) Float.BYTES) * scale);
+            into.q()[qBase + block * 32 + i] = (short) q;
+            sum += q;
+        }
+        into.d()[blockBase + block] = factor(amax);
+        into.sum8()[blockBase + block] = 8 * sum;
+    }
+
+    /** {@code 127 / amax}, or 0 for an all-zero block. */
+    static float scale(float amax) {
+        return amax != 0f ? 127f / amax : 0f;
+    }
+
+    /** The block's factor: {@code amax / 127} rounded to f16 and back. */
+    static float factor(float amax) {
+        return HalfFloats.f16ToF32(HalfFloats.f32ToF16(amax / 127f));
+    }
+
+    /** {@code v} rounded half away from zero, as {@code (int)} of {@code v + copySign(0.5f, v)}. */
+    static int round(float v) {
+        return (int) (v + Math.copySign(0.5f, v));
+    }
+
+    /**
+     * Row {@code r} of a matrix of {@code rows} rows and {@code blocks} blocks per row at
+     * {@code weights}, times the quantized input at {@code qBase} and {@code blockBase} of
+     * {@code in}: the blocks in order, each added with one fused multiply-add.
+     */
+    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Inputs in, int qBase,
+            int blockBase) {
+        long rowBytes = blocks * 18L;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        int lane = r % TensorType.X16_ROWS;
+        long group = weights0 + (long) (r - lane) * rowBytes;
+        long plain = weights0 + (long) r * rowBytes;
+        float acc = 0f;
+        for (int b = 0; b < blocks; b++) {
+            long scaleAt;
+            long quants;
+            long step;
+            if (r < grouped) {
+                long block = group + b * GROUP_BLOCK_BYTES;
+                scaleAt = block + 2L * lane;
+                quants = block + 32 + lane;
+                step = 16;
+            } else {
+                scaleAt = plain + b * 18L;
+                quants = scaleAt + 2;
+                step = 1;
+            }
+            int sum = 0;
+            int x = qBase + b * 32;
+            for (int k = 0; k < 16; k++) {
+                int packed = weights.get(I8, quants + k * step) & 0xff;
+                sum += ((packed & 0x0f) - 8) * in.q()[x + k] + ((packed >>> 4) - 8) * in.q()[x + k + 16];
+            }
+            float dw = HalfFloats.f16ToF32(weights.get(F16, scaleAt));
+            acc = Math.fma((float) sum, dw * in.d()[blockBase + b], acc);
+        }
+        return acc;
+    }
+}
