@@ -13,6 +13,7 @@ import dev.tandem.TaskContext;
 import dev.tandem.Worker;
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.LlamaWeights.Tensor;
 import dev.tandem.llm.sampling.Sampler;
 import dev.tandem.llm.sampling.SamplerConfig;
@@ -205,26 +206,32 @@ public final class LlamaModel {
             int copies = tensor.perLayer() ? config.layers() : 1;
             Buffer[] array = new Buffer[copies];
             if (!tensor.norm()) {
-                Tensor source = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
+                Tensor typeSource = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
                 WeightType[] perLayer = new WeightType[copies];
                 for (int l = 0; l < copies; l++) {
-                    perLayer[l] = weights.type(source, l);
+                    perLayer[l] = weights.type(typeSource, l);
                 }
                 types.put(tensor, perLayer);
             }
             for (int l = 0; l < copies; l++) {
-                if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
+                boolean interleave = !tensor.norm() && interleaved(tensor, types.get(tensor)[l]);
+                if (tensor == Tensor.OUTPUT && config.tiedEmbeddings() && !interleave) {
                     array[l] = buffers.get(Tensor.TOKEN_EMBEDDING)[0];
                     continue;
                 }
+                Tensor source = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
                 long bytes = tensor.norm() ? tensor.bytes(config) : tensor.bytes(config, types.get(tensor)[l]);
-                MemorySegment source = weights.tensor(tensor, l);
-                if (source.byteSize() != bytes) {
-                    throw new IllegalArgumentException("weights: " + tensor + " of layer " + l + " has "
-                            + source.byteSize() + " bytes, expected " + bytes);
+                MemorySegment bytesIn = weights.tensor(source, l);
+                if (bytesIn.byteSize() != bytes) {
+                    throw new IllegalArgumentException("weights: " + source + " of layer " + l + " has "
+                            + bytesIn.byteSize() + " bytes, expected " + bytes);
                 }
                 Buffer buffer = worker.allocate(bytes);
-                buffer.hostSegment().copyFrom(source);
+                if (interleave) {
+                    ops.interleaveQ4_0(bytesIn, 0, buffer.hostSegment(), 0, tensor.rows(config), tensor.cols(config));
+                } else {
+                    buffer.hostSegment().copyFrom(bytesIn);
+                }
                 array[l] = buffer.freeze();
             }
             buffers.put(tensor, array);
@@ -237,12 +244,20 @@ public final class LlamaModel {
                 Tensor[] sharing = tensor == Tensor.W1 || tensor == Tensor.W3
                         ? new Tensor[] {Tensor.W1, Tensor.W3} : new Tensor[] {tensor};
                 long rowBytes = widestRowBytes(sharing);
-                RowBlocks split = RowBlocks.of(tensor.rows(config), rowBytes, options.rowBlockBytes(), parallelism);
+                int align = 1;
+                for (Tensor t : sharing) {
+                    for (WeightType type : types.get(t)) {
+                        if (interleaved(t, type)) {
+                            align = TensorType.X16_ROWS;
+                        }
+                    }
+                }
+                RowBlocks split = RowBlocks.of(tensor.rows(config), rowBytes, options.rowBlockBytes(), parallelism, align);
                 blocks.put(tensor, split);
                 // Gate and up rows are computed together: a part's bytes are both matrices' rows.
                 long partRowBytes = tensor == Tensor.W1 || tensor == Tensor.W3 ? 2 * rowBytes : rowBytes;
-                parts.put(tensor, split.parts((int) Math.max(1, Math.min(Integer.MAX_VALUE,
-                        options.partBytes() / partRowBytes))));
+                int partRows = (int) Math.max(1, Math.min(Integer.MAX_VALUE, options.partBytes() / partRowBytes));
+                parts.put(tensor, split.parts(Math.ceilDiv(partRows, align) * align));
             }
         }
         for (Tensor tensor : types.keySet()) {
@@ -294,6 +309,21 @@ public final class LlamaModel {
             }
         }
         return widest;
+    }
+
+    /**
+     * Whether the model keeps matrix {@code tensor}, stored as {@code type}, in the
+     * {@link TensorType#Q4_0_X16} layout: every q4_0 matrix it multiplies (the classifier too, in a
+     * copy of its own when tied to the embedding, which stays q4_0 for its row look-ups).
+     */
+    static boolean interleaved(Tensor tensor, WeightType type) {
+        return type == WeightType.Q4_0 && tensor != Tensor.TOKEN_EMBEDDING;
+    }
+
+    /** The layout the matmul kernel of {@code tensor} of {@code layer} reads. */
+    private TensorType kernelType(Tensor tensor, int layer) {
+        WeightType type = weightType(tensor, layer);
+        return interleaved(tensor, type) ? TensorType.Q4_0_X16 : type.tensorType();
     }
 
     /** Bytes of the weights: the matrices in their own types, the norms in f32. */
@@ -477,7 +507,7 @@ public final class LlamaModel {
         WeightType type = weightType(weight, layer);
         Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
-        o.submit(matmuls.get(weight), Orchestrator.scalars(cols, rows, type.ordinal()),
+        o.submit(matmuls.get(weight), Orchestrator.scalars(cols, rows, kernelType(weight, layer).ordinal()),
                 read(w.region(0, matrixRows * type.rowBytes(cols))),
                 read(in.region(0, (long) rows * cols * F)),
                 write(target.region(0, (long) matrixRows * rows * F)));
@@ -566,7 +596,7 @@ public final class LlamaModel {
         for (int i = 0; i < projections.length; i++) {
             WeightType type = weightType(projections[i], layer);
             int matrixRows = projections[i].rows(config);
-            scalars[2 + i] = type.ordinal();
+            scalars[2 + i] = kernelType(projections[i], layer).ordinal();
             accesses[1 + 2 * i] = read(buffers.get(projections[i])[layer].region(0, matrixRows * type.rowBytes(cols)));
             accesses[2 + 2 * i] = write(a.outputs.get(projections[i]).region(0, (long) matrixRows * rows * F));
         }
@@ -583,7 +613,8 @@ public final class LlamaModel {
         int ffn = config.ffnDim();
         WeightType gateType = weightType(Tensor.W1, layer);
         WeightType upType = weightType(Tensor.W3, layer);
-        o.submit(gateUp, Orchestrator.scalars(cols, rows, gateType.ordinal(), upType.ordinal()),
+        o.submit(gateUp, Orchestrator.scalars(cols, rows, kernelType(Tensor.W1, layer).ordinal(),
+                        kernelType(Tensor.W3, layer).ordinal()),
                 read(buffers.get(Tensor.W1)[layer].region(0, ffn * gateType.rowBytes(cols))),
                 read(buffers.get(Tensor.W3)[layer].region(0, ffn * upType.rowBytes(cols))),
                 read(a.xn.region(0, (long) rows * cols * F)),
@@ -746,14 +777,14 @@ public final class LlamaModel {
 
     /**
      * Regions: the matrix (read), input [n, cols] (read), the block-major output (write).
-     * Scalars: cols, n, the weights' {@link WeightType} ordinal. One part per entry of the
+     * Scalars: cols, n, the weights' kernel {@link TensorType} ordinal. One part per entry of the
      * matrix's part table.
      */
     private Kernel matmulKernel(Tensor tensor) {
         RowBlocks split = blocks.get(tensor);
         int[] table = parts.get(tensor);
         return Kernel.ofParts("matmul_" + tensor.name().toLowerCase(Locale.ROOT), c -> table.length / 3,
-                c -> projectPart(WEIGHT_TYPES[(int) c.scalar(2)], split, table, c.part(), c.region(0), c.region(1),
+                c -> projectPart(TENSOR_TYPES[(int) c.scalar(2)], split, table, c.part(), c.region(0), c.region(1),
                         c.region(2), (int) c.scalar(0), (int) c.scalar(1)));
     }
 
@@ -761,14 +792,14 @@ public final class LlamaModel {
      * Part {@code part} of a matmul: the rows of one row block that {@code table} gives it, of
      * the whole matrix {@code weights}, into the whole block-major {@code out}.
      */
-    private void projectPart(WeightType type, RowBlocks split, int[] table, int part, MemorySegment weights,
+    private void projectPart(TensorType type, RowBlocks split, int[] table, int part, MemorySegment weights,
             MemorySegment in, MemorySegment out, int cols, int n) {
         int block = table[3 * part];
-        ops.matmul(type.tensorType(), weights, split.start(block) * type.rowBytes(cols), in, 0, out,
+        ops.matmul(type, weights, split.start(block) * type.rowBytes(cols), in, 0, out,
                 split.offset(block, n, 0), split.size(block), cols, n, table[3 * part + 1], table[3 * part + 2]);
     }
 
-    private static final WeightType[] WEIGHT_TYPES = WeightType.values();
+    private static final TensorType[] TENSOR_TYPES = TensorType.values();
 
     /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
     private Kernel embedKernel() {
@@ -940,7 +971,7 @@ public final class LlamaModel {
 
     /**
      * Regions: input [n, cols] (read), then for each of q, k and v its matrix (read) and its
-     * block-major output (write). Scalars: cols, n, then the {@link WeightType} ordinals of q, k
+     * block-major output (write). Scalars: cols, n, then the kernels' {@link TensorType} ordinals of q, k
      * and v. The parts are q's, then k's, then v's.
      */
     private Kernel qkvKernel() {
@@ -961,14 +992,14 @@ public final class LlamaModel {
                 part -= tables[i].length / 3;
                 i++;
             }
-            projectPart(WEIGHT_TYPES[(int) c.scalar(2 + i)], splits[i], tables[i], part, c.region(1 + 2 * i),
+            projectPart(TENSOR_TYPES[(int) c.scalar(2 + i)], splits[i], tables[i], part, c.region(1 + 2 * i),
                     c.region(0), c.region(2 + 2 * i), (int) c.scalar(0), (int) c.scalar(1));
         });
     }
 
     /**
      * Regions: w1, w3, input [n, cols] (read), the block-major gate and up outputs, hb [n, ffn]
-     * (write). Scalars: cols, n, the {@link WeightType} ordinals of w1 and w3. Each part computes
+     * (write). Scalars: cols, n, the kernels' {@link TensorType} ordinals of w1 and w3. Each part computes
      * a few rows of one shared row block of w1 and w3 and then those columns of every hb row.
      */
     private Kernel gateUpKernel() {
@@ -978,8 +1009,8 @@ public final class LlamaModel {
         return Kernel.ofParts("matmul_w1_w3", c -> table.length / 3, c -> {
             int cols = (int) c.scalar(0);
             int n = (int) c.scalar(1);
-            WeightType gateType = WEIGHT_TYPES[(int) c.scalar(2)];
-            WeightType upType = WEIGHT_TYPES[(int) c.scalar(3)];
+            TensorType gateType = TENSOR_TYPES[(int) c.scalar(2)];
+            TensorType upType = TENSOR_TYPES[(int) c.scalar(3)];
             MemorySegment in = c.region(2);
             MemorySegment gate = c.region(3);
             MemorySegment up = c.region(4);

@@ -31,9 +31,19 @@ record RowBlocks(int rows, int blockRows) {
      * {@code parallelism} (so that each of that many cores gets as many), never more than the rows.
      */
     static RowBlocks of(int rows, long rowBytes, long targetBytes, int parallelism) {
+        return of(rows, rowBytes, targetBytes, parallelism, 1);
+    }
+
+    /**
+     * {@link #of(int, long, long, int)} with every block but the last a multiple of {@code align}
+     * rows, so that each starts on a group of an interleaved layout
+     * ({@link dev.tandem.kernels.TensorType#Q4_0_X16}: 16).
+     */
+    static RowBlocks of(int rows, long rowBytes, long targetBytes, int parallelism, int align) {
         long blocks = Math.max(1, Math.round((double) rows * rowBytes / targetBytes));
         blocks = Math.ceilDiv(blocks, parallelism) * parallelism;
         int blockRows = (int) Math.ceilDiv(rows, Math.min(blocks, rows));
+        blockRows = Math.min(rows, Math.ceilDiv(blockRows, align) * align);
         return new RowBlocks(rows, blockRows);
     }
 

@@ -36,6 +36,18 @@ class RowBlocksTest {
         assertThat(RowBlocks.of(4, 1 << 20, 1, 1).count()).isEqualTo(4); // never more blocks than rows
     }
 
+    /** Blocks of an interleaved matrix start on its groups of 16 rows; only the last may be cut. */
+    @Test
+    void alignedBlocksStartOnGroups() {
+        RowBlocks split = RowBlocks.of(258, 288, 40 << 10, 2, 16);
+        assertThat(split.blockRows() % 16).isZero();
+        assertThat(split.count()).isEqualTo(2); // 72 KiB: two blocks, 144 rows rounded up from 129
+        assertThat(split.size(1)).isEqualTo(258 - 144);
+        assertThat(RowBlocks.of(1536, 544, 256 << 10, 2, 16).blockRows()).isEqualTo(384);
+        assertThat(RowBlocks.of(20, 288, 1, 2, 16).blockRows()).isEqualTo(16); // never fewer than a group
+        assertThat(RowBlocks.of(8, 288, 1, 2, 16).blockRows()).isEqualTo(8); // nor more than the rows
+    }
+
     @Test
     void partsCoverEveryRowOnceAndNeverSpanTwoBlocks() {
         RowBlocks split = new RowBlocks(10, 4);
