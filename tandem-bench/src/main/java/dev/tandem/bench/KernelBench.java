@@ -39,6 +39,8 @@ public final class KernelBench {
         F32(TensorType.F32),
         Q8_0(TensorType.Q8_0),
         Q4_0(TensorType.Q4_0),
+        /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */
+        Q4_0_X16(TensorType.Q4_0_X16),
         Q4_K(TensorType.Q4_K),
         Q6_K(TensorType.Q6_K);
 
@@ -169,9 +171,10 @@ public final class KernelBench {
             return kernel.type().rowBytes(COLS);
         }
 
-        /** Rows per task: about {@link #BLOCK_BYTES} of weights. */
+        /** Rows per task: about {@link #BLOCK_BYTES} of weights, whole groups of 16 rows for q4_0_x16. */
         int blockRows() {
-            return (int) Math.max(1, BLOCK_BYTES / rowBytes());
+            int rows = (int) Math.max(1, BLOCK_BYTES / rowBytes());
+            return kernel == Kernel.Q4_0_X16 ? Math.max(TensorType.X16_ROWS, rows - rows % TensorType.X16_ROWS) : rows;
         }
     }
 
@@ -199,6 +202,12 @@ public final class KernelBench {
      * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite.
      */
     private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
+        if (type == TensorType.Q4_0_X16) {
+            MemorySegment q4 = randomBlocks(arena, TensorType.Q4_0, rows, random);
+            MemorySegment x16 = arena.allocate(q4.byteSize(), 64);
+            Ops.preferred().interleaveQ4_0(q4, 0, x16, 0, rows, COLS);
+            return x16;
+        }
         long rowBytes = type.rowBytes(COLS);
         MemorySegment segment = arena.allocate(rows * rowBytes, 64);
         byte[] row = new byte[(int) rowBytes];
