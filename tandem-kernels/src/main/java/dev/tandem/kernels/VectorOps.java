@@ -728,8 +728,17 @@ final class VectorOps implements KernelOps {
 
     /** Part {@code part} of a block's 16 f16 scales, widened. */
     private static FloatVector x16Scales(MemorySegment w, long block, int part) {
-        return widenF16((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * X16_FLOATS.length() * part,
-                LE).castShape(X16_INTS, 0));
+        IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * X16_FLOATS.length() * part,
+                LE).castShape(X16_INTS, 0);
+        IntVector magnitude = h.and(0x7fff);
+        if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
+            return widenF16(h);
+        }
+        // Normal and subnormal halves: their bits shifted into a float's place are the value
+        // times 2^-112, exactly. Small and branch-free, so C2 inlines it into the group loops;
+        // widenF16, once compiled on its own, is too big to inline and boxed the vectors.
+        return magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
     /**

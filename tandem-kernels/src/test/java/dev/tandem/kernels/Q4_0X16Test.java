@@ -78,6 +78,36 @@ class Q4_0X16Test {
         }
     }
 
+    /**
+     * Every class of f16 scale (zeros, subnormals, normals, infinities, NaN) widens in the vector
+     * kernel as {@link Float#float16ToFloat} does: the first group's scales are all finite (the
+     * kernel's short path), the second group's include infinities and NaN (its full widening).
+     */
+    @Test
+    void everyKindOfScaleWidensAsTheScalarTwin() {
+        short[] finite = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00, (short) 0xbc00,
+            0x7bff, (short) 0xfbff, 0x1234, (short) 0x9abc, 0x0200, 0x3555, 0x0001, 0x2e66};
+        short[] special = {0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, (short) 0xfe00, 0x3c00, 0x0001, 0x0000,
+            0x3c00, 0x3c00, 0x3c00, 0x3c00, 0x3c00, 0x3c00, 0x3c00, 0x3c00};
+        int rows = 48;
+        int cols = 64;
+        try (Tensors t = new Tensors(17)) {
+            MemorySegment q4 = GgufBlocks.random(t, TensorType.Q4_0, (long) rows * cols);
+            for (int r = 0; r < 32; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    short scale = r < 16 ? finite[(r + b) % 16] : special[(r - 16 + 5 * b) % 16];
+                    q4.set(LittleEndian.F16, PAD + r * TensorType.Q4_0.rowBytes(cols) + b * 18L, scale);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q4, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
+            }
+        }
+    }
+
     /** Rows outside the range keep what {@code out} held. */
     @Test
     void rowsOutsideTheRangeAreNotWritten() {
