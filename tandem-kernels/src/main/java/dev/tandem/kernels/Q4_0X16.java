@@ -18,10 +18,25 @@ final class Q4_0X16 {
 
     private Q4_0X16() {}
 
-    /** Scratch for the quantized inputs of one call: one short per value, one factor and one sum per block. */
-    record Inputs(short[] q, float[] d, int[] sum8) {
+    /**
+     * Scratch for the quantized inputs of one call: the quants two to an int (quant {@code 2m} in
+     * the low half of {@code pairs[m]}, {@code 2m + 1} in the high half, as the vector loops
+     * broadcast them), one factor and {@code 8 * sum q} per block (the vector loops multiply the
+     * nibbles as they are and take the 8 off once per block).
+     */
+    record Inputs(int[] pairs, float[] d, int[] sum8) {
         static Inputs of(int batch, int cols) {
-            return new Inputs(new short[batch * cols], new float[batch * (cols / 32)], new int[batch * (cols / 32)]);
+            return new Inputs(new int[batch * cols / 2], new float[batch * (cols / 32)], new int[batch * (cols / 32)]);
+        }
+
+        /** Quant {@code i}. */
+        short quant(int i) {
+            return (short) (pairs[i >> 1] >> ((i & 1) << 4));
+        }
+
+        void setQuant(int i, int q) {
+            int shift = (i & 1) << 4;
+            pairs[i >> 1] = (pairs[i >> 1] & ~(0xffff << shift)) | (q & 0xffff) << shift;
         }
     }
 
@@ -40,7 +55,7 @@ final class Q4_0X16 {
         int sum = 0;
         for (int i = 0; i < 32; i++) {
             int q = round(x.get(F32, from + i * (long) Float.BYTES) * scale);
-            into.q()[qBase + block * 32 + i] = (short) q;
+            into.setQuant(qBase + block * 32 + i, q);
             sum += q;
         }
         into.d()[blockBase + block] = factor(amax);
@@ -78,22 +93,21 @@ final class Q4_0X16 {
         for (int b = 0; b < blocks; b++) {
             long scaleAt;
             long quants;
-            long step;
-            if (r < grouped) {
+            boolean interleaved = r < grouped;
+            if (interleaved) {
                 long block = group + b * GROUP_BLOCK_BYTES;
                 scaleAt = block + 2L * lane;
-                quants = block + 32 + lane;
-                step = 16;
+                quants = block + 32 + 2L * lane;
             } else {
                 scaleAt = plain + b * 18L;
                 quants = scaleAt + 2;
-                step = 1;
             }
             int sum = 0;
             int x = qBase + b * 32;
             for (int k = 0; k < 16; k++) {
-                int packed = weights.get(I8, quants + k * step) & 0xff;
-                sum += ((packed & 0x0f) - 8) * in.q()[x + k] + ((packed >>> 4) - 8) * in.q()[x + k + 16];
+                long at = interleaved ? quants + 32L * (k / 2) + k % 2 : quants + k;
+                int packed = weights.get(I8, at) & 0xff;
+                sum += ((packed & 0x0f) - 8) * in.quant(x + k) + ((packed >>> 4) - 8) * in.quant(x + k + 16);
             }
             float dw = HalfFloats.f16ToF32(weights.get(F16, scaleAt));
             acc = Math.fma((float) sum, dw * in.d()[blockBase + b], acc);

@@ -59,7 +59,7 @@ public interface QuantOps {
     /**
      * Copies the q4_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
      * {@link TensorType#Q4_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
-     * block, the last {@code rows % 16} rows as they are. A load-time step, once per matrix; plain
+     * block (two bytes of each row side by side), the last {@code rows % 16} rows as they are. A load-time step, once per matrix; plain
      * byte moves, the same for every implementation.
      *
      * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
@@ -80,7 +80,8 @@ public interface QuantOps {
                     long source = from + i * rowBytes + b * 18L;
                     dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
                     for (int k = 0; k < 16; k++) {
-                        dst.set(LittleEndian.I8, block + 32 + 16L * k + i, src.get(LittleEndian.I8, source + 2 + k));
+                        dst.set(LittleEndian.I8, block + 32 + 32L * (k / 2) + 2 * i + k % 2,
+                                src.get(LittleEndian.I8, source + 2 + k));
                     }
                 }
             }

@@ -36,10 +36,12 @@ import java.util.Locale;
  *   <li>{@link #Q4_0_X16}: tandem's own in-memory layout of a q4_0 matrix, never in a file (its
  *       {@link #ggmlId()} is {@code -1}): the same blocks in the same bytes per row, with each
  *       group of 16 consecutive rows {@code [16g, 16g + 16)} interleaved block by block so that one
- *       vector holds one byte of each of the 16 rows. For block {@code b} of the group, its 288
+ *       vector holds two bytes of each of the 16 rows. For block {@code b} of the group, its 288
  *       bytes at {@code b * 288} from the group's start (row {@code 16g}'s offset) hold the 16
- *       rows' f16 scales, row {@code i}'s at {@code 2 * i}, then at {@code 32 + 16 * k + i} byte
- *       {@code k} of row {@code i}'s block. The last {@code rows % 16} rows stay in the q4_0
+ *       rows' f16 scales, row {@code i}'s at {@code 2 * i}, then, for each pair of nibble bytes
+ *       {@code 2j, 2j + 1} of the rows' blocks, 32 bytes at {@code 32 + 32 * j}: row {@code i}'s
+ *       byte {@code 2j} at {@code 2 * i} among them and its byte {@code 2j + 1} after it. So byte
+ *       {@code k} of row {@code i}'s block is at {@code 32 + 32 * (k / 2) + 2 * i + k % 2}. The last {@code rows % 16} rows stay in the q4_0
  *       layout. {@link QuantOps#interleaveQ4_0} makes it; {@link MatmulOps#matmulQ4_0_X16} reads it.
  * </ul>
  */

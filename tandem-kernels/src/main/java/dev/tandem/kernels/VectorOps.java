@@ -601,21 +601,22 @@ final class VectorOps implements KernelOps {
     // ---- q4_0 interleaved by 16 rows, int8 inputs ----
 
     /**
-     * Whether {@link #matmulQ4_0_X16} runs vector loops: it needs 16 short lanes (256 bits), one
-     * per row of a group; without them it runs {@link Q4_0X16#row} for every row.
+     * Whether {@link #matmulQ4_0_X16} runs vector loops: it needs 8 float lanes (256 bits), one
+     * per row of half a group; without them it runs {@link Q4_0X16#row} for every row.
      */
-    private static final boolean X16_VECTORS = ShortVector.SPECIES_PREFERRED.vectorBitSize() >= 256;
+    private static final boolean X16_VECTORS = L >= 8;
 
-    /** One nibble byte of each of a group's 16 rows. */
-    private static final VectorSpecies<Byte> X16_BYTES = ByteVector.SPECIES_128;
-
-    /** The 16 rows' products, one short lane per row. */
-    private static final VectorSpecies<Short> X16_SHORTS = ShortVector.SPECIES_256;
-
-    /** The float lanes the 16 rows' sums widen to: 16 in one vector, or 8 in each of two. */
+    /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
     private static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;
 
     private static final VectorSpecies<Integer> X16_INTS = VectorSpecies.of(int.class, X16_FLOATS.vectorShape());
+
+    /** Two short lanes per row of {@link #X16_FLOATS}: the products of a pair of nibble bytes. */
+    private static final VectorSpecies<Short> X16_SHORTS = VectorSpecies.of(short.class, X16_FLOATS.vectorShape());
+
+    /** The pairs of nibble bytes {@link #X16_SHORTS} widens, two per row. */
+    private static final VectorSpecies<Byte> X16_BYTES =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(X16_FLOATS.vectorBitSize() / 2));
 
     /** f16 scales, as many as {@link #X16_FLOATS} has lanes. */
     private static final VectorSpecies<Short> X16_HALVES =
@@ -624,7 +625,16 @@ final class VectorOps implements KernelOps {
     /** Float vectors per group of 16 rows: 1 or 2. */
     private static final int X16_PARTS = 16 / X16_FLOATS.length();
 
+    /** Bytes of one part's rows in a pair of nibble bytes, and of its f16 scales: 2 per row. */
+    private static final long X16_PART_BYTES = 2L * X16_FLOATS.length();
+
     private static final FloatVector X16_HALF = FloatVector.broadcast(X16_FLOATS, 0.5f);
+
+    /** Inputs that {@link #x16Dots4} runs at once, sharing each unpacked byte of the weights. */
+    private static final int X16_INPUTS = 4;
+
+    /** Blocks that {@link #x16Dots4} runs before {@link #x16Sums2} takes their sums: a few KB of scratch. */
+    private static final int X16_CHUNK = 16;
 
     /**
      * Groups of 16 rows by vector loops, one row at a time where the range cuts a group, and the
@@ -659,12 +669,19 @@ final class VectorOps implements KernelOps {
         while (r < rowEnd) {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
-                int b = 0;
-                for (; b + 2 <= batch; b += 2) {
-                    x16Group2(weights, group, blocks, in, b, cols, out, outOffset + b * outStride + r * F, outStride);
-                }
-                for (; b < batch; b++) {
-                    x16Group(weights, group, blocks, in, b * cols, b * blocks, out, outOffset + b * outStride + r * F);
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long from = group + part * X16_PART_BYTES;
+                    long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    int b = 0;
+                    if (batch >= X16_INPUTS) {
+                        short[] scratch = new short[X16_CHUNK * X16_INPUTS * X16_SHORTS.length()];
+                        for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
+                            x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, scratch);
+                        }
+                    }
+                    for (; b < batch; b++) {
+                        x16Group(weights, from, blocks, in, b * cols, b * blocks, out, at + b * outStride);
+                    }
                 }
                 r += TensorType.X16_ROWS;
             } else {
@@ -701,35 +718,54 @@ final class VectorOps implements KernelOps {
                         .reinterpretAsFloats();
                 IntVector q = (IntVector) t.add(half).convert(VectorOperators.F2I, 0);
                 sum = sum.add(q);
-                ((ShortVector) q.convertShape(VectorOperators.I2S, X16_HALVES, 0))
-                        .intoArray(in.q(), qBase + block * 32 + part * lanes);
+                // Two quants to an int, the first in the low half: the vector's little-endian lanes.
+                ((ShortVector) q.convertShape(VectorOperators.I2S, X16_HALVES, 0)).reinterpretAsInts()
+                        .intoArray(in.pairs(), (qBase + block * 32 + part * lanes) / 2);
             }
             in.d()[blockBase + block] = Q4_0X16.factor(amax);
             in.sum8()[blockBase + block] = 8 * sum.reduceLanes(VectorOperators.ADD);
         }
     }
 
-    /** Byte {@code k} of block {@code block}'s 16 rows, zero-extended: both nibbles of each. */
-    private static ShortVector x16Bytes(MemorySegment w, long block, int k) {
-        return (ShortVector) ByteVector.fromMemorySegment(X16_BYTES, w, block + 32 + 16L * k, LE)
+    /**
+     * Nibble bytes {@code 2j} and {@code 2j + 1} of one part's rows of a block (at {@code block},
+     * already moved to the part), zero-extended: row {@code i}'s in lanes {@code 2i} and {@code 2i + 1}.
+     */
+    private static ShortVector x16Bytes(MemorySegment w, long block, int j) {
+        return (ShortVector) ByteVector.fromMemorySegment(X16_BYTES, w, block + 32 + 32L * j, LE)
                 .convertShape(VectorOperators.ZERO_EXTEND_B2S, X16_SHORTS, 0);
     }
 
+    /** The low nibbles of {@link #x16Bytes}. */
+    private static ShortVector x16Low(ShortVector packed) {
+        return packed.and((short) 0x0f);
+    }
+
+    /** The high nibbles of {@link #x16Bytes}. */
+    private static ShortVector x16High(ShortVector packed) {
+        return packed.lanewise(VectorOperators.LSHR, 4);
+    }
+
+    /** Quants {@code 2m} and {@code 2m + 1} in every even and odd short lane, to multiply {@link #x16Bytes} with. */
+    private static ShortVector x16Pair(int[] pairs, int m) {
+        return IntVector.broadcast(X16_INTS, pairs[m]).reinterpretAsShorts();
+    }
+
     /**
-     * Part {@code part} of a block's 16 integer dot products as floats: the low and the high nibbles'
-     * products, less {@code 8 * sum q} (each nibble means {@code q - 8}).
+     * One part's integer dot products of a block as floats: each row's two short lanes added (as
+     * the halves of an int, sign-extended), less {@code sum8} (each nibble means itself less 8).
      */
-    private static FloatVector x16Sums(ShortVector low, ShortVector high, int sum8, int part) {
-        return (FloatVector) ((IntVector) low.convertShape(VectorOperators.S2I, X16_INTS, part))
-                .add((IntVector) high.convertShape(VectorOperators.S2I, X16_INTS, part))
+    private static FloatVector x16Sums(ShortVector sums, int sum8) {
+        IntVector both = sums.reinterpretAsInts();
+        return (FloatVector) both.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16)
+                .add(both.lanewise(VectorOperators.ASHR, 16))
                 .sub(sum8)
                 .convert(VectorOperators.I2F, 0);
     }
 
-    /** Part {@code part} of a block's 16 f16 scales, widened. */
-    private static FloatVector x16Scales(MemorySegment w, long block, int part) {
-        IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * X16_FLOATS.length() * part,
-                LE).castShape(X16_INTS, 0);
+    /** One part's f16 scales of a block (at {@code block}, already moved to the part), widened. */
+    private static FloatVector x16Scales(MemorySegment w, long block) {
+        IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0);
         IntVector magnitude = h.and(0x7fff);
         if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
             return widenF16(h);
@@ -742,89 +778,120 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * One group of 16 rows with one input: per block, the 16 rows' integer dot products in short
-     * lanes (the low and the high nibbles apart: 16 products of at most {@code 15 * 127} each fit),
-     * then one fused multiply-add per row.
+     * One part of a group of 16 rows (its weights from {@code part}, which is the group's start
+     * moved to the part) with one input: per block, each pair of nibble bytes less 8 times the
+     * pair of quants it meets, in short lanes (at most {@code 8 * 127} in magnitude, and each lane
+     * adds 16 of them), then one fused multiply-add per row. Taking the 8 off each nibble here, two
+     * operations a pair, measured faster at one input than taking {@code sum8} off once per block
+     * (8.4 against 6.5 GB/s on one thread), though it costs more operations; {@link #x16Dots4},
+     * where four inputs share them, takes {@code sum8} off.
      */
-    private static void x16Group(MemorySegment w, long group, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase,
+    private static void x16Group(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase,
             MemorySegment out, long at) {
-        short[] q = in.q();
-        FloatVector acc0 = FloatVector.zero(X16_FLOATS);
-        FloatVector acc1 = FloatVector.zero(X16_FLOATS);
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < blocks; b++) {
-            long block = group + b * Q4_0X16.GROUP_BLOCK_BYTES;
-            int xq = qBase + b * 32;
-            ShortVector low = ShortVector.zero(X16_SHORTS);
-            ShortVector high = ShortVector.zero(X16_SHORTS);
-            for (int k = 0; k < 16; k++) {
-                ShortVector packed = x16Bytes(w, block, k);
-                low = packed.and((short) 0x0f).mul(q[xq + k]).add(low);
-                high = packed.lanewise(VectorOperators.LSHR, 4).mul(q[xq + k + 16]).add(high);
+            long block = part + b * Q4_0X16.GROUP_BLOCK_BYTES;
+            int m = (qBase + b * 32) / 2;
+            ShortVector sums = ShortVector.zero(X16_SHORTS);
+            for (int j = 0; j < 8; j++) {
+                ShortVector packed = x16Bytes(w, block, j);
+                sums = x16Low(packed).sub((short) 8).mul(x16Pair(pairs, m + j)).add(sums);
+                sums = x16High(packed).sub((short) 8).mul(x16Pair(pairs, m + 8 + j)).add(sums);
             }
-            float d = in.d()[blockBase + b];
-            int sum8 = in.sum8()[blockBase + b];
-            acc0 = x16Sums(low, high, sum8, 0).fma(x16Scales(w, block, 0).mul(d), acc0);
-            if (X16_PARTS == 2) {
-                acc1 = x16Sums(low, high, sum8, 1).fma(x16Scales(w, block, 1).mul(d), acc1);
-            }
+            acc = x16Sums(sums, 0).fma(x16Scales(w, block).mul(ds[blockBase + b]), acc);
         }
-        acc0.intoMemorySegment(out, at, LE);
-        if (X16_PARTS == 2) {
-            acc1.intoMemorySegment(out, at + X16_FLOATS.length() * F, LE);
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * {@link #x16Group} for the {@link #X16_INPUTS} inputs from {@code first}, their outputs
+     * {@code outStride} bytes apart, in chunks of {@link #X16_CHUNK} blocks: {@link #x16Dots4}
+     * leaves a chunk's short sums in {@code scratch}, {@link #x16Sums2} adds them to the outputs.
+     * Two loops, because one that did both was past C2's budget of nodes for inlining, and a vector
+     * helper it did not inline boxed the vectors.
+     */
+    private static void x16Group4(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int first, int cols,
+            MemorySegment out, long at, long outStride, short[] scratch) {
+        FloatVector zero = FloatVector.zero(X16_FLOATS);
+        for (int i = 0; i < X16_INPUTS; i++) {
+            zero.intoMemorySegment(out, at + i * outStride, LE);
+        }
+        for (int b = 0; b < blocks; b += X16_CHUNK) {
+            int end = Math.min(blocks, b + X16_CHUNK);
+            x16Dots4(w, part, b, end, in.pairs(), first * cols / 2 + b * 16, cols / 2, scratch);
+            for (int input = 0; input < X16_INPUTS; input += 2) {
+                x16Sums2(w, part, b, end, in, (first + input) * blocks, blocks, scratch, input, out,
+                        at + input * outStride, outStride);
+            }
         }
     }
 
     /**
-     * {@link #x16Group} for inputs {@code first} and {@code first + 1}, sharing the unpacking of
-     * the weights, their outputs {@code outStride} bytes apart. The two inputs' sums for the 16 rows
-     * live in {@code out} between blocks (a load and a store per block), which keeps this loop small
-     * enough for C2 to compile every vector operation to registers; four inputs in registers did not
-     * fit, and C2 boxed the vectors.
+     * The short sums of blocks {@code [from, end)} for four inputs, their pairs of quants from
+     * {@code m} and {@code stride} ints apart, into {@code scratch}: block by block, input by input.
+     * The nibbles as they are: a product is at most {@code 15 * 127}, and 16 of them fit a short.
      */
-    private static void x16Group2(MemorySegment w, long group, int blocks, Q4_0X16.Inputs in, int first, int cols,
-            MemorySegment out, long at, long outStride) {
-        short[] q = in.q();
+    private static void x16Dots4(MemorySegment w, long part, int from, int end, int[] pairs, int m, int stride,
+            short[] scratch) {
+        int lanes = X16_SHORTS.length();
+        int m1 = m + stride;
+        int m2 = m1 + stride;
+        int m3 = m2 + stride;
+        for (int b = from; b < end; b++) {
+            long block = part + b * Q4_0X16.GROUP_BLOCK_BYTES;
+            int o = (b - from) * 16;
+            ShortVector s0 = ShortVector.zero(X16_SHORTS);
+            ShortVector s1 = s0;
+            ShortVector s2 = s0;
+            ShortVector s3 = s0;
+            for (int j = 0; j < 8; j++) {
+                ShortVector packed = x16Bytes(w, block, j);
+                ShortVector low = x16Low(packed);
+                s0 = low.mul(x16Pair(pairs, m + o + j)).add(s0);
+                s1 = low.mul(x16Pair(pairs, m1 + o + j)).add(s1);
+                s2 = low.mul(x16Pair(pairs, m2 + o + j)).add(s2);
+                s3 = low.mul(x16Pair(pairs, m3 + o + j)).add(s3);
+                ShortVector high = x16High(packed);
+                s0 = high.mul(x16Pair(pairs, m + o + 8 + j)).add(s0);
+                s1 = high.mul(x16Pair(pairs, m1 + o + 8 + j)).add(s1);
+                s2 = high.mul(x16Pair(pairs, m2 + o + 8 + j)).add(s2);
+                s3 = high.mul(x16Pair(pairs, m3 + o + 8 + j)).add(s3);
+            }
+            int s = (b - from) * X16_INPUTS * lanes;
+            s0.intoArray(scratch, s);
+            s1.intoArray(scratch, s + lanes);
+            s2.intoArray(scratch, s + 2 * lanes);
+            s3.intoArray(scratch, s + 3 * lanes);
+        }
+    }
+
+    /**
+     * Blocks {@code [from, end)}'s sums from {@link #x16Dots4} for two of its inputs (the
+     * {@code input}-th and the next), scaled, added to their outputs at {@code at} and
+     * {@code outStride} further; their factors from {@code i} and {@code stride} apart. Two inputs
+     * a call: four made a loop past C2's node budget.
+     */
+    private static void x16Sums2(MemorySegment w, long part, int from, int end, Q4_0X16.Inputs in, int i, int stride,
+            short[] scratch, int input, MemorySegment out, long at, long outStride) {
+        int lanes = X16_SHORTS.length();
         float[] ds = in.d();
-        int[] sums = in.sum8();
-        int x0 = first * cols;
-        int x1 = x0 + cols;
-        int i0 = first * blocks;
-        int i1 = i0 + blocks;
+        int[] sum8 = in.sum8();
         long at1 = at + outStride;
-        long second = X16_FLOATS.length() * F;
-        FloatVector zero = FloatVector.zero(X16_FLOATS);
-        for (int part = 0; part < X16_PARTS; part++) {
-            zero.intoMemorySegment(out, at + part * second, LE);
-            zero.intoMemorySegment(out, at1 + part * second, LE);
+        FloatVector a0 = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        FloatVector a1 = FloatVector.fromMemorySegment(X16_FLOATS, out, at1, LE);
+        for (int b = from; b < end; b++) {
+            FloatVector dw = x16Scales(w, part + b * Q4_0X16.GROUP_BLOCK_BYTES);
+            int s = ((b - from) * X16_INPUTS + input) * lanes;
+            int i0 = i + b;
+            a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, scratch, s), sum8[i0]).fma(dw.mul(ds[i0]), a0);
+            int i1 = i0 + stride;
+            a1 = x16Sums(ShortVector.fromArray(X16_SHORTS, scratch, s + lanes), sum8[i1]).fma(dw.mul(ds[i1]), a1);
         }
-        for (int b = 0; b < blocks; b++) {
-            long block = group + b * Q4_0X16.GROUP_BLOCK_BYTES;
-            int o = b * 32;
-            ShortVector l0 = ShortVector.zero(X16_SHORTS);
-            ShortVector h0 = l0;
-            ShortVector l1 = l0;
-            ShortVector h1 = l0;
-            for (int k = 0; k < 16; k++) {
-                ShortVector packed = x16Bytes(w, block, k);
-                ShortVector low = packed.and((short) 0x0f);
-                ShortVector high = packed.lanewise(VectorOperators.LSHR, 4);
-                l0 = low.mul(q[x0 + o + k]).add(l0);
-                h0 = high.mul(q[x0 + o + k + 16]).add(h0);
-                l1 = low.mul(q[x1 + o + k]).add(l1);
-                h1 = high.mul(q[x1 + o + k + 16]).add(h1);
-            }
-            for (int part = 0; part < X16_PARTS; part++) {
-                FloatVector dw = x16Scales(w, block, part);
-                long o0 = at + part * second;
-                long o1 = at1 + part * second;
-                x16Sums(l0, h0, sums[i0 + b], part)
-                        .fma(dw.mul(ds[i0 + b]), FloatVector.fromMemorySegment(X16_FLOATS, out, o0, LE))
-                        .intoMemorySegment(out, o0, LE);
-                x16Sums(l1, h1, sums[i1 + b], part)
-                        .fma(dw.mul(ds[i1 + b]), FloatVector.fromMemorySegment(X16_FLOATS, out, o1, LE))
-                        .intoMemorySegment(out, o1, LE);
-            }
-        }
+        a0.intoMemorySegment(out, at, LE);
+        a1.intoMemorySegment(out, at1, LE);
     }
 
     /**

@@ -45,7 +45,7 @@ class Q4_0X16Test {
                         long to;
                         if (r < grouped) {
                             long block = (r - r % 16) * rowBytes + b * 288L;
-                            to = j < 2 ? block + 2L * (r % 16) + j : block + 32 + 16L * (j - 2) + r % 16;
+                            to = j < 2 ? block + 2L * (r % 16) + j : block + 32 + 32L * ((j - 2) / 2) + 2L * (r % 16) + (j - 2) % 2;
                         } else {
                             to = from;
                         }
@@ -104,6 +104,45 @@ class Q4_0X16Test {
                 MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
                 Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
                         run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
+            }
+        }
+    }
+
+    /**
+     * The short lanes at their extremes: every nibble 0 or 15 (weights -8 and 7) against inputs of
+     * 127 in every lane, or 127 and -127 alternating, at each batch (the one-input loop and the
+     * four-input one): sums that would wrap a short if a lane held more than its 16 products.
+     * Exact integers, so the result is known: {@code 32 * (nibble - 8) * 127} per block of 1.0s.
+     */
+    @Test
+    void extremeNibblesAndQuantsDoNotWrapTheShortSums() {
+        int rows = 32;
+        int cols = 1024;
+        try (Tensors t = new Tensors(23)) {
+            MemorySegment q4 = t.allocate(TensorType.Q4_0.rowBytes(cols) * rows);
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    long block = PAD + r * TensorType.Q4_0.rowBytes(cols) + b * 18L;
+                    q4.set(LittleEndian.F16, block, (short) 0x3c00); // 1.0
+                    for (int k = 0; k < 16; k++) {
+                        q4.set(LittleEndian.I8, block + 2 + k, (byte) (r % 2 == 0 ? 0xff : 0x00));
+                    }
+                }
+            }
+            MemorySegment x16 = interleaved(t, q4, rows, cols);
+            for (int batch : BATCHES) {
+                float[] x = new float[batch * cols];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = (i / cols) % 2 == 0 ? 127f : (i % 2 == 0 ? 127f : -127f);
+                }
+                float[] vector = run(t, VECTOR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                Tensors.assertIdentical("batch " + batch, vector, run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows));
+                for (int b = 0; b < batch; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        float expected = b % 2 == 0 ? cols * (r % 2 == 0 ? 7f : -8f) * 127f : 0f;
+                        assertThat(vector[b * rows + r]).as("input %d row %d", b, r).isEqualTo(expected);
+                    }
+                }
             }
         }
     }

@@ -59,6 +59,8 @@ final class VectorWidthProbe {
                     () -> x16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
         }
         checks.put("matmulQ4_0_X16 input rounding", x16::quantizationOfInputsRoundsAsDocumented);
+        checks.put("matmulQ4_0_X16 every kind of scale", x16::everyKindOfScaleWidensAsTheScalarTwin);
+        checks.put("matmulQ4_0_X16 extreme sums", x16::extremeNibblesAndQuantsDoNotWrapTheShortSums);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }
