@@ -42,6 +42,8 @@ public final class KernelBench {
         /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */
         Q4_0_X16(TensorType.Q4_0_X16),
         Q4_K(TensorType.Q4_K),
+        /** q4_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_K matrix. */
+        Q4_K_X16(TensorType.Q4_K_X16),
         Q6_K(TensorType.Q6_K);
 
         private final TensorType type;
@@ -171,10 +173,10 @@ public final class KernelBench {
             return kernel.type().rowBytes(COLS);
         }
 
-        /** Rows per task: about {@link #BLOCK_BYTES} of weights, whole groups of 16 rows for q4_0_x16. */
+        /** Rows per task: about {@link #BLOCK_BYTES} of weights, whole groups of 16 rows for the interleaved layouts. */
         int blockRows() {
             int rows = (int) Math.max(1, BLOCK_BYTES / rowBytes());
-            return kernel == Kernel.Q4_0_X16 ? Math.max(TensorType.X16_ROWS, rows - rows % TensorType.X16_ROWS) : rows;
+            return kernel.type().isInterleaved() ? Math.max(TensorType.X16_ROWS, rows - rows % TensorType.X16_ROWS) : rows;
         }
     }
 
@@ -206,6 +208,12 @@ public final class KernelBench {
             MemorySegment q4 = randomBlocks(arena, TensorType.Q4_0, rows, random);
             MemorySegment x16 = arena.allocate(q4.byteSize(), 64);
             Ops.preferred().interleaveQ4_0(q4, 0, x16, 0, rows, COLS);
+            return x16;
+        }
+        if (type == TensorType.Q4_K_X16) {
+            MemorySegment q4k = randomBlocks(arena, TensorType.Q4_K, rows, random);
+            MemorySegment x16 = arena.allocate(q4k.byteSize(), 64);
+            Ops.preferred().interleaveQ4_K(q4k, 0, x16, 0, rows, COLS);
             return x16;
         }
         long rowBytes = type.rowBytes(COLS);

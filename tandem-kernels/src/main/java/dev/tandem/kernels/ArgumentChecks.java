@@ -75,6 +75,7 @@ final class ArgumentChecks {
             case Q4_0 -> "matmulQ4_0";
             case Q4_0_X16 -> "matmulQ4_0_X16";
             case Q4_K -> "matmulQ4_K";
+            case Q4_K_X16 -> "matmulQ4_K_X16";
             case Q6_K -> "matmulQ6_K";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
@@ -319,13 +320,23 @@ final class ArgumentChecks {
 
     static void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
-        String kernel = "interleaveQ4_0";
+        interleave("interleaveQ4_0", TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    static void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        interleave("interleaveQ4_K", TensorType.Q4_K, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    private static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,
+            MemorySegment dst, long dstOffset, int rows, int cols) {
         nonNegative(kernel, "rows", rows);
         nonNegative(kernel, "cols", cols);
-        if (cols % 32 != 0) {
-            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the q4_0 block size 32");
+        if (cols % type.blockSize() != 0) {
+            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "
+                    + type.ggmlName() + " block size " + type.blockSize());
         }
-        long bytes = product(kernel, "rows * cols bytes", rows, TensorType.Q4_0.rowBytes(cols));
+        long bytes = product(kernel, "rows * cols bytes", rows, type.rowBytes(cols));
         fits(kernel, "src", src, srcOffset, bytes);
         fits(kernel, "dst", dst, dstOffset, bytes);
     }
@@ -334,9 +345,9 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "dequantize";
         long srcBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_0_X16) {
-            throw new IllegalArgumentException(kernel + ": type = Q4_0_X16 interleaves whole groups of rows,"
-                    + " which a run of values does not say; dequantize the q4_0 matrix it was made from");
+        if (type.isInterleaved()) {
+            throw new IllegalArgumentException(kernel + ": type = " + type + " interleaves whole groups of rows,"
+                    + " which a run of values does not say; dequantize the matrix it was made from");
         }
         fits(kernel, "src", src, srcOffset, srcBytes);
         fits(kernel, "dst", dst, dstOffset, product(kernel, "elements * 4", elements, Float.BYTES));
@@ -346,7 +357,7 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_K || type == TensorType.Q6_K || type == TensorType.Q4_0_X16) {
+        if (type == TensorType.Q4_K || type == TensorType.Q6_K || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
                     + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0");
         }

@@ -38,6 +38,9 @@ public interface MatmulOps {
      */
     float Q4_0_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulQ4_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
+    float Q4_K_X16_RELATIVE_TOLERANCE = 0f;
+
     /**
      * Vector and scalar {@code matmulQ4_K} agree within this fraction of
      * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
@@ -138,6 +141,33 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q4_K weights in the {@link TensorType#Q4_K_X16} layout ({@link
+     * QuantOps#interleaveQ4_K}), with int8 inputs: each input is quantized per 32 values exactly as
+     * {@link #matmulQ4_0_X16} does (factor {@code dx}, quants {@code q}). Then, per row and input,
+     * from {@code acc = 0}, superblock by superblock and within each its sub-blocks {@code t = 0..7}
+     * in order (sub-block {@code t} meets input block {@code 8 b + t}):
+     * {@code acc = fma((float) Σ n q, (d * sc_t) * dx, acc)}, then
+     * {@code acc = fma((float) Σ q, -((dmin * m_t) * dx), acc)}, with {@code n} the sub-block's
+     * nibbles (0 to 15), {@code d} and {@code dmin} the superblock's f16 factors and
+     * {@code sc_t}, {@code m_t} its 6-bit scale and min, all in f32. That is the dot product of
+     * the dequantized weights {@code d sc n - dmin m} with the quantized inputs, the rounding of the
+     * inputs as in {@link #matmulQ4_0_X16} aside. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256.
+     */
+    void matmulQ4_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with weights in q4_K super-blocks ({@link TensorType#Q4_K}: 144 bytes per 256 values):
      * {@code cols} must be a multiple of 256, and row {@code r} starts
      * {@code r * TensorType.Q4_K.rowBytes(cols)} bytes after {@code weightsOffset}.
@@ -177,8 +207,8 @@ public interface MatmulOps {
 
     /**
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
-     * {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K} or
-     * {@link TensorType#Q6_K}.
+     * {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K},
+     * {@link TensorType#Q4_K_X16} or {@link TensorType#Q6_K}.
      *
      * @throws IllegalArgumentException for a type without a matmul kernel
      */
@@ -206,11 +236,13 @@ public interface MatmulOps {
                     rowStart, rowEnd);
             case Q4_K -> matmulQ4_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
+            case Q4_K_X16 -> matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
             case Q6_K -> matmulQ6_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
             default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q4_0, Q4_0_X16, Q4_K and Q6_K have one)");
+                    + " weights (F32, Q8_0, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16 and Q6_K have one)");
         }
     }
 }

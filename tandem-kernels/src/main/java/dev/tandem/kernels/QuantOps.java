@@ -89,4 +89,41 @@ public interface QuantOps {
         MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
                 (rows - grouped) * rowBytes);
     }
+
+    /**
+     * Copies the q4_K matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q4_K_X16} layout: the same bytes, each group of 16 rows interleaved
+     * superblock by superblock, the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 256, or either segment is too small
+     */
+    default void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
+        long rowBytes = TensorType.Q4_K.rowBytes(cols);
+        int blocks = cols / 256;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
+            long from = srcOffset + group * rowBytes;
+            long to = dstOffset + group * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                long block = to + b * Q4_KX16.GROUP_BLOCK_BYTES;
+                for (int i = 0; i < TensorType.X16_ROWS; i++) {
+                    long source = from + i * rowBytes + b * 144L;
+                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
+                    dst.set(LittleEndian.F16, block + 32 + 2L * i, src.get(LittleEndian.F16, source + 2));
+                    for (int k = 0; k < 12; k++) {
+                        dst.set(LittleEndian.I8, block + 64 + 16L * k + i, src.get(LittleEndian.I8, source + 4 + k));
+                    }
+                    for (int k = 0; k < 128; k++) {
+                        dst.set(LittleEndian.I8, block + 256 + 32L * (k / 2) + 2 * i + k % 2,
+                                src.get(LittleEndian.I8, source + 16 + k));
+                    }
+                }
+            }
+        }
+        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
+                (rows - grouped) * rowBytes);
+    }
 }

@@ -43,6 +43,14 @@ import java.util.Locale;
  *       byte {@code 2j} at {@code 2 * i} among them and its byte {@code 2j + 1} after it. So byte
  *       {@code k} of row {@code i}'s block is at {@code 32 + 32 * (k / 2) + 2 * i + k % 2}. The last {@code rows % 16} rows stay in the q4_0
  *       layout. {@link QuantOps#interleaveQ4_0} makes it; {@link MatmulOps#matmulQ4_0_X16} reads it.
+ *   <li>{@link #Q4_K_X16}: the same for q4_K, in tandem's memory only: 144 bytes per 256 values
+ *       per row, each group of 16 rows interleaved superblock by superblock. For superblock
+ *       {@code b} of the group, its 2304 bytes at {@code b * 2304} from the group's start hold
+ *       row {@code i}'s f16 {@code d} at {@code 2 * i}, its f16 {@code dmin} at {@code 32 + 2 * i},
+ *       byte {@code k} of its 12 scale bytes at {@code 64 + 16 * k + i}, and byte {@code k} of its
+ *       128 nibble bytes at {@code 256 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
+ *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q4_K layout.
+ *       {@link QuantOps#interleaveQ4_K} makes it; {@link MatmulOps#matmulQ4_K_X16} reads it.
  * </ul>
  */
 public enum TensorType {
@@ -53,7 +61,8 @@ public enum TensorType {
     Q4_K(12, "q4_K", 256, 144),
     Q6_K(14, "q6_K", 256, 210),
     BF16(30, "bf16", 1, 2),
-    Q4_0_X16(-1, "q4_0_x16", 32, 18);
+    Q4_0_X16(-1, "q4_0_x16", 32, 18),
+    Q4_K_X16(-1, "q4_K_x16", 256, 144);
 
     /** Rows per interleaved group of {@link #Q4_0_X16}. */
     public static final int X16_ROWS = 16;
@@ -95,7 +104,7 @@ public enum TensorType {
 
     /**
      * The id of this type in ggml's {@code enum ggml_type}, as GGUF tensor infos store it; {@code -1}
-     * for {@link #Q4_0_X16}, which no file holds.
+     * for {@link #Q4_0_X16} and {@link #Q4_K_X16}, which no file holds.
      */
     public int ggmlId() {
         return ggmlId;
@@ -116,9 +125,18 @@ public enum TensorType {
         return blockBytes;
     }
 
-    /** Whether a checkpoint file can hold this type: every type but the in-memory {@link #Q4_0_X16}. */
+    /** Whether a checkpoint file can hold this type: every type but the in-memory interleaved ones. */
     public boolean inFiles() {
         return ggmlId >= 0;
+    }
+
+    /**
+     * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16}),
+     * whose rows are woven together in groups of {@link #X16_ROWS}: a run of values in them is not
+     * a run of bytes.
+     */
+    public boolean isInterleaved() {
+        return this == Q4_0_X16 || this == Q4_K_X16;
     }
 
     /** Whether values are stored in scaled blocks rather than one float each. */

@@ -3,6 +3,7 @@ package dev.tandem.kernels;
 import static dev.tandem.kernels.LittleEndian.F32;
 
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -732,7 +733,12 @@ final class VectorOps implements KernelOps {
      * already moved to the part), zero-extended: row {@code i}'s in lanes {@code 2i} and {@code 2i + 1}.
      */
     private static ShortVector x16Bytes(MemorySegment w, long block, int j) {
-        return (ShortVector) ByteVector.fromMemorySegment(X16_BYTES, w, block + 32 + 32L * j, LE)
+        return x16Load(w, block + 32 + 32L * j);
+    }
+
+    /** The pair of nibble bytes of a part's rows at {@code at}, zero-extended (see {@link #x16Bytes}). */
+    private static ShortVector x16Load(MemorySegment w, long at) {
+        return (ShortVector) ByteVector.fromMemorySegment(X16_BYTES, w, at, LE)
                 .convertShape(VectorOperators.ZERO_EXTEND_B2S, X16_SHORTS, 0);
     }
 
@@ -765,7 +771,11 @@ final class VectorOps implements KernelOps {
 
     /** One part's f16 scales of a block (at {@code block}, already moved to the part), widened. */
     private static FloatVector x16Scales(MemorySegment w, long block) {
-        IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0);
+        return x16Widen((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0));
+    }
+
+    /** f16 bits in int lanes, widened to f32 exactly. */
+    private static FloatVector x16Widen(IntVector h) {
         IntVector magnitude = h.and(0x7fff);
         if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
             return widenF16(h);
@@ -892,6 +902,218 @@ final class VectorOps implements KernelOps {
         }
         a0.intoMemorySegment(out, at, LE);
         a1.intoMemorySegment(out, at1, LE);
+    }
+
+    // ---- q4_K interleaved by 16 rows, int8 inputs ----
+
+    /** One scale byte of each row of a part: as many bytes as {@link #X16_FLOATS} has lanes. */
+    private static final VectorSpecies<Byte> X16_SCALE_BYTES = // 64 bits where X16_VECTORS is false
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
+
+    /** The f16 bits of a part's {@code d} or {@code dmin}, as bytes: two per row. */
+    private static final VectorSpecies<Byte> X16_HALF_BYTES =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(X16_FLOATS.length() * Short.SIZE));
+
+    /** Superblocks whose factors {@link #x16KFactors} unpacks before {@link #x16KDots} uses them. */
+    private static final int X16_K_CHUNK = 2;
+
+    /** Bytes of a q4_K_x16 superblock's header: 16 {@code d}, 16 {@code dmin}, 12 x 16 scale bytes. */
+    private static final int X16_K_HEADER = 256;
+
+    /**
+     * Groups of 16 rows by vector loops, the rest one row at a time by {@link Q4_KX16#row}, as
+     * {@link #matmulQ4_0_X16} does. Per group and part, {@link #X16_K_CHUNK} superblocks at a time:
+     * {@link #x16KFactors} unpacks their rows' {@code d * sc} and {@code dmin * m} once for every
+     * input, then {@link #x16KDots} runs each input over their nibbles (which the caches hold for
+     * the next input). Each of the two loops is its own method of more than 325 bytecodes, which C2
+     * never inlines into a caller: inlined into one method, they passed C2's node budget, and the
+     * vector operations it then left out of line boxed every vector (0.2 to 1.6 GB/s).
+     */
+    @Override
+    public void matmulQ4_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        int supers = cols / 256;
+        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
+        for (int b = 0; b < batch; b++) {
+            quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
+        }
+        long rowBytes = supers * 144L;
+        long outStride = (long) rows * F;
+        byte[] headers = new byte[X16_K_CHUNK * X16_K_HEADER];
+        float[] factors = new float[X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length()];
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                long group = weightsOffset + r * rowBytes;
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    FloatVector zero = FloatVector.zero(X16_FLOATS);
+                    for (int b = 0; b < batch; b++) {
+                        zero.intoMemorySegment(out, at + b * outStride, LE);
+                    }
+                    for (int from = 0; from < supers; from += X16_K_CHUNK) {
+                        int end = Math.min(supers, from + X16_K_CHUNK);
+                        x16KFactors(weights, group, part, from, end, headers, factors);
+                        for (int b = 0; b < batch; b++) {
+                            x16KDots(weights, group, part, from, end, in, b * cols, factors, out, at + b * outStride);
+                        }
+                    }
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            Q4_KX16.row(weights, weightsOffset, rows, supers, r, in, b * cols, b * blocks));
+                }
+                r++;
+            }
+        }
+    }
+
+    /**
+     * Per superblock of {@code [from, end)} and sub-block {@code t}, a part's rows' {@code d * sc_t}
+     * and {@code dmin * m_t} into {@code factors}, side by side; the 6-bit scales and mins unpacked
+     * as {@link ScalarOps#q4_KScale} and {@link ScalarOps#q4_KMin} do. Each superblock's header is
+     * first copied into {@code headers} (vector loads from an array cost C2 far fewer nodes than
+     * from a segment), and the widening of {@code d} and {@code dmin}, sub-blocks 0-3 and 4-7 are
+     * three loops of their own: in fewer, C2 passed its node budget and boxed the vectors.
+     */
+    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, byte[] headers,
+            float[] factors) {
+        x16KHalves(w, group, part, from, end, headers, factors);
+        x16KFactorsLow(part, from, end, headers, factors);
+        x16KFactorsHigh(part, from, end, headers, factors);
+    }
+
+    /** Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors. */
+    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, byte[] headers,
+            float[] factors) {
+        int lanes = X16_FLOATS.length();
+        int halves = part * 2 * lanes;
+        int dd = X16_K_CHUNK * 8 * 2 * lanes;
+        for (int b = from; b < end; b++) {
+            int h = (b - from) * X16_K_HEADER;
+            MemorySegment.copy(w, ValueLayout.JAVA_BYTE, group + b * Q4_KX16.GROUP_BLOCK_BYTES, headers, h,
+                    X16_K_HEADER);
+            x16Widen(x16KHalf(headers, h + halves)).intoArray(factors, dd + (b - from) * 2 * lanes);
+            x16Widen(x16KHalf(headers, h + 32 + halves)).intoArray(factors, dd + (b - from) * 2 * lanes + lanes);
+        }
+    }
+
+    /** Sub-blocks 0-3's factors: the low 6 bits of scale bytes {@code t} and {@code t + 4}. */
+    private static void x16KFactorsLow(int part, int from, int end, byte[] headers, float[] factors) {
+        int lanes = X16_FLOATS.length();
+        int bytes = 64 + part * lanes;
+        int dd = X16_K_CHUNK * 8 * 2 * lanes;
+        for (int b = from; b < end; b++) {
+            int h = (b - from) * X16_K_HEADER;
+            FloatVector d = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes);
+            FloatVector dmin = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes + lanes);
+            int f0 = (b - from) * 8 * 2 * lanes;
+            for (int t = 0; t < 4; t++) {
+                int f = f0 + t * 2 * lanes;
+                d.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + bytes + 16 * t).and((byte) 63)))
+                        .intoArray(factors, f);
+                dmin.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + bytes + 16 * (t + 4))
+                        .and((byte) 63))).intoArray(factors, f + lanes);
+            }
+        }
+    }
+
+    /**
+     * Sub-blocks 4-7's factors: the nibbles of scale byte {@code t + 8} with the top two bits of
+     * bytes {@code t} and {@code t + 4} above them ({@code (b >> 2) & 0x30} moves bits 6-7 to 4-5
+     * whatever the byte's sign).
+     */
+    private static void x16KFactorsHigh(int part, int from, int end, byte[] headers, float[] factors) {
+        int lanes = X16_FLOATS.length();
+        int bytes = 64 + part * lanes;
+        int dd = X16_K_CHUNK * 8 * 2 * lanes;
+        for (int b = from; b < end; b++) {
+            int h = (b - from) * X16_K_HEADER + bytes;
+            FloatVector d = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes);
+            FloatVector dmin = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes + lanes);
+            int f0 = (b - from) * 8 * 2 * lanes;
+            for (int t = 0; t < 4; t++) {
+                ByteVector low = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t);
+                ByteVector mid = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4));
+                ByteVector high = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 8));
+                int g = f0 + (t + 4) * 2 * lanes;
+                d.mul(x16KSixBits(high.and((byte) 0x0f).or(low.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30))))
+                        .intoArray(factors, g);
+                dmin.mul(x16KSixBits(high.lanewise(VectorOperators.ASHR, 4).and((byte) 0x0f)
+                        .or(mid.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30)))).intoArray(factors, g + lanes);
+            }
+        }
+    }
+
+    /** The f16 bits at {@code at} of a header, two bytes per row, in int lanes. */
+    private static IntVector x16KHalf(byte[] header, int at) {
+        return (IntVector) ByteVector.fromArray(X16_HALF_BYTES, header, at).reinterpretAsShorts()
+                .convertShape(VectorOperators.ZERO_EXTEND_S2I, X16_INTS, 0);
+    }
+
+    /** A 6-bit scale or min per row, at most 63, as floats. */
+    private static FloatVector x16KSixBits(ByteVector sixBits) {
+        return (FloatVector) sixBits.convertShape(VectorOperators.B2F, X16_FLOATS, 0);
+    }
+
+    /**
+     * One input over superblocks {@code [from, end)} of a part of a group of 16 q4_K rows, added to
+     * its accumulators at {@code at}: per group of 64 values (two sub-blocks), each pair of nibble
+     * bytes times its pair of quants in short lanes, the low nibbles' products for the first
+     * sub-block and the high nibbles' for the second (16 products of at most {@code 15 * 127} a
+     * lane); then each sub-block's two fused multiply-adds as {@link Q4_KX16#row} does them: the
+     * integer dot products times {@code (d * sc) * dx}, then the input block's sum of quants times
+     * {@code -((dmin * m) * dx)}, the factors from {@link #x16KFactors}.
+     */
+    private static void x16KDots(MemorySegment w, long group, int part, int from, int end, Q4_0X16.Inputs in,
+            int qBase, float[] factors, MemorySegment out, long at) {
+        int lanes = X16_FLOATS.length();
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        long halves = part * X16_PART_BYTES;
+        FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        for (int b = from; b < end; b++) {
+            long block = group + b * Q4_KX16.GROUP_BLOCK_BYTES + X16_K_HEADER + halves;
+            for (int g = 0; g < 4; g++) {
+                long quants = block + 512L * g;
+                int m = (qBase + b * 256 + g * 64) / 2;
+                ShortVector low = ShortVector.zero(X16_SHORTS);
+                ShortVector high = low;
+                for (int j = 0; j < 16; j++) {
+                    ShortVector packed = x16Load(w, quants + 32L * j);
+                    low = x16Low(packed).mul(x16Pair(pairs, m + j)).add(low);
+                    high = x16High(packed).mul(x16Pair(pairs, m + 16 + j)).add(high);
+                }
+                int i = (qBase + b * 256 + g * 64) / 32;
+                int f = ((b - from) * 8 + 2 * g) * 2 * lanes;
+                float dx = ds[i];
+                acc = x16Sums(low, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f).mul(dx), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] >> 3))
+                        .fma(FloatVector.fromArray(X16_FLOATS, factors, f + lanes).mul(dx).neg(), acc);
+                float dy = ds[i + 1];
+                acc = x16Sums(high, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f + 2 * lanes).mul(dy), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i + 1] >> 3))
+                        .fma(FloatVector.fromArray(X16_FLOATS, factors, f + 3 * lanes).mul(dy).neg(), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
     }
 
     /**

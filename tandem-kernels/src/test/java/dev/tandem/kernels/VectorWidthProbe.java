@@ -61,6 +61,12 @@ final class VectorWidthProbe {
         checks.put("matmulQ4_0_X16 input rounding", x16::quantizationOfInputsRoundsAsDocumented);
         checks.put("matmulQ4_0_X16 every kind of scale", x16::everyKindOfScaleWidensAsTheScalarTwin);
         checks.put("matmulQ4_0_X16 extreme sums", x16::extremeNibblesAndQuantsDoNotWrapTheShortSums);
+        Q4_KX16Test k16 = new Q4_KX16Test();
+        for (int[] shape : new int[][] {{16, 256, 0, 16}, {37, 1024, 16, 37}, {48, 256, 3, 35}, {32, 4096, 0, 32}}) {
+            checks.put("matmulQ4_K_X16 " + java.util.Arrays.toString(shape),
+                    () -> k16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
+        }
+        checks.put("matmulQ4_K_X16 extreme sums", k16::extremeNibblesAndScalesGiveTheExactSum);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }
