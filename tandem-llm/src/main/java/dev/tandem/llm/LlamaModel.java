@@ -227,7 +227,9 @@ public final class LlamaModel {
                             + bytesIn.byteSize() + " bytes, expected " + bytes);
                 }
                 Buffer buffer = worker.allocate(bytes);
-                if (interleave) {
+                if (interleave && types.get(tensor)[l] == WeightType.Q4_K) {
+                    ops.interleaveQ4_K(bytesIn, 0, buffer.hostSegment(), 0, tensor.rows(config), tensor.cols(config));
+                } else if (interleave) {
                     ops.interleaveQ4_0(bytesIn, 0, buffer.hostSegment(), 0, tensor.rows(config), tensor.cols(config));
                 } else {
                     buffer.hostSegment().copyFrom(bytesIn);
@@ -312,18 +314,22 @@ public final class LlamaModel {
     }
 
     /**
-     * Whether the model keeps matrix {@code tensor}, stored as {@code type}, in the
-     * {@link TensorType#Q4_0_X16} layout: every q4_0 matrix it multiplies (the classifier too, in a
-     * copy of its own when tied to the embedding, which stays q4_0 for its row look-ups).
+     * Whether the model keeps matrix {@code tensor}, stored as {@code type}, in an interleaved
+     * layout ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}): every q4_0 and q4_K matrix
+     * it multiplies (the classifier too, in a copy of its own when tied to the embedding, which
+     * keeps its file layout for its row look-ups).
      */
     static boolean interleaved(Tensor tensor, WeightType type) {
-        return type == WeightType.Q4_0 && tensor != Tensor.TOKEN_EMBEDDING;
+        return (type == WeightType.Q4_0 || type == WeightType.Q4_K) && tensor != Tensor.TOKEN_EMBEDDING;
     }
 
     /** The layout the matmul kernel of {@code tensor} of {@code layer} reads. */
     private TensorType kernelType(Tensor tensor, int layer) {
         WeightType type = weightType(tensor, layer);
-        return interleaved(tensor, type) ? TensorType.Q4_0_X16 : type.tensorType();
+        if (!interleaved(tensor, type)) {
+            return type.tensorType();
+        }
+        return type == WeightType.Q4_K ? TensorType.Q4_K_X16 : TensorType.Q4_0_X16;
     }
 
     /** Bytes of the weights: the matrices in their own types, the norms in f32. */

@@ -60,7 +60,8 @@ public final class LlamaReference {
                 WeightType type = tensor.norm() ? WeightType.F32 : source.type(tensor, l);
                 array[l] = decode(source.tensor(tensor, l), tensor, type);
                 Tensor stored = tensor == Tensor.OUTPUT && c.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
-                q4[l] = !tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING && source.type(stored, l) == WeightType.Q4_0;
+                q4[l] = !tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING
+                        && (source.type(stored, l) == WeightType.Q4_0 || source.type(stored, l) == WeightType.Q4_K);
             }
             weights[tensor.ordinal()] = array;
             quantizedInputs[tensor.ordinal()] = q4;
@@ -108,8 +109,9 @@ public final class LlamaReference {
 
     /**
      * Matrix {@code tensor} of {@code layer} times {@code x}: with {@code x} first quantized to
-     * q8_0 blocks where the matrix is q4_0, as llama.cpp and tandem's q4_0 kernel compute it
-     * ({@link dev.tandem.kernels.MatmulOps#matmulQ4_0_X16}).
+     * q8_0 blocks where the matrix is q4_0 or q4_K, as tandem's kernels for them compute it
+     * ({@link dev.tandem.kernels.MatmulOps#matmulQ4_0_X16}, {@link
+     * dev.tandem.kernels.MatmulOps#matmulQ4_K_X16}).
      */
     private double[] project(Tensor tensor, int layer, double[] x, int rows) {
         boolean q4 = quantizedInputs[tensor.ordinal()][layer];
