@@ -953,6 +953,7 @@ final class VectorOps implements KernelOps {
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
         byte[] headers = new byte[X16_K_CHUNK * X16_K_HEADER];
+        short[] sums = batch >= X16_INPUTS ? new short[X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()] : null;
         float[] factors = new float[X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length()];
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
@@ -968,7 +969,15 @@ final class VectorOps implements KernelOps {
                     for (int from = 0; from < supers; from += X16_K_CHUNK) {
                         int end = Math.min(supers, from + X16_K_CHUNK);
                         x16KFactors(weights, group, part, from, end, headers, factors);
-                        for (int b = 0; b < batch; b++) {
+                        int b = 0;
+                        for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
+                            x16KDots4(weights, group, part, from, end, in.pairs(), b * cols / 2, cols / 2, sums);
+                            for (int i = 0; i < X16_INPUTS; i += 2) {
+                                x16KScale2(from, end, in, (b + i) * blocks, blocks, sums, i, factors, out,
+                                        at + (b + i) * outStride, outStride);
+                            }
+                        }
+                        for (; b < batch; b++) {
                             x16KDots(weights, group, part, from, end, in, b * cols, factors, out, at + b * outStride);
                         }
                     }
@@ -1059,6 +1068,90 @@ final class VectorOps implements KernelOps {
                         .or(mid.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30)))).intoArray(factors, g + lanes);
             }
         }
+    }
+
+    /**
+     * {@link #x16KDots}' short sums for four inputs at once (their pairs of quants from {@code m}
+     * and {@code stride} ints apart), sharing each unpacked byte of the nibbles: into {@code sums},
+     * per superblock and sub-block, the four inputs' sums in order. The nibbles' products for the
+     * four inputs in one loop, their scaling in another ({@link #x16KScale2}): both in one passed
+     * C2's node budget, as in {@link #x16Group4}.
+     */
+    private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int[] pairs, int m,
+            int stride, short[] sums) {
+        int lanes = X16_SHORTS.length();
+        long halves = part * X16_PART_BYTES;
+        int m1 = m + stride;
+        int m2 = m1 + stride;
+        int m3 = m2 + stride;
+        for (int b = from; b < end; b++) {
+            long block = group + b * Q4_KX16.GROUP_BLOCK_BYTES + X16_K_HEADER + halves;
+            for (int g = 0; g < 4; g++) {
+                long quants = block + 512L * g;
+                int o = b * 128 + g * 32;
+                ShortVector l0 = ShortVector.zero(X16_SHORTS);
+                ShortVector l1 = l0;
+                ShortVector l2 = l0;
+                ShortVector l3 = l0;
+                ShortVector h0 = l0;
+                ShortVector h1 = l0;
+                ShortVector h2 = l0;
+                ShortVector h3 = l0;
+                for (int j = 0; j < 16; j++) {
+                    ShortVector packed = x16Load(w, quants + 32L * j);
+                    ShortVector low = x16Low(packed);
+                    l0 = low.mul(x16Pair(pairs, m + o + j)).add(l0);
+                    l1 = low.mul(x16Pair(pairs, m1 + o + j)).add(l1);
+                    l2 = low.mul(x16Pair(pairs, m2 + o + j)).add(l2);
+                    l3 = low.mul(x16Pair(pairs, m3 + o + j)).add(l3);
+                    ShortVector high = x16High(packed);
+                    h0 = high.mul(x16Pair(pairs, m + o + 16 + j)).add(h0);
+                    h1 = high.mul(x16Pair(pairs, m1 + o + 16 + j)).add(h1);
+                    h2 = high.mul(x16Pair(pairs, m2 + o + 16 + j)).add(h2);
+                    h3 = high.mul(x16Pair(pairs, m3 + o + 16 + j)).add(h3);
+                }
+                int s = ((b - from) * 8 + 2 * g) * X16_INPUTS * lanes;
+                l0.intoArray(sums, s);
+                l1.intoArray(sums, s + lanes);
+                l2.intoArray(sums, s + 2 * lanes);
+                l3.intoArray(sums, s + 3 * lanes);
+                int t = s + X16_INPUTS * lanes;
+                h0.intoArray(sums, t);
+                h1.intoArray(sums, t + lanes);
+                h2.intoArray(sums, t + 2 * lanes);
+                h3.intoArray(sums, t + 3 * lanes);
+            }
+        }
+    }
+
+    /**
+     * Two of {@link #x16KDots4}'s inputs (the {@code input}-th and the next, their outputs at
+     * {@code at} and {@code outStride} further, their blocks of 32 from {@code i} and
+     * {@code stride} apart), scaled as {@link #x16KDots} scales its sums.
+     */
+    private static void x16KScale2(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums, int input,
+            float[] factors, MemorySegment out, long at, long outStride) {
+        int lanes = X16_FLOATS.length();
+        int shorts = X16_SHORTS.length();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        FloatVector a0 = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        FloatVector a1 = FloatVector.fromMemorySegment(X16_FLOATS, out, at + outStride, LE);
+        for (int k = 0; k < (end - from) * 8; k++) {
+            FloatVector dsc = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes);
+            FloatVector dm = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes + lanes);
+            int s = (k * X16_INPUTS + input) * shorts;
+            int i0 = i + from * 8 + k;
+            float dx = ds[i0];
+            a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s), 0).fma(dsc.mul(dx), a0);
+            a0 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i0] >> 3)).fma(dm.mul(dx).neg(), a0);
+            int i1 = i0 + stride;
+            float dy = ds[i1];
+            a1 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s + shorts), 0).fma(dsc.mul(dy), a1);
+            a1 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i1] >> 3)).fma(dm.mul(dy).neg(), a1);
+        }
+        a0.intoMemorySegment(out, at, LE);
+        a1.intoMemorySegment(out, at + outStride, LE);
     }
 
     /** The f16 bits at {@code at} of a header, two bytes per row, in int lanes. */
