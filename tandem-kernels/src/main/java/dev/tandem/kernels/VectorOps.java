@@ -3,7 +3,6 @@ package dev.tandem.kernels;
 import static dev.tandem.kernels.LittleEndian.F32;
 
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import jdk.incubator.vector.ByteVector;
 import jdk.incubator.vector.FloatVector;
@@ -914,6 +913,9 @@ final class VectorOps implements KernelOps {
     private static final VectorSpecies<Byte> X16_HALF_BYTES =
             VectorSpecies.of(byte.class, VectorShape.forBitSize(X16_FLOATS.length() * Short.SIZE));
 
+    /** The bytes {@link #x16KHalves} moves a header in: the preferred vector's. */
+    private static final VectorSpecies<Byte> X16_HEADER_BYTES = ByteVector.SPECIES_PREFERRED;
+
     /** Superblocks whose factors {@link #x16KFactors} unpacks before {@link #x16KDots} uses them. */
     private static final int X16_K_CHUNK = 2;
 
@@ -1004,8 +1006,8 @@ final class VectorOps implements KernelOps {
     private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, byte[] headers,
             float[] factors) {
         x16KHalves(w, group, part, from, end, headers, factors);
-        x16KFactorsLow(part, from, end, headers, factors);
-        x16KFactorsHigh(part, from, end, headers, factors);
+        x16KSixBitFactors(true, part, from, end, headers, factors);
+        x16KSixBitFactors(false, part, from, end, headers, factors);
     }
 
     /** Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors. */
@@ -1016,39 +1018,28 @@ final class VectorOps implements KernelOps {
         int dd = X16_K_CHUNK * 8 * 2 * lanes;
         for (int b = from; b < end; b++) {
             int h = (b - from) * X16_K_HEADER;
-            MemorySegment.copy(w, ValueLayout.JAVA_BYTE, group + b * Q4_KX16.GROUP_BLOCK_BYTES, headers, h,
-                    X16_K_HEADER);
+            // Vector moves, not MemorySegment.copy: its checks per call cost as much as a
+            // superblock's dot products on narrow rows (9% of a decode's samples).
+            long from16 = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
+            for (int k = 0; k < X16_K_HEADER; k += X16_HEADER_BYTES.length()) {
+                ByteVector.fromMemorySegment(X16_HEADER_BYTES, w, from16 + k, LE).intoArray(headers, h + k);
+            }
             x16Widen(x16KHalf(headers, h + halves)).intoArray(factors, dd + (b - from) * 2 * lanes);
             x16Widen(x16KHalf(headers, h + 32 + halves)).intoArray(factors, dd + (b - from) * 2 * lanes + lanes);
         }
     }
 
-    /** Sub-blocks 0-3's factors: the low 6 bits of scale bytes {@code t} and {@code t + 4}. */
-    private static void x16KFactorsLow(int part, int from, int end, byte[] headers, float[] factors) {
-        int lanes = X16_FLOATS.length();
-        int bytes = 64 + part * lanes;
-        int dd = X16_K_CHUNK * 8 * 2 * lanes;
-        for (int b = from; b < end; b++) {
-            int h = (b - from) * X16_K_HEADER;
-            FloatVector d = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes);
-            FloatVector dmin = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes + lanes);
-            int f0 = (b - from) * 8 * 2 * lanes;
-            for (int t = 0; t < 4; t++) {
-                int f = f0 + t * 2 * lanes;
-                d.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + bytes + 16 * t).and((byte) 63)))
-                        .intoArray(factors, f);
-                dmin.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + bytes + 16 * (t + 4))
-                        .and((byte) 63))).intoArray(factors, f + lanes);
-            }
-        }
-    }
-
     /**
-     * Sub-blocks 4-7's factors: the nibbles of scale byte {@code t + 8} with the top two bits of
-     * bytes {@code t} and {@code t + 4} above them ({@code (b >> 2) & 0x30} moves bits 6-7 to 4-5
-     * whatever the byte's sign).
+     * Sub-blocks 0-3's factors ({@code high} false: the low 6 bits of scale bytes {@code t} and
+     * {@code t + 4}) or 4-7's ({@code high} true: the nibbles of scale byte {@code t + 8} with the
+     * top two bits of bytes {@code t} and {@code t + 4} above them; {@code (b >> 2) & 0x30} moves
+     * bits 6-7 to 4-5 whatever the byte's sign). One method for both halves, each call with a
+     * constant: at more than 325 bytecodes C2 never inlines it into its caller, where the two
+     * halves' vector code came out boxed (the caller's node budget spent) in the decoder's
+     * compilations, though not in a kernel benchmark's.
      */
-    private static void x16KFactorsHigh(int part, int from, int end, byte[] headers, float[] factors) {
+    private static void x16KSixBitFactors(boolean high, int part, int from, int end, byte[] headers,
+            float[] factors) {
         int lanes = X16_FLOATS.length();
         int bytes = 64 + part * lanes;
         int dd = X16_K_CHUNK * 8 * 2 * lanes;
@@ -1057,15 +1048,25 @@ final class VectorOps implements KernelOps {
             FloatVector d = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes);
             FloatVector dmin = FloatVector.fromArray(X16_FLOATS, factors, dd + (b - from) * 2 * lanes + lanes);
             int f0 = (b - from) * 8 * 2 * lanes;
-            for (int t = 0; t < 4; t++) {
-                ByteVector low = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t);
-                ByteVector mid = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4));
-                ByteVector high = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 8));
-                int g = f0 + (t + 4) * 2 * lanes;
-                d.mul(x16KSixBits(high.and((byte) 0x0f).or(low.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30))))
-                        .intoArray(factors, g);
-                dmin.mul(x16KSixBits(high.lanewise(VectorOperators.ASHR, 4).and((byte) 0x0f)
-                        .or(mid.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30)))).intoArray(factors, g + lanes);
+            if (high) {
+                for (int t = 0; t < 4; t++) {
+                    ByteVector low = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t);
+                    ByteVector mid = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4));
+                    ByteVector top = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 8));
+                    int g = f0 + (t + 4) * 2 * lanes;
+                    d.mul(x16KSixBits(top.and((byte) 0x0f).or(low.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30))))
+                            .intoArray(factors, g);
+                    dmin.mul(x16KSixBits(top.lanewise(VectorOperators.ASHR, 4).and((byte) 0x0f)
+                            .or(mid.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30)))).intoArray(factors, g + lanes);
+                }
+            } else {
+                for (int t = 0; t < 4; t++) {
+                    int f = f0 + t * 2 * lanes;
+                    d.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t).and((byte) 63)))
+                            .intoArray(factors, f);
+                    dmin.mul(x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4))
+                            .and((byte) 63))).intoArray(factors, f + lanes);
+                }
             }
         }
     }
