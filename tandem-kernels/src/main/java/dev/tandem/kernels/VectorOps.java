@@ -770,7 +770,15 @@ final class VectorOps implements KernelOps {
 
     /** One part's f16 scales of a block (at {@code block}, already moved to the part), widened. */
     private static FloatVector x16Scales(MemorySegment w, long block) {
-        return x16Widen((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0));
+        IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0);
+        IntVector magnitude = h.and(0x7fff);
+        if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
+            return widenF16(h);
+        }
+        // As x16Widen, written out: one small method, so C2 inlines it whole into the group loops
+        // (split in two, the decoder's compilations left the inner one out of line, boxed).
+        return magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
     /** f16 bits in int lanes, widened to f32 exactly. */
