@@ -1,0 +1,79 @@
+package dev.tandem.kernels;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.util.Random;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The interleaved kernels once C2 has compiled them allocate only their per-call scratch (the
+ * quantized inputs, a few small arrays): a vector the compiler failed to keep in registers is an
+ * object per operation, megabytes a call. C2 has failed that way here more than once (a loop past
+ * its node budget, a vector helper compiled out of line), at a tenth of the speed and with no other
+ * symptom; this catches it in the order this JVM compiles the kernels in, which is not the
+ * decoder's, so a clean run here is necessary rather than sufficient.
+ */
+class CompiledKernelAllocationTest {
+
+    @ParameterizedTest(name = "{0} batch {1}")
+    @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8"})
+    void warmKernelsAllocateOnlyTheirScratch(TensorType type, int batch) {
+        if (!Ops.preferred().name().startsWith("vector")) {
+            return; // the scalar kernels have no vectors to box
+        }
+        int rows = 64;
+        int cols = 1024;
+        try (Arena arena = Arena.ofConfined()) {
+            TensorType plain = type == TensorType.Q4_K_X16 ? TensorType.Q4_K : TensorType.Q4_0;
+            long bytes = plain.rowBytes(cols) * rows;
+            MemorySegment src = arena.allocate(bytes, 64);
+            Random random = new Random(5);
+            for (long i = 0; i < bytes; i++) {
+                src.set(LittleEndian.I8, i, (byte) random.nextInt(256));
+            }
+            for (long block = 0; block < bytes / plain.blockBytes(); block++) {
+                long at = block * plain.blockBytes();
+                src.set(LittleEndian.F16, at, Float.floatToFloat16(0.01f));
+                if (plain == TensorType.Q4_K) {
+                    src.set(LittleEndian.F16, at + 2, Float.floatToFloat16(0.01f));
+                }
+            }
+            MemorySegment w = arena.allocate(bytes, 64);
+            KernelOps ops = Ops.preferred();
+            if (plain == TensorType.Q4_K) {
+                ops.interleaveQ4_K(src, 0, w, 0, rows, cols);
+            } else {
+                ops.interleaveQ4_0(src, 0, w, 0, rows, cols);
+            }
+            MemorySegment x = arena.allocate((long) batch * cols * Float.BYTES, 64);
+            for (int i = 0; i < batch * cols; i++) {
+                x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            MemorySegment out = arena.allocate((long) batch * rows * Float.BYTES, 64);
+            com.sun.management.ThreadMXBean threads =
+                    (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+            // Scratch per call: the inputs' quants (2 bytes a value), factors and sums (a value or
+            // a 32nd), and a few arrays of at most a few KB; everything else is a boxed vector.
+            long scratch = 4L * batch * cols + 64 * 1024;
+            long least = Long.MAX_VALUE;
+            long deadline = System.nanoTime() + 20_000_000_000L;
+            // Until a round of calls allocates no more than their scratch, or 20 s: C2 compiles the
+            // loops within a few thousand calls, after which a boxing kernel allocates megabytes a call.
+            int calls = 200;
+            while (System.nanoTime() < deadline && least > scratch) {
+                long before = threads.getCurrentThreadAllocatedBytes();
+                for (int i = 0; i < calls; i++) {
+                    ops.matmul(type, w, 0, x, 0, out, 0, rows, cols, batch, 0, rows);
+                }
+                least = Math.min(least, (threads.getCurrentThreadAllocatedBytes() - before) / calls);
+            }
+            assertThat(least)
+                    .as("bytes allocated per warm %s call at batch %d (scratch allowed: %d)", type, batch, scratch)
+                    .isLessThanOrEqualTo(scratch);
+        }
+    }
+}
