@@ -695,7 +695,7 @@ final class VectorOps implements KernelOps {
     }
 
     /** {@link Q4_0X16#quantizeBlock} for every block of one input, a block in {@code 32 / lanes} vectors. */
-    private static void quantizeX16(MemorySegment x, long at, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase) {
+    static void quantizeX16(MemorySegment x, long at, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase) {
         if (!X16_VECTORS) {
             for (int block = 0; block < blocks; block++) {
                 Q4_0X16.quantizeBlock(x, at, block, in, qBase, blockBase);

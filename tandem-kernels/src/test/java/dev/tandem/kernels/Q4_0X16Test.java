@@ -147,6 +147,40 @@ class Q4_0X16Test {
         }
     }
 
+    /**
+     * The vector quantizer fills the inputs exactly as the scalar one does, {@code 8 * sum q} per
+     * block included (the four-input and q4_K vector loops take it off their sums), for blocks of
+     * every scale: zeros, halves that round away from zero, tiny and huge magnitudes.
+     */
+    @Test
+    void vectorQuantizerFillsTheInputsAsTheScalarOne() {
+        try (Tensors t = new Tensors(41)) {
+            int cols = 512;
+            float[] x = t.uniform(cols, -1f, 1f);
+            for (int i = 0; i < 32; i++) {
+                x[32 + i] = 0f; // an all-zero block
+                x[64 + i] = (i - 16) * 0.5f; // halves of a step
+                x[96 + i] *= 1e-30f;
+                x[128 + i] *= 3e30f;
+            }
+            MemorySegment segment = t.f32(x);
+            Q4_0X16.Inputs scalar = Q4_0X16.Inputs.of(1, cols);
+            for (int block = 0; block < cols / 32; block++) {
+                Q4_0X16.quantizeBlock(segment, PAD, block, scalar, 0, 0);
+            }
+            Q4_0X16.Inputs vector = Q4_0X16.Inputs.of(1, cols);
+            VectorOps.quantizeX16(segment, PAD, cols / 32, vector, 0, 0);
+            assertThat(vector.pairs()).containsExactly(scalar.pairs());
+            assertThat(vector.d()).containsExactly(scalar.d());
+            assertThat(vector.sum8()).containsExactly(scalar.sum8());
+            int sum = 0;
+            for (int i = 0; i < 32; i++) {
+                sum += scalar.quant(i);
+            }
+            assertThat(scalar.sum8()[0]).isEqualTo(8 * sum);
+        }
+    }
+
     /** Rows outside the range keep what {@code out} held. */
     @Test
     void rowsOutsideTheRangeAreNotWritten() {
