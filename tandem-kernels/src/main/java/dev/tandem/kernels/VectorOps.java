@@ -935,9 +935,11 @@ final class VectorOps implements KernelOps {
      * {@link #matmulQ4_0_X16} does. Per group and part, {@link #X16_K_CHUNK} superblocks at a time:
      * {@link #x16KFactors} unpacks their rows' {@code d * sc} and {@code dmin * m} once for every
      * input, then {@link #x16KDots} runs each input over their nibbles (which the caches hold for
-     * the next input). Each of the two loops is its own method of more than 325 bytecodes, which C2
-     * never inlines into a caller: inlined into one method, they passed C2's node budget, and the
-     * vector operations it then left out of line boxed every vector (0.2 to 1.6 GB/s).
+     * the next input). The loops doing vector work are methods of more than 325 bytecodes
+     * ({@link #x16KSixBitFactors}, {@link #x16KDots}, {@link #x16KDots4}, {@link #x16KScale4}),
+     * which C2 never inlines into a caller, and {@link #x16KHalves}, small enough to inline whole:
+     * inlined into one method, they passed C2's node budget, and the vector operations it then
+     * left out of line boxed every vector (0.2 to 1.6 GB/s).
      */
     @Override
     public void matmulQ4_K_X16(
@@ -982,10 +984,8 @@ final class VectorOps implements KernelOps {
                         int b = 0;
                         for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
                             x16KDots4(weights, group, part, from, end, in.pairs(), b * cols / 2, cols / 2, sums);
-                            for (int i = 0; i < X16_INPUTS; i += 2) {
-                                x16KScale2(from, end, in, (b + i) * blocks, blocks, sums, i, factors, out,
-                                        at + (b + i) * outStride, outStride);
-                            }
+                            x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out, at + b * outStride,
+                                    outStride);
                         }
                         for (; b < batch; b++) {
                             x16KDots(weights, group, part, from, end, in, b * cols, factors, out, at + b * outStride);
@@ -1083,7 +1083,7 @@ final class VectorOps implements KernelOps {
      * {@link #x16KDots}' short sums for four inputs at once (their pairs of quants from {@code m}
      * and {@code stride} ints apart), sharing each unpacked byte of the nibbles: into {@code sums},
      * per superblock and sub-block, the four inputs' sums in order. The nibbles' products for the
-     * four inputs in one loop, their scaling in another ({@link #x16KScale2}): both in one passed
+     * four inputs in one loop, their scaling in another ({@link #x16KScale4}): both in one passed
      * C2's node budget, as in {@link #x16Group4}.
      */
     private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int[] pairs, int m,
@@ -1134,33 +1134,39 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * Two of {@link #x16KDots4}'s inputs (the {@code input}-th and the next, their outputs at
-     * {@code at} and {@code outStride} further, their blocks of 32 from {@code i} and
-     * {@code stride} apart), scaled as {@link #x16KDots} scales its sums.
+     * {@link #x16KDots4}'s four inputs (their outputs at {@code at} and {@code outStride} apart,
+     * their blocks of 32 from {@code i} and {@code stride} apart), scaled as {@link #x16KDots}
+     * scales its sums: two inputs a pass (four passed C2's node budget), both passes in this one
+     * method, which at more than 325 bytecodes C2 never inlines into its caller.
      */
-    private static void x16KScale2(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums, int input,
+    private static void x16KScale4(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums,
             float[] factors, MemorySegment out, long at, long outStride) {
         int lanes = X16_FLOATS.length();
         int shorts = X16_SHORTS.length();
         float[] ds = in.d();
         int[] sum8 = in.sum8();
-        FloatVector a0 = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
-        FloatVector a1 = FloatVector.fromMemorySegment(X16_FLOATS, out, at + outStride, LE);
-        for (int k = 0; k < (end - from) * 8; k++) {
-            FloatVector dsc = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes);
-            FloatVector dm = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes + lanes);
-            int s = (k * X16_INPUTS + input) * shorts;
-            int i0 = i + from * 8 + k;
-            float dx = ds[i0];
-            a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s), 0).fma(dsc.mul(dx), a0);
-            a0 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i0] >> 3)).fma(dm.mul(dx).neg(), a0);
-            int i1 = i0 + stride;
-            float dy = ds[i1];
-            a1 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s + shorts), 0).fma(dsc.mul(dy), a1);
-            a1 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i1] >> 3)).fma(dm.mul(dy).neg(), a1);
+        for (int input = 0; input < X16_INPUTS; input += 2) {
+            long at0 = at + input * outStride;
+            long at1 = at0 + outStride;
+            int first = i + input * stride;
+            FloatVector a0 = FloatVector.fromMemorySegment(X16_FLOATS, out, at0, LE);
+            FloatVector a1 = FloatVector.fromMemorySegment(X16_FLOATS, out, at1, LE);
+            for (int k = 0; k < (end - from) * 8; k++) {
+                FloatVector dsc = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes);
+                FloatVector dm = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes + lanes);
+                int s = (k * X16_INPUTS + input) * shorts;
+                int i0 = first + from * 8 + k;
+                float dx = ds[i0];
+                a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s), 0).fma(dsc.mul(dx), a0);
+                a0 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i0] >> 3)).fma(dm.mul(dx).neg(), a0);
+                int i1 = i0 + stride;
+                float dy = ds[i1];
+                a1 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s + shorts), 0).fma(dsc.mul(dy), a1);
+                a1 = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i1] >> 3)).fma(dm.mul(dy).neg(), a1);
+            }
+            a0.intoMemorySegment(out, at0, LE);
+            a1.intoMemorySegment(out, at1, LE);
         }
-        a0.intoMemorySegment(out, at, LE);
-        a1.intoMemorySegment(out, at + outStride, LE);
     }
 
     /** The f16 bits at {@code at} of a header, two bytes per row, in int lanes. */
