@@ -62,6 +62,28 @@ final class Q4_0X16 {
         into.sum8()[blockBase + block] = 8 * sum;
     }
 
+    /** The {@code batch} inputs of {@code cols} values at {@code x}, every block quantized by {@link #quantizeBlock}. */
+    static Inputs quantized(MemorySegment x, long xOffset, int batch, int cols) {
+        int blocks = cols / 32;
+        Inputs in = Inputs.of(batch, cols);
+        for (int b = 0; b < batch; b++) {
+            for (int block = 0; block < blocks; block++) {
+                quantizeBlock(x, xOffset + (long) b * cols * Float.BYTES, block, in, b * cols, b * blocks);
+            }
+        }
+        return in;
+    }
+
+    /**
+     * Where nibble byte {@code k} of row {@code row} of a group of 16 sits among the group's nibble
+     * bytes of one block, in both interleaved layouts ({@link TensorType#Q4_0_X16},
+     * {@link TensorType#Q4_K_X16}): bytes {@code 2j} and {@code 2j + 1} of the 16 rows side by side,
+     * 32 bytes per pair.
+     */
+    static long pairByte(int k, int row) {
+        return 32L * (k / 2) + 2L * row + k % 2;
+    }
+
     /** {@code 127 / amax}, or 0 for an all-zero block. */
     static float scale(float amax) {
         return amax != 0f ? 127f / amax : 0f;
@@ -97,7 +119,7 @@ final class Q4_0X16 {
             if (interleaved) {
                 long block = group + b * GROUP_BLOCK_BYTES;
                 scaleAt = block + 2L * lane;
-                quants = block + 32 + 2L * lane;
+                quants = block + 32;
             } else {
                 scaleAt = plain + b * 18L;
                 quants = scaleAt + 2;
@@ -105,7 +127,7 @@ final class Q4_0X16 {
             int sum = 0;
             int x = qBase + b * 32;
             for (int k = 0; k < 16; k++) {
-                long at = interleaved ? quants + 32L * (k / 2) + k % 2 : quants + k;
+                long at = interleaved ? quants + pairByte(k, lane) : quants + k;
                 int packed = weights.get(I8, at) & 0xff;
                 sum += ((packed & 0x0f) - 8) * in.quant(x + k) + ((packed >>> 4) - 8) * in.quant(x + k + 16);
             }

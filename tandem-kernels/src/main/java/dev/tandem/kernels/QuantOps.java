@@ -80,8 +80,7 @@ public interface QuantOps {
                     long source = from + i * rowBytes + b * 18L;
                     dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
                     for (int k = 0; k < 16; k++) {
-                        dst.set(LittleEndian.I8, block + 32 + 32L * (k / 2) + 2 * i + k % 2,
-                                src.get(LittleEndian.I8, source + 2 + k));
+                        dst.set(LittleEndian.I8, block + 32 + Q4_0X16.pairByte(k, i), src.get(LittleEndian.I8, source + 2 + k));
                     }
                 }
             }
@@ -117,7 +116,7 @@ public interface QuantOps {
                         dst.set(LittleEndian.I8, block + 64 + 16L * k + i, src.get(LittleEndian.I8, source + 4 + k));
                     }
                     for (int k = 0; k < 128; k++) {
-                        dst.set(LittleEndian.I8, block + 256 + 32L * (k / 2) + 2 * i + k % 2,
+                        dst.set(LittleEndian.I8, block + 256 + Q4_0X16.pairByte(k, i),
                                 src.get(LittleEndian.I8, source + 16 + k));
                     }
                 }

@@ -145,12 +145,7 @@ final class ScalarOps implements KernelOps {
         ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
-        for (int b = 0; b < batch; b++) {
-            for (int block = 0; block < blocks; block++) {
-                Q4_0X16.quantizeBlock(x, xOffset + (long) b * cols * F, block, in, b * cols, b * blocks);
-            }
-        }
+        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
@@ -221,12 +216,7 @@ final class ScalarOps implements KernelOps {
         ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
-        for (int b = 0; b < batch; b++) {
-            for (int block = 0; block < blocks; block++) {
-                Q4_0X16.quantizeBlock(x, xOffset + (long) b * cols * F, block, in, b * cols, b * blocks);
-            }
-        }
+        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
@@ -729,18 +719,31 @@ final class ScalarOps implements KernelOps {
 
     /** The 6-bit scale of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
     static int q4_KScale(MemorySegment src, long scales, int i) {
+        return q4_KScale(src, scales, 1, i);
+    }
+
+    /**
+     * {@link #q4_KScale(MemorySegment, long, int)} with the 12 bytes {@code step} apart
+     * ({@link TensorType#Q4_K_X16} keeps a row's scale bytes 16 apart).
+     */
+    static int q4_KScale(MemorySegment src, long scales, long step, int i) {
         if (i < 4) {
-            return unsigned(src, scales + i) & 63;
+            return unsigned(src, scales + i * step) & 63;
         }
-        return (unsigned(src, scales + i + 4) & 0x0f) | (unsigned(src, scales + i - 4) >>> 6) << 4;
+        return (unsigned(src, scales + (i + 4) * step) & 0x0f) | (unsigned(src, scales + (i - 4) * step) >>> 6) << 4;
     }
 
     /** The 6-bit min of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
     static int q4_KMin(MemorySegment src, long scales, int i) {
+        return q4_KMin(src, scales, 1, i);
+    }
+
+    /** {@link #q4_KMin(MemorySegment, long, int)} with the 12 bytes {@code step} apart. */
+    static int q4_KMin(MemorySegment src, long scales, long step, int i) {
         if (i < 4) {
-            return unsigned(src, scales + i + 4) & 63;
+            return unsigned(src, scales + (i + 4) * step) & 63;
         }
-        return (unsigned(src, scales + i + 4) >>> 4) | (unsigned(src, scales + i) >>> 6) << 4;
+        return (unsigned(src, scales + (i + 4) * step) >>> 4) | (unsigned(src, scales + i * step) >>> 6) << 4;
     }
 
     private static int unsigned(MemorySegment segment, long offset) {

@@ -658,10 +658,7 @@ final class VectorOps implements KernelOps {
         ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
-        for (int b = 0; b < batch; b++) {
-            quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
-        }
+        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols);
         long rowBytes = blocks * 18L;
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
@@ -692,6 +689,16 @@ final class VectorOps implements KernelOps {
                 r++;
             }
         }
+    }
+
+    /** The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}. */
+    private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols) {
+        int blocks = cols / 32;
+        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
+        for (int b = 0; b < batch; b++) {
+            quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
+        }
+        return in;
     }
 
     /** {@link Q4_0X16#quantizeBlock} for every block of one input, a block in {@code 32 / lanes} vectors. */
@@ -958,10 +965,7 @@ final class VectorOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         int supers = cols / 256;
-        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
-        for (int b = 0; b < batch; b++) {
-            quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
-        }
+        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols);
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
         byte[] headers = new byte[X16_K_CHUNK * X16_K_HEADER];
