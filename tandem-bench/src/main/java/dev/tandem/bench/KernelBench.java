@@ -204,17 +204,13 @@ public final class KernelBench {
      * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite.
      */
     private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
-        if (type == TensorType.Q4_0_X16) {
-            MemorySegment q4 = randomBlocks(arena, TensorType.Q4_0, rows, random);
-            MemorySegment x16 = arena.allocate(q4.byteSize(), 64);
-            Ops.preferred().interleaveQ4_0(q4, 0, x16, 0, rows, COLS);
-            return x16;
-        }
-        if (type == TensorType.Q4_K_X16) {
-            MemorySegment q4k = randomBlocks(arena, TensorType.Q4_K, rows, random);
-            MemorySegment x16 = arena.allocate(q4k.byteSize(), 64);
-            Ops.preferred().interleaveQ4_K(q4k, 0, x16, 0, rows, COLS);
-            return x16;
+        for (TensorType plain : TensorType.values()) {
+            if (type.isInterleaved() && plain.interleaved() == type) {
+                MemorySegment stored = randomBlocks(arena, plain, rows, random);
+                MemorySegment x16 = arena.allocate(stored.byteSize(), 64);
+                Ops.preferred().interleave(plain, stored, 0, x16, 0, rows, COLS);
+                return x16;
+            }
         }
         long rowBytes = type.rowBytes(COLS);
         MemorySegment segment = arena.allocate(rows * rowBytes, 64);

@@ -57,6 +57,24 @@ public interface QuantOps {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements);
 
     /**
+     * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
+     * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0} or
+     * {@link #interleaveQ4_K}.
+     *
+     * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
+     */
+    default void interleave(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset,
+            int rows, int cols) {
+        switch (type) {
+            case Q4_0 -> interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case null -> throw new IllegalArgumentException("interleave: type is null");
+            default -> throw new IllegalArgumentException("interleave: type = " + type
+                    + " has no interleaved layout (Q4_0 and Q4_K have one)");
+        }
+    }
+
+    /**
      * Copies the q4_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
      * {@link TensorType#Q4_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
      * block (two bytes of each row side by side), the last {@code rows % 16} rows as they are. A load-time step, once per matrix; plain

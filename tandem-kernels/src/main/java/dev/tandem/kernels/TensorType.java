@@ -139,6 +139,19 @@ public enum TensorType {
         return this == Q4_0_X16 || this == Q4_K_X16;
     }
 
+    /**
+     * The interleaved layout a matrix of this type runs in ({@link #Q4_0_X16} for {@link #Q4_0},
+     * {@link #Q4_K_X16} for {@link #Q4_K}; {@link QuantOps#interleave} makes it), or {@code null}
+     * for a type that runs as stored.
+     */
+    public TensorType interleaved() {
+        return switch (this) {
+            case Q4_0 -> Q4_0_X16;
+            case Q4_K -> Q4_K_X16;
+            default -> null;
+        };
+    }
+
     /** Whether values are stored in scaled blocks rather than one float each. */
     public boolean isQuantized() {
         return blockSize > 1;

@@ -44,11 +44,7 @@ class CompiledKernelAllocationTest {
             }
             MemorySegment w = arena.allocate(bytes, 64);
             KernelOps ops = Ops.preferred();
-            if (plain == TensorType.Q4_K) {
-                ops.interleaveQ4_K(src, 0, w, 0, rows, cols);
-            } else {
-                ops.interleaveQ4_0(src, 0, w, 0, rows, cols);
-            }
+            ops.interleave(plain, src, 0, w, 0, rows, cols);
             MemorySegment x = arena.allocate((long) batch * cols * Float.BYTES, 64);
             for (int i = 0; i < batch * cols; i++) {
                 x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);

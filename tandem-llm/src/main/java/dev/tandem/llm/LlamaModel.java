@@ -227,10 +227,9 @@ public final class LlamaModel {
                             + bytesIn.byteSize() + " bytes, expected " + bytes);
                 }
                 Buffer buffer = worker.allocate(bytes);
-                if (interleave && types.get(tensor)[l] == WeightType.Q4_K) {
-                    ops.interleaveQ4_K(bytesIn, 0, buffer.hostSegment(), 0, tensor.rows(config), tensor.cols(config));
-                } else if (interleave) {
-                    ops.interleaveQ4_0(bytesIn, 0, buffer.hostSegment(), 0, tensor.rows(config), tensor.cols(config));
+                if (interleave) {
+                    ops.interleave(types.get(tensor)[l].tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
+                            tensor.rows(config), tensor.cols(config));
                 } else {
                     buffer.hostSegment().copyFrom(bytesIn);
                 }
@@ -320,16 +319,13 @@ public final class LlamaModel {
      * keeps its file layout for its row look-ups).
      */
     static boolean interleaved(Tensor tensor, WeightType type) {
-        return (type == WeightType.Q4_0 || type == WeightType.Q4_K) && tensor != Tensor.TOKEN_EMBEDDING;
+        return type.tensorType().interleaved() != null && tensor != Tensor.TOKEN_EMBEDDING;
     }
 
     /** The layout the matmul kernel of {@code tensor} of {@code layer} reads. */
     private TensorType kernelType(Tensor tensor, int layer) {
         WeightType type = weightType(tensor, layer);
-        if (!interleaved(tensor, type)) {
-            return type.tensorType();
-        }
-        return type == WeightType.Q4_K ? TensorType.Q4_K_X16 : TensorType.Q4_0_X16;
+        return interleaved(tensor, type) ? type.tensorType().interleaved() : type.tensorType();
     }
 
     /** Bytes of the weights: the matrices in their own types, the norms in f32. */
