@@ -70,6 +70,41 @@ class TensorMapCompactionTest {
     }
 
     /**
+     * A layer's outputs, written piece by piece by tasks that have finished and read by nobody
+     * yet, keep their boundaries through compaction (their writers are dropped all the same), so
+     * the next layer's exact reads of them split nothing; once read, they merge.
+     */
+    @Test
+    void piecesWrittenAndNotReadSinceKeepTheirBoundariesUntilRead() {
+        int pieces = 100; // past the 64 segments at which compaction first runs
+        DeviceBuffer buffer = buffer(4 * pieces * SLOT);
+        TensorMap map = new TensorMap();
+        long index = 0;
+        for (int p = 0; p < pieces; p++) {
+            TaskNode writer = task(index++);
+            map.access(buffer, p * SLOT, SLOT, AccessMode.WRITE, writer);
+            finish(writer);
+        }
+        int written = TensorMap.segmentCount(buffer);
+        assertThat(written).as("one segment per piece and the unwritten rest").isEqualTo(pieces + 1);
+        for (int p = 0; p < pieces; p++) {
+            TaskNode reader = task(index++);
+            map.access(buffer, p * SLOT, SLOT, AccessMode.READ, reader);
+            assertThat(TensorMap.segmentCount(buffer)).as("after the exact read of piece %d", p).isEqualTo(written);
+            finish(reader);
+        }
+        assertThat(TensorMap.writersHeld(buffer)).as("finished writers dropped by compaction").isLessThan(pieces / 2);
+        // More pieces, past the next compaction: the pieces read before merge into one segment.
+        for (int p = pieces; p < 3 * pieces; p++) {
+            TaskNode writer = task(index++);
+            map.access(buffer, p * SLOT, SLOT, AccessMode.WRITE, writer);
+            finish(writer);
+        }
+        assertThat(TensorMap.segmentCount(buffer)).as("the read pieces merged, the unread ones kept")
+                .isLessThanOrEqualTo(2 * pieces + 3);
+    }
+
+    /**
      * Random reads and writes of random ranges, tasks finishing in random order, checked
      * against the byte-by-byte definition: a task must follow the unfinished last writer of
      * every byte it touches and, if it writes, every unfinished reader of those bytes since
