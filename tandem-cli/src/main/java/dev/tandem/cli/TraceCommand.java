@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import picocli.CommandLine.Command;
@@ -55,8 +56,10 @@ public final class TraceCommand implements Runnable {
                         + (trace.damage() == null ? "" : "; the file is " + trace.damage()));
             }
             TraceAnalysis.Report report = TraceAnalysis.analyze(trace.events(), trace.cores());
+            List<TraceAnalysis.KernelReport> kernels = TraceAnalysis.kernels(trace.events());
             PrintStream out = System.out;
             print(out, trace, report);
+            printKernels(out, report, kernels);
             if (png != null) {
                 try {
                     SwimlaneChart.write(trace.events(), report, "tandem trace " + file.getFileName(), png);
@@ -70,6 +73,7 @@ public final class TraceCommand implements Runnable {
                 object.put("file", file.toString());
                 object.put("damage", trace.damage());
                 object.putAll(report.toJson());
+                object.put("kernels", kernels.stream().map(TraceAnalysis.KernelReport::toJson).toList());
                 out.println(Json.write(object));
             }
         }
@@ -111,6 +115,17 @@ public final class TraceCommand implements Runnable {
             line(out, r, "bubbles", r.bubbleMs(), String.format(Locale.ROOT,
                     "%d, longest %.3f ms: all cores idle while a step is being built", r.bubbleCount(),
                     r.bubbleLongestMs()));
+        }
+
+        private static void printKernels(PrintStream out, TraceAnalysis.Report r, List<TraceAnalysis.KernelReport> kernels) {
+            out.println();
+            out.printf(Locale.ROOT, "%-24s %8s %10s %7s %10s %7s%n", "kernel", "spans", "busy ms", "of busy", "alone ms",
+                    "of run");
+            for (TraceAnalysis.KernelReport k : kernels) {
+                out.printf(Locale.ROOT, "%-24s %8d %10.2f %6.1f%% %10.2f %6.1f%%%n", k.name(), k.spans(), k.busyMs(),
+                        r.busyCoreMs() > 0 ? 100 * k.busyMs() / r.busyCoreMs() : 0, k.aloneMs(), 100 * r.fraction(k.aloneMs()));
+            }
+            out.println("(alone: the kernel's span was the only one running, every other core idle)");
         }
 
         private static void line(PrintStream out, TraceAnalysis.Report r, String name, double ms, String meaning) {

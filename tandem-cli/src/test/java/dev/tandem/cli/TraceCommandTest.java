@@ -85,7 +85,11 @@ class TraceCommandTest {
         assertThat(run.outLines()).anyMatch(l -> l.matches(" +1 +COMPLETED +20 .*"));
         String last = run.outLines().getLast();
         assertThat(last).startsWith("{").endsWith("}").contains("\"token_parallel_ms\":", "\"request_parallel_ms\":",
-                "\"s_parallel_ms\":", "\"device_busy\":", "\"bubble_ms\":", "\"requests\":[{\"request\":1,");
+                "\"s_parallel_ms\":", "\"device_busy\":", "\"bubble_ms\":", "\"requests\":[{\"request\":1,",
+                "\"kernels\":[{\"name\":");
+        assertThat(run.outLines()).as("the kernel table: a row per kernel, the readback among them")
+                .anyMatch(l -> l.matches("kernel +spans +busy ms +of busy +alone ms +of run"))
+                .anyMatch(l -> l.matches("tandem\\.readback +\\d+ +[\\d.]+ +[\\d.]+% +[\\d.]+ +[\\d.]+%"));
         BufferedImage image = ImageIO.read(png.toFile());
         assertThat(image.getWidth()).isEqualTo(1600);
     }

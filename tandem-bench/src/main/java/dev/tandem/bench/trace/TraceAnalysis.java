@@ -114,6 +114,82 @@ public final class TraceAnalysis {
         }
     }
 
+    /**
+     * What one kernel (task name) took on the device.
+     *
+     * @param spans   task spans (a split task has one per core that ran parts of it)
+     * @param busyMs  core time in its spans
+     * @param aloneMs time its span was the only one running on any core: while it ran, every
+     *                other core was idle, so with two cores this is the time it left one idle
+     */
+    public record KernelReport(String name, long spans, double busyMs, double aloneMs) {
+        public Map<String, Object> toJson() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("name", name);
+            out.put("spans", spans);
+            out.put("busy_ms", busyMs);
+            out.put("alone_ms", aloneMs);
+            return out;
+        }
+    }
+
+    /**
+     * Per kernel, its spans, core time and the time it ran alone, most core time first: the
+     * kernels that keep the other cores idle are the ones with the most time alone.
+     */
+    public static List<KernelReport> kernels(List<TraceEvent> events) {
+        List<TraceEvent> tasks = new ArrayList<>();
+        for (TraceEvent e : events) {
+            if (e.kind() == TraceEvent.Kind.TASK && e.end() > e.start()) {
+                tasks.add(e);
+            }
+        }
+        int n = tasks.size();
+        // Boundaries: 2i is span i's start, 2i + 1 its end; ends before starts at the same instant.
+        Long[] boundaries = new Long[2 * n];
+        for (int i = 0; i < 2 * n; i++) {
+            boundaries[i] = (long) i;
+        }
+        Arrays.sort(boundaries, (a, b) -> {
+            long ta = boundary(tasks, a);
+            long tb = boundary(tasks, b);
+            if (ta != tb) {
+                return Long.compare(ta, tb);
+            }
+            return Long.compare(b & 1, a & 1); // an end (odd) first
+        });
+        Map<String, long[]> byName = new LinkedHashMap<>(); // spans, busy ns, alone ns
+        for (TraceEvent t : tasks) {
+            long[] s = byName.computeIfAbsent(String.valueOf(t.name()), k -> new long[3]);
+            s[0]++;
+            s[1] += t.duration();
+        }
+        Set<Integer> running = new HashSet<>();
+        long previous = 0;
+        for (Long b : boundaries) {
+            long time = boundary(tasks, b);
+            if (running.size() == 1) {
+                byName.get(String.valueOf(tasks.get(running.iterator().next()).name()))[2] += time - previous;
+            }
+            int span = (int) (b >> 1);
+            if ((b & 1) == 0) {
+                running.add(span);
+            } else {
+                running.remove(span);
+            }
+            previous = time;
+        }
+        List<KernelReport> out = new ArrayList<>();
+        byName.forEach((name, s) -> out.add(new KernelReport(name, s[0], s[1] / 1e6, s[2] / 1e6)));
+        out.sort((a, b) -> Double.compare(b.busyMs(), a.busyMs()));
+        return out;
+    }
+
+    private static long boundary(List<TraceEvent> tasks, long b) {
+        TraceEvent t = tasks.get((int) (b >> 1));
+        return (b & 1) == 0 ? t.start() : t.end();
+    }
+
     private TraceAnalysis() {}
 
     /**

@@ -212,6 +212,40 @@ class TraceAnalysisTest {
         assertThat(q.deliveryP50Ms()).as("never taken").isNaN();
     }
 
+    private static TraceEvent kernel(String name, int core, double from, double to) {
+        return new TraceEvent(Kind.TASK, ms(from), ms(to), core, 1, 0, 0, name, 0);
+    }
+
+    /**
+     * <pre>
+     *   time     0    1    2    3    4    5    6    7    8    9   10
+     *   core 0   [ matmul       )[ norm )      [ matmul  )
+     *   core 1        [ matmul  )              [matmul)  [ rope   )
+     *   core 2                       (idle throughout)
+     * </pre>
+     * matmul: 4 spans, 3 + 2 + 2 + 1.5 = 8.5 busy, alone [0,1) and [7.5,8) = 1.5 (core 1's
+     * [6, 7.5) overlaps core 0's [6, 8)); norm alone [3,5) = 2; rope [8,10) alone = 2, and an
+     * end and a start at the same instant (8) do not overlap.
+     */
+    @Test
+    void perKernelBusyAndAloneTime() {
+        List<TraceEvent> events = List.of(
+                kernel("matmul", 0, 0, 3), kernel("matmul", 1, 1, 3), kernel("norm", 0, 3, 5),
+                kernel("matmul", 0, 6, 8), kernel("matmul", 1, 6, 7.5), kernel("rope", 1, 8, 10),
+                build(1, 0, 5, 6));
+        List<TraceAnalysis.KernelReport> kernels = TraceAnalysis.kernels(events);
+        assertThat(kernels).extracting(TraceAnalysis.KernelReport::name).containsExactly("matmul", "norm", "rope");
+        TraceAnalysis.KernelReport matmul = kernels.get(0);
+        assertThat(matmul.spans()).isEqualTo(4);
+        assertThat(matmul.busyMs()).isCloseTo(8.5, EXACT);
+        assertThat(matmul.aloneMs()).isCloseTo(1.5, EXACT);
+        assertThat(kernels.get(1).aloneMs()).isCloseTo(2, EXACT);
+        assertThat(kernels.get(2).busyMs()).isCloseTo(2, EXACT);
+        assertThat(kernels.get(2).aloneMs()).isCloseTo(2, EXACT);
+        assertThat(kernels.get(2).toJson()).containsOnlyKeys("name", "spans", "busy_ms", "alone_ms");
+        assertThat(TraceAnalysis.kernels(List.of(build(1, 0, 0, 1)))).isEmpty();
+    }
+
     @Test
     void percentilesAreNearestRank() {
         double[] values = {5, 1, 4, 2, 3};
