@@ -38,6 +38,8 @@ public final class KernelBench {
     public enum Kernel {
         F32(TensorType.F32),
         Q8_0(TensorType.Q8_0),
+        /** q8_0 interleaved by 16 rows, f32 inputs: how the decoder runs a q8_0 matrix. */
+        Q8_0_X16(TensorType.Q8_0_X16),
         Q4_0(TensorType.Q4_0),
         /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */
         Q4_0_X16(TensorType.Q4_0_X16),
@@ -204,13 +206,12 @@ public final class KernelBench {
      * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite.
      */
     private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
-        for (TensorType plain : TensorType.values()) {
-            if (type.isInterleaved() && plain.interleaved() == type) {
-                MemorySegment stored = randomBlocks(arena, plain, rows, random);
-                MemorySegment x16 = arena.allocate(stored.byteSize(), 64);
-                Ops.preferred().interleave(plain, stored, 0, x16, 0, rows, COLS);
-                return x16;
-            }
+        TensorType plain = type.source();
+        if (plain != null) {
+            MemorySegment stored = randomBlocks(arena, plain, rows, random);
+            MemorySegment x16 = arena.allocate(stored.byteSize(), 64);
+            Ops.preferred().interleave(plain, stored, 0, x16, 0, rows, COLS);
+            return x16;
         }
         long rowBytes = type.rowBytes(COLS);
         MemorySegment segment = arena.allocate(rows * rowBytes, 64);

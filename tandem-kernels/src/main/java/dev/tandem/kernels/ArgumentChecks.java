@@ -76,6 +76,7 @@ final class ArgumentChecks {
             case Q4_0_X16 -> "matmulQ4_0_X16";
             case Q4_K -> "matmulQ4_K";
             case Q4_K_X16 -> "matmulQ4_K_X16";
+            case Q8_0_X16 -> "matmulQ8_0_X16";
             case Q6_K -> "matmulQ6_K";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
@@ -321,6 +322,11 @@ final class ArgumentChecks {
     static void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ4_0", TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    static void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        interleave("interleaveQ8_0", TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     static void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,

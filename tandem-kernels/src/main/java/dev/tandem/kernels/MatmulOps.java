@@ -141,6 +141,27 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q8_0 weights in the {@link TensorType#Q8_0_X16} layout ({@link
+     * QuantOps#interleaveQ8_0}) and f32 inputs: per row and input, starting from {@code 0} and block
+     * by block in order, {@code sum = fma(q_k, x_k, sum)} over the block's 32 values from
+     * {@code 0}, then {@code acc = fma(sum, d, acc)} with {@code d} the block's f16 scale; {@code out}
+     * is {@code acc}. Both implementations compute exactly that, so they agree bit for bit. Row
+     * ranges and offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32.
+     */
+    void matmulQ8_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q4_K weights in the {@link TensorType#Q4_K_X16} layout ({@link
      * QuantOps#interleaveQ4_K}), with int8 inputs: each input is quantized per 32 values exactly as
      * {@link #matmulQ4_0_X16} does (factor {@code dx}, quants {@code q}). Then, per row and input,
@@ -240,9 +261,11 @@ public interface MatmulOps {
                     rowStart, rowEnd);
             case Q6_K -> matmulQ6_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
+            case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
             default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16 and Q6_K have one)");
+                    + " weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16 and Q6_K have one)");
         }
     }
 }

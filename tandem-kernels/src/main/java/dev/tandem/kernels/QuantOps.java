@@ -68,9 +68,10 @@ public interface QuantOps {
         switch (type) {
             case Q4_0 -> interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0 and Q4_K have one)");
+                    + " has no interleaved layout (Q4_0, Q4_K and Q8_0 have one)");
         }
     }
 
@@ -99,6 +100,39 @@ public interface QuantOps {
                     dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
                     for (int k = 0; k < 16; k++) {
                         dst.set(LittleEndian.I8, block + 32 + Q4_0X16.pairByte(k, i), src.get(LittleEndian.I8, source + 2 + k));
+                    }
+                }
+            }
+        }
+        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
+                (rows - grouped) * rowBytes);
+    }
+
+    /**
+     * Copies the q8_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q8_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
+     * block (quant {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
+     * are. A load-time step, once per matrix.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 32, or either segment is too small
+     */
+    default void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
+        long rowBytes = TensorType.Q8_0.rowBytes(cols);
+        int blocks = cols / 32;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
+            long from = srcOffset + group * rowBytes;
+            long to = dstOffset + group * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                long block = to + b * Q8_0X16.GROUP_BLOCK_BYTES;
+                for (int i = 0; i < TensorType.X16_ROWS; i++) {
+                    long source = from + i * rowBytes + b * 34L;
+                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
+                    for (int k = 0; k < 32; k++) {
+                        dst.set(LittleEndian.I8, block + Q8_0X16.quantByte(k, i), src.get(LittleEndian.I8, source + 2 + k));
                     }
                 }
             }

@@ -154,6 +154,31 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /** Each row's blocks in order ({@link Q8_0X16#row}). */
+    @Override
+    public void matmulQ8_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        for (int r = rowStart; r < rowEnd; r++) {
+            for (int b = 0; b < batch; b++) {
+                out.set(F32, outOffset + ((long) b * rows + r) * F,
+                        Q8_0X16.row(weights, weightsOffset, rows, blocks, r, x, xOffset + (long) b * cols * F));
+            }
+        }
+    }
+
     /** Each value is dequantized as {@code dequantize} does, {@code d * scale * q - dmin * min}, then multiplied. */
     @Override
     public void matmulQ4_K(

@@ -51,6 +51,12 @@ import java.util.Locale;
  *       128 nibble bytes at {@code 256 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q4_K layout.
  *       {@link QuantOps#interleaveQ4_K} makes it; {@link MatmulOps#matmulQ4_K_X16} reads it.
+ *   <li>{@link #Q8_0_X16}: the same for q8_0, in tandem's memory only: 34 bytes per 32 values per
+ *       row, each group of 16 rows interleaved block by block. For block {@code b} of the group,
+ *       its 544 bytes at {@code b * 544} from the group's start hold row {@code i}'s f16 scale at
+ *       {@code 2 * i} and its quant {@code k} at {@code 32 + 16 * k + i}, so one 16-byte load holds
+ *       quant {@code k} of all 16 rows. The last {@code rows % 16} rows stay in the q8_0 layout.
+ *       {@link QuantOps#interleaveQ8_0} makes it; {@link MatmulOps#matmulQ8_0_X16} reads it.
  * </ul>
  */
 public enum TensorType {
@@ -62,6 +68,7 @@ public enum TensorType {
     Q6_K(14, "q6_K", 256, 210),
     BF16(30, "bf16", 1, 2),
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
+    Q8_0_X16(-1, "q8_0_x16", 32, 34),
     Q4_K_X16(-1, "q4_K_x16", 256, 144);
 
     /** Rows per interleaved group of {@link #Q4_0_X16}. */
@@ -131,23 +138,38 @@ public enum TensorType {
     }
 
     /**
-     * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16}),
+     * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16}, {@link #Q8_0_X16}),
      * whose rows are woven together in groups of {@link #X16_ROWS}: a run of values in them is not
      * a run of bytes.
      */
     public boolean isInterleaved() {
-        return this == Q4_0_X16 || this == Q4_K_X16;
+        return this == Q4_0_X16 || this == Q4_K_X16 || this == Q8_0_X16;
     }
 
     /**
      * The interleaved layout a matrix of this type runs in ({@link #Q4_0_X16} for {@link #Q4_0},
-     * {@link #Q4_K_X16} for {@link #Q4_K}; {@link QuantOps#interleave} makes it), or {@code null}
+     * {@link #Q4_K_X16} for {@link #Q4_K}, {@link #Q8_0_X16} for {@link #Q8_0}; {@link QuantOps#interleave} makes it), or {@code null}
      * for a type that runs as stored.
      */
     public TensorType interleaved() {
         return switch (this) {
             case Q4_0 -> Q4_0_X16;
             case Q4_K -> Q4_K_X16;
+            case Q8_0 -> Q8_0_X16;
+            default -> null;
+        };
+    }
+
+    /**
+     * The file type an interleaved layout is made from ({@link #Q4_0} for {@link #Q4_0_X16},
+     * {@link #Q4_K} for {@link #Q4_K_X16}, {@link #Q8_0} for {@link #Q8_0_X16}), or {@code null}
+     * for a type that is not interleaved.
+     */
+    public TensorType source() {
+        return switch (this) {
+            case Q4_0_X16 -> Q4_0;
+            case Q4_K_X16 -> Q4_K;
+            case Q8_0_X16 -> Q8_0;
             default -> null;
         };
     }

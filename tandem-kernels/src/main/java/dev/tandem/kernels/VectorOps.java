@@ -691,6 +691,158 @@ final class VectorOps implements KernelOps {
         }
     }
 
+    // ---- q8_0 interleaved by 16 rows, f32 inputs ----
+
+    /**
+     * Quant {@code k} of one part's rows, a byte per row: as many as {@link #X16_FLOATS} has lanes
+     * (at least 64 bits, the narrowest byte vector, where {@link #X16_VECTORS} is false anyway).
+     */
+    private static final VectorSpecies<Byte> Q8X_BYTES =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
+
+    /** Inputs {@link #q8x16Group4} runs at once, sharing each widened vector of quants. */
+    private static final int Q8X_INPUTS = 4;
+
+    /**
+     * Groups of 16 rows by vector loops ({@link #q8x16Group}, four inputs at a time by
+     * {@link #q8x16Group4}), one row at a time where the range cuts a group and for the last
+     * {@code rows % 16} rows ({@link Q8_0X16#row}, the same operations lane by lane). Per block and
+     * value, one 16-byte load holds the value's quant in all 16 rows: widened to floats, it meets
+     * the input value broadcast in one fused multiply-add, with no sum across lanes anywhere.
+     */
+    @Override
+    public void matmulQ8_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        long rowBytes = blocks * 34L;
+        long outStride = (long) rows * F;
+        long xStride = (long) cols * F;
+        int lanes = X16_FLOATS.length();
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        float[] xs = null;
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                if (xs == null && batch % Q8X_INPUTS != 0) {
+                    // The inputs on the heap: the loops broadcast them one value at a time, and
+                    // array loads in counted loops cost no bounds check.
+                    xs = new float[batch * cols];
+                    MemorySegment.copy(x, F32, xOffset, xs, 0, xs.length);
+                }
+                long group = weightsOffset + r * rowBytes;
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long at = outOffset + (long) (r + part * lanes) * F;
+                    int b = 0;
+                    for (; b + Q8X_INPUTS <= batch; b += Q8X_INPUTS) {
+                        q8x16Group4(weights, group, part, blocks, x, xOffset + b * xStride, xStride, out,
+                                at + b * outStride, outStride);
+                    }
+                    for (; b < batch; b++) {
+                        q8x16Group(weights, group, part, blocks, xs, b * cols, out, at + b * outStride);
+                    }
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            Q8_0X16.row(weights, weightsOffset, rows, blocks, r, x, xOffset + b * xStride));
+                }
+                r++;
+            }
+        }
+    }
+
+    /** Quant {@code k} of one part's rows (at {@code at}), widened to floats. */
+    private static FloatVector q8x16Quants(MemorySegment w, long at) {
+        return (FloatVector) ByteVector.fromMemorySegment(Q8X_BYTES, w, at, LE)
+                .convertShape(VectorOperators.B2F, X16_FLOATS, 0);
+    }
+
+    /** One part of a group of 16 rows with one input at {@code x0}: per block, 32 multiply-adds, then one with the scales. */
+    private static void q8x16Group(MemorySegment w, long group, int part, int blocks, float[] x, int x0,
+            MemorySegment out, long at) {
+        int lanes = X16_FLOATS.length();
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * Q8_0X16.GROUP_BLOCK_BYTES;
+            long quants = block + 32 + (long) part * lanes;
+            int xb = x0 + b * 32;
+            FloatVector sum = FloatVector.zero(X16_FLOATS);
+            for (int k = 0; k < 32; k++) {
+                sum = q8x16Quants(w, quants + 16L * k).fma(FloatVector.broadcast(X16_FLOATS, x[xb + k]), sum);
+            }
+            // The scales widened as x16Scales does, written out: as a helper of their own, C2
+            // compiled them alone in the decoder's order of compilation and then left them out of
+            // line, boxing the vectors (JFR: convert0 and ternaryOp fallbacks).
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
+            acc = sum.fma(d, acc);
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** {@link #q8x16Group} for four inputs {@code xStride} bytes apart, their outputs {@code outStride} apart. */
+    private static void q8x16Group4(MemorySegment w, long group, int part, int blocks, MemorySegment x, long x0,
+            long xStride, MemorySegment out, long at, long outStride) {
+        int lanes = X16_FLOATS.length();
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * Q8_0X16.GROUP_BLOCK_BYTES;
+            long quants = block + 32 + (long) part * lanes;
+            long xb = x0 + b * 32L * F;
+            FloatVector s0 = FloatVector.zero(X16_FLOATS);
+            FloatVector s1 = s0;
+            FloatVector s2 = s0;
+            FloatVector s3 = s0;
+            for (int k = 0; k < 32; k++) {
+                FloatVector q = q8x16Quants(w, quants + 16L * k);
+                long xk = xb + k * F;
+                s0 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk)), s0);
+                s1 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + xStride)), s1);
+                s2 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 2 * xStride)), s2);
+                s3 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 3 * xStride)), s3);
+            }
+            // The scales widened as x16Scales does, written out: as a helper of their own, C2
+            // compiled them alone in the decoder's order of compilation and then left them out of
+            // line, boxing the vectors (JFR: convert0 and ternaryOp fallbacks).
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
+            a0 = s0.fma(d, a0);
+            a1 = s1.fma(d, a1);
+            a2 = s2.fma(d, a2);
+            a3 = s3.fma(d, a3);
+        }
+        a0.intoMemorySegment(out, at, LE);
+        a1.intoMemorySegment(out, at + outStride, LE);
+        a2.intoMemorySegment(out, at + 2 * outStride, LE);
+        a3.intoMemorySegment(out, at + 3 * outStride, LE);
+    }
+
     /** The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}. */
     private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols) {
         int blocks = cols / 32;

@@ -20,7 +20,7 @@ import org.junit.jupiter.params.provider.CsvSource;
 class CompiledKernelAllocationTest {
 
     @ParameterizedTest(name = "{0} batch {1}")
-    @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8"})
+    @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8"})
     void warmKernelsAllocateOnlyTheirScratch(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box
@@ -28,7 +28,11 @@ class CompiledKernelAllocationTest {
         int rows = 64;
         int cols = 1024;
         try (Arena arena = Arena.ofConfined()) {
-            TensorType plain = type == TensorType.Q4_K_X16 ? TensorType.Q4_K : TensorType.Q4_0;
+            TensorType plain = switch (type) {
+                case Q4_K_X16 -> TensorType.Q4_K;
+                case Q8_0_X16 -> TensorType.Q8_0;
+                default -> TensorType.Q4_0;
+            };
             long bytes = plain.rowBytes(cols) * rows;
             MemorySegment src = arena.allocate(bytes, 64);
             Random random = new Random(5);

@@ -67,6 +67,12 @@ final class VectorWidthProbe {
                     () -> k16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
         }
         checks.put("matmulQ4_K_X16 extreme sums", k16::extremeNibblesAndScalesGiveTheExactSum);
+        Q8_0X16Test q16 = new Q8_0X16Test();
+        for (int[] shape : new int[][] {{16, 512, 0, 16}, {37, 1024, 16, 37}, {48, 96, 3, 35}, {64, 4096, 0, 64}}) {
+            checks.put("matmulQ8_0_X16 " + java.util.Arrays.toString(shape),
+                    () -> q16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
+        }
+        checks.put("matmulQ8_0_X16 every kind of scale", q16::everyKindOfScaleWidensAsTheScalarTwin);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }

@@ -1,0 +1,198 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.Tensors.PAD;
+import static dev.tandem.kernels.Tensors.SCALAR;
+import static dev.tandem.kernels.Tensors.VECTOR;
+import static dev.tandem.kernels.Tensors.read;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.MemorySegment;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The interleaved q8_0 layout and its matmul: the layout as {@link TensorType#Q8_0_X16} documents
+ * it, the vector kernel against its scalar twin bit for bit (every batch, ranges on and off the
+ * groups, the q8_0 rows after the last group), and the scalar twin against the plain q8_0 kernel
+ * and double-precision arithmetic on the dequantized weights.
+ */
+class Q8_0X16Test {
+
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+
+    private static MemorySegment interleaved(Tensors t, MemorySegment q8, int rows, int cols) {
+        MemorySegment x16 = t.allocate(TensorType.Q8_0.rowBytes(cols) * rows);
+        SCALAR.interleave(TensorType.Q8_0, q8, PAD, x16, PAD, rows, cols);
+        return x16;
+    }
+
+    private static float[] run(Tensors t, KernelOps ops, MemorySegment w, MemorySegment x, int rows, int cols,
+            int batch, int rowStart, int rowEnd) {
+        MemorySegment out = t.f32(new float[batch * rows]);
+        ops.matmul(TensorType.Q8_0_X16, w, PAD, x, PAD, out, PAD, rows, cols, batch, rowStart, rowEnd);
+        return read(out, batch * rows);
+    }
+
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"1, 32", "15, 64", "16, 32", "17, 96", "48, 64", "37, 512"})
+    void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 29L + cols)) {
+            MemorySegment q8 = GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, q8, rows, cols);
+            long rowBytes = TensorType.Q8_0.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    for (int j = 0; j < 34; j++) {
+                        long from = r * rowBytes + b * 34L + j;
+                        long to;
+                        if (r < grouped) {
+                            long block = (r - r % 16) * rowBytes + b * 544L;
+                            to = j < 2 ? block + 2L * (r % 16) + j : block + 32 + 16L * (j - 2) + r % 16;
+                        } else {
+                            to = from;
+                        }
+                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(q8.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    /** Interleaved bytes, rows and range; the two implementations must agree on every bit. */
+    @ParameterizedTest(name = "rows = {0}, cols = {1}, rows [{2}, {3})")
+    @CsvSource({
+        "16, 32, 0, 16", "16, 512, 0, 16", "48, 544, 0, 48", "37, 64, 0, 37", "37, 1024, 16, 37",
+        "64, 4096, 0, 64", "48, 96, 3, 35", "21, 32, 5, 21", "7, 64, 0, 7"
+    })
+    void vectorMatchesScalarBitForBit(int rows, int cols, int rowStart, int rowEnd) {
+        try (Tensors t = new Tensors(rows * 5L + cols + rowStart)) {
+            MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols), rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("matmulQ8_0_X16 rows " + rows + " cols " + cols + " batch " + batch,
+                        run(t, VECTOR, x16, x, rows, cols, batch, rowStart, rowEnd),
+                        run(t, SCALAR, x16, x, rows, cols, batch, rowStart, rowEnd));
+            }
+        }
+    }
+
+    /** Scales of every class (zeros, subnormals, infinities, NaN) widen in the vector kernel as in the scalar twin. */
+    @Test
+    void everyKindOfScaleWidensAsTheScalarTwin() {
+        short[] scales = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00, (short) 0xbc00,
+            0x7bff, (short) 0xfbff, 0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, 0x0200, 0x2e66};
+        int rows = 32;
+        int cols = 64;
+        try (Tensors t = new Tensors(19)) {
+            MemorySegment q8 = GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols);
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    short scale = r < 16 ? scales[(r + b) % 10] : scales[(r + 3 * b) % 16];
+                    q8.set(LittleEndian.F16, PAD + r * TensorType.Q8_0.rowBytes(cols) + b * 34L, scale);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q8, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
+            }
+        }
+    }
+
+    /** Rows outside the range keep what {@code out} held. */
+    @Test
+    void rowsOutsideTheRangeAreNotWritten() {
+        try (Tensors t = new Tensors(3)) {
+            int rows = 48;
+            int cols = 64;
+            MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols), rows, cols);
+            MemorySegment x = t.f32(t.uniform(5 * cols, -1f, 1f));
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                MemorySegment out = t.f32(new float[5 * rows]);
+                for (int i = 0; i < 5 * rows; i++) {
+                    out.set(LittleEndian.F32, PAD + i * 4L, -99f);
+                }
+                ops.matmulQ8_0_X16(x16, PAD, x, PAD, out, PAD, rows, cols, 5, 16, 32);
+                float[] got = read(out, 5 * rows);
+                for (int b = 0; b < 5; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        boolean inside = r >= 16 && r < 32;
+                        assertThat(got[b * rows + r] == -99f).as("%s input %d row %d", ops.name(), b, r)
+                                .isEqualTo(!inside);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * The same products as the plain q8_0 kernel, rounded differently: against double precision on
+     * the dequantized weights within f32 rounding of the magnitudes, and close to matmulQ8_0.
+     */
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"16, 32", "37, 544", "32, 4096"})
+    void matchesDoublePrecisionAndThePlainKernel(int rows, int cols) {
+        try (Tensors t = new Tensors(rows + cols * 7L)) {
+            MemorySegment q8 = GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols);
+            float[] w = GgufBlocks.dequantized(t, SCALAR, TensorType.Q8_0, q8, rows * cols);
+            MemorySegment x16 = interleaved(t, q8, rows, cols);
+            for (int batch : new int[] {1, 5}) {
+                float[] x = t.uniform(batch * cols, -3f, 3f);
+                float[] got = run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                MemorySegment plainOut = t.f32(new float[batch * rows]);
+                SCALAR.matmulQ8_0(q8, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
+                float[] plain = read(plainOut, batch * rows);
+                for (int b = 0; b < batch; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        double exact = 0;
+                        double magnitude = 0;
+                        for (int k = 0; k < cols; k++) {
+                            exact += (double) w[r * cols + k] * x[b * cols + k];
+                            magnitude += Math.abs((double) w[r * cols + k] * x[b * cols + k]);
+                        }
+                        org.assertj.core.data.Offset<Double> bound = org.assertj.core.data.Offset.offset(1e-5 * magnitude + 1e-30);
+                        assertThat((double) got[b * rows + r]).as("row %d input %d", r, b).isCloseTo(exact, bound);
+                        assertThat((double) got[b * rows + r]).as("row %d input %d vs matmulQ8_0", r, b)
+                                .isCloseTo(plain[b * rows + r], org.assertj.core.data.Offset.offset(2e-5 * magnitude + 1e-30));
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void badArgumentsFailWithMessagesThatNameThem() {
+        try (Tensors t = new Tensors(1)) {
+            MemorySegment a = t.allocate(4096);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                assertThatThrownBy(() -> ops.dequantize(TensorType.Q8_0_X16, a, PAD, a, PAD, 32))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("dequantize: type = Q8_0_X16 interleaves whole groups of rows");
+                assertThatThrownBy(() -> ops.interleaveQ8_0(a, PAD, a, PAD, 1, 48))
+                        .hasMessage("interleaveQ8_0: cols = 48 must be a multiple of the q8_0 block size 32");
+                assertThatThrownBy(() -> ops.interleaveQ8_0(a, PAD, t.allocate(100), PAD, 16, 32))
+                        .hasMessage("interleaveQ8_0: dst segment of 112 bytes is too small: 544 bytes needed at"
+                                + " dstOffset = 12");
+                assertThatThrownBy(() -> ops.matmulQ8_0_X16(a, PAD, a, PAD, a, PAD, 1, 48, 1, 0, 1))
+                        .hasMessage("matmulQ8_0_X16: cols = 48 must be a multiple of the q8_0_x16 block size 32");
+            }
+            assertThat(TensorType.Q8_0.interleaved()).isEqualTo(TensorType.Q8_0_X16);
+            assertThat(TensorType.Q8_0_X16.isInterleaved()).isTrue();
+            assertThat(TensorType.Q8_0_X16.source()).isEqualTo(TensorType.Q8_0);
+            assertThat(TensorType.Q4_0_X16.source()).isEqualTo(TensorType.Q4_0);
+            assertThat(TensorType.Q4_K_X16.source()).isEqualTo(TensorType.Q4_K);
+            for (TensorType type : TensorType.values()) {
+                assertThat(type.source() != null).as("%s", type).isEqualTo(type.isInterleaved());
+            }
+            assertThat(TensorType.Q8_0_X16.inFiles()).isFalse();
+        }
+    }
+}
