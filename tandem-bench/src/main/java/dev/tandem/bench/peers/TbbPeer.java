@@ -17,7 +17,9 @@ import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -57,6 +59,12 @@ public final class TbbPeer {
 
     /** Serialises compilation within this JVM; other JVMs are handled by the atomic move. */
     private static final ReentrantLock COMPILE_LOCK = new ReentrantLock();
+
+    /**
+     * Why a build failed, per build directory (source and compiler), for the rest of this JVM:
+     * a bench asks once per row, and a missing libtbb-dev does not appear between rows.
+     */
+    private static final Map<Path, String> FAILED_BUILDS = new ConcurrentHashMap<>();
 
     private TbbPeer() {}
 
@@ -123,6 +131,10 @@ public final class TbbPeer {
             if (Files.isExecutable(binary)) {
                 return binary;
             }
+            String failed = FAILED_BUILDS.get(directory);
+            if (failed != null) {
+                throw new UnavailableException(failed);
+            }
             Files.createDirectories(directory);
             Path sourceFile = directory.resolve(SOURCE_RESOURCE);
             Path sourceTemp = Files.createTempFile(directory, "tbb_peer-", ".cpp.tmp");
@@ -138,7 +150,9 @@ public final class TbbPeer {
                 LOG.info("Compiling the oneTBB peer: {}", String.join(" ", command));
                 int exit = runProcess(command, log, log, COMPILE_TIMEOUT, compiler + " compiling the oneTBB peer");
                 if (exit != 0) {
-                    throw new UnavailableException(diagnoseCompileFailure(compiler, exit, readLines(log)));
+                    String reason = diagnoseCompileFailure(compiler, exit, readLines(log));
+                    FAILED_BUILDS.put(directory, reason);
+                    throw new UnavailableException(reason);
                 }
                 Files.move(binaryTemp, binary, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
                 return binary;

@@ -72,6 +72,27 @@ class TbbPeerTest {
         assertThat(result).isEqualTo(Result.unavailable("oneTBB headers not found: apt-get install libtbb-dev"));
     }
 
+    /** A bench asks once per row; a build that failed is not tried again in the same JVM. */
+    @Test
+    void aFailedBuildIsTriedOncePerRun() throws IOException {
+        Path calls = cache.resolve("calls");
+        Path compiler = cache.resolve("g++-counting");
+        Files.writeString(compiler, """
+                #!/bin/sh
+                echo x >> '%s'
+                echo 'tbb_peer.cpp:30:2: error: #error "oneTBB headers not found"' >&2
+                exit 1
+                """.formatted(calls));
+        Files.setPosixFilePermissions(compiler, PosixFilePermissions.fromString("rwx------"));
+
+        Result first = TbbPeer.run(SyntheticDag.chain(10), 1, 1, compiler.toString(), cache);
+        Result second = TbbPeer.run(SyntheticDag.fanout(100), 2, 1, compiler.toString(), cache);
+
+        assertThat(second).isEqualTo(first)
+                .isEqualTo(Result.unavailable("oneTBB headers not found: apt-get install libtbb-dev"));
+        assertThat(Files.readAllLines(calls)).as("compiler runs").hasSize(1);
+    }
+
     @Test
     void compileFailuresAreDiagnosedFromTheCompilerOutput() {
         assertThat(TbbPeer.diagnoseCompileFailure("g++", 1, List.of("/usr/bin/ld: cannot find -ltbb: No such file")))
