@@ -10,7 +10,6 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import picocli.CommandLine.Command;
@@ -56,10 +55,9 @@ public final class TraceCommand implements Runnable {
                         + (trace.damage() == null ? "" : "; the file is " + trace.damage()));
             }
             TraceAnalysis.Report report = TraceAnalysis.analyze(trace.events(), trace.cores());
-            List<TraceAnalysis.KernelReport> kernels = TraceAnalysis.kernels(trace.events());
             PrintStream out = System.out;
             print(out, trace, report);
-            printKernels(out, report, kernels);
+            printKernels(out, report);
             if (png != null) {
                 try {
                     SwimlaneChart.write(trace.events(), report, "tandem trace " + file.getFileName(), png);
@@ -73,7 +71,6 @@ public final class TraceCommand implements Runnable {
                 object.put("file", file.toString());
                 object.put("damage", trace.damage());
                 object.putAll(report.toJson());
-                object.put("kernels", kernels.stream().map(TraceAnalysis.KernelReport::toJson).toList());
                 out.println(Json.write(object));
             }
         }
@@ -117,11 +114,11 @@ public final class TraceCommand implements Runnable {
                     r.bubbleLongestMs()));
         }
 
-        private static void printKernels(PrintStream out, TraceAnalysis.Report r, List<TraceAnalysis.KernelReport> kernels) {
+        private static void printKernels(PrintStream out, TraceAnalysis.Report r) {
             out.println();
             out.printf(Locale.ROOT, "%-24s %8s %10s %7s %10s %7s%n", "kernel", "spans", "busy ms", "of busy", "alone ms",
                     "of run");
-            for (TraceAnalysis.KernelReport k : kernels) {
+            for (TraceAnalysis.KernelReport k : r.kernels()) {
                 out.printf(Locale.ROOT, "%-24s %8d %10.2f %6.1f%% %10.2f %6.1f%%%n", k.name(), k.spans(), k.busyMs(),
                         r.busyCoreMs() > 0 ? 100 * k.busyMs() / r.busyCoreMs() : 0, k.aloneMs(), 100 * r.fraction(k.aloneMs()));
             }

@@ -72,7 +72,8 @@ public final class TraceAnalysis {
      */
     public record Report(long start, long end, int cores, long tasks, double tokenParallelMs, double requestParallelMs,
             double sParallelMs, double busyCoreMs, int bubbleCount, double bubbleMs, double bubbleLongestMs,
-            List<RequestReport> requests, Intervals tokenParallel, Intervals sParallel, Intervals bubbles) {
+            List<RequestReport> requests, Intervals tokenParallel, Intervals sParallel, Intervals bubbles,
+            List<KernelReport> kernels) {
 
         public double runMs() {
             return (end - start) / 1e6;
@@ -110,6 +111,7 @@ public final class TraceAnalysis {
                 perRequest.add(r.toJson());
             }
             out.put("requests", perRequest);
+            out.put("kernels", kernels.stream().map(KernelReport::toJson).toList());
             return out;
         }
     }
@@ -133,63 +135,6 @@ public final class TraceAnalysis {
         }
     }
 
-    /**
-     * Per kernel, its spans, core time and the time it ran alone, most core time first: the
-     * kernels that keep the other cores idle are the ones with the most time alone.
-     */
-    public static List<KernelReport> kernels(List<TraceEvent> events) {
-        List<TraceEvent> tasks = new ArrayList<>();
-        for (TraceEvent e : events) {
-            if (e.kind() == TraceEvent.Kind.TASK && e.end() > e.start()) {
-                tasks.add(e);
-            }
-        }
-        int n = tasks.size();
-        // Boundaries: 2i is span i's start, 2i + 1 its end; ends before starts at the same instant.
-        Long[] boundaries = new Long[2 * n];
-        for (int i = 0; i < 2 * n; i++) {
-            boundaries[i] = (long) i;
-        }
-        Arrays.sort(boundaries, (a, b) -> {
-            long ta = boundary(tasks, a);
-            long tb = boundary(tasks, b);
-            if (ta != tb) {
-                return Long.compare(ta, tb);
-            }
-            return Long.compare(b & 1, a & 1); // an end (odd) first
-        });
-        Map<String, long[]> byName = new LinkedHashMap<>(); // spans, busy ns, alone ns
-        for (TraceEvent t : tasks) {
-            long[] s = byName.computeIfAbsent(String.valueOf(t.name()), k -> new long[3]);
-            s[0]++;
-            s[1] += t.duration();
-        }
-        Set<Integer> running = new HashSet<>();
-        long previous = 0;
-        for (Long b : boundaries) {
-            long time = boundary(tasks, b);
-            if (running.size() == 1) {
-                byName.get(String.valueOf(tasks.get(running.iterator().next()).name()))[2] += time - previous;
-            }
-            int span = (int) (b >> 1);
-            if ((b & 1) == 0) {
-                running.add(span);
-            } else {
-                running.remove(span);
-            }
-            previous = time;
-        }
-        List<KernelReport> out = new ArrayList<>();
-        byName.forEach((name, s) -> out.add(new KernelReport(name, s[0], s[1] / 1e6, s[2] / 1e6)));
-        out.sort((a, b) -> Double.compare(b.busyMs(), a.busyMs()));
-        return out;
-    }
-
-    private static long boundary(List<TraceEvent> tasks, long b) {
-        TraceEvent t = tasks.get((int) (b >> 1));
-        return (b & 1) == 0 ? t.start() : t.end();
-    }
-
     private TraceAnalysis() {}
 
     /**
@@ -201,12 +146,18 @@ public final class TraceAnalysis {
         long end = Long.MIN_VALUE;
         long tasks = 0;
         Set<Integer> taskCores = new HashSet<>();
+        Map<String, long[]> kernelSpans = new LinkedHashMap<>(); // spans, busy ns
         for (TraceEvent e : events) {
             start = Math.min(start, e.start());
             end = Math.max(end, Math.max(e.start(), e.end()));
             if (e.kind() == TraceEvent.Kind.TASK) {
                 tasks++;
                 taskCores.add(e.thread());
+                if (e.end() > e.start()) {
+                    long[] k = kernelSpans.computeIfAbsent(String.valueOf(e.name()), n -> new long[2]);
+                    k[0]++;
+                    k[1] += e.duration();
+                }
             }
         }
         if (events.isEmpty()) {
@@ -215,10 +166,14 @@ public final class TraceAnalysis {
         }
         Sweep sweep = new Sweep();
         sweep.run(events);
+        List<KernelReport> kernels = new ArrayList<>();
+        kernelSpans.forEach((name, k) -> kernels.add(
+                new KernelReport(name, k[0], k[1] / 1e6, sweep.alone.getOrDefault(name, 0L) / 1e6)));
+        kernels.sort((a, b) -> Double.compare(b.busyMs(), a.busyMs()));
         return new Report(start, end, Math.max(cores, taskCores.size()), tasks, sweep.tokenParallel / 1e6,
                 sweep.requestParallel / 1e6, sweep.sParallel / 1e6, sweep.busyCore / 1e6, sweep.bubbleCount,
                 sweep.bubbleTotal / 1e6, sweep.bubbleLongest / 1e6, requests(events), sweep.tokenParallelRuns.done(),
-                sweep.sParallelRuns.done(), sweep.bubbleRuns.done());
+                sweep.sParallelRuns.done(), sweep.bubbleRuns.done(), kernels);
     }
 
     // ---- per request -----------------------------------------------------------------------
@@ -336,7 +291,7 @@ public final class TraceAnalysis {
         boolean tokenParallel;
     }
 
-    private record Edge(long time, int delta, boolean task, long request, long step, int core) {}
+    private record Edge(long time, int delta, boolean task, long request, long step, int core, String name) {}
 
     private static final class Sweep {
         final Map<Long, RequestState> requests = new HashMap<>();
@@ -359,14 +314,18 @@ public final class TraceAnalysis {
         final Runs tokenParallelRuns = new Runs();
         final Runs sParallelRuns = new Runs();
         final Runs bubbleRuns = new Runs();
+        /** Running task spans per kernel name (no zero counts), and the time each ran alone, in ns. */
+        final Map<String, Integer> runningKernels = new HashMap<>();
+        final Map<String, Long> alone = new HashMap<>();
 
         void run(List<TraceEvent> events) {
             List<Edge> edges = new ArrayList<>();
             for (TraceEvent e : events) {
                 boolean task = e.kind() == TraceEvent.Kind.TASK;
                 if ((task || e.kind() == TraceEvent.Kind.STEP_BUILD) && e.end() > e.start()) {
-                    edges.add(new Edge(e.start(), +1, task, e.requestId(), e.step(), e.thread()));
-                    edges.add(new Edge(e.end(), -1, task, e.requestId(), e.step(), e.thread()));
+                    String name = String.valueOf(e.name());
+                    edges.add(new Edge(e.start(), +1, task, e.requestId(), e.step(), e.thread(), name));
+                    edges.add(new Edge(e.end(), -1, task, e.requestId(), e.step(), e.thread(), name));
                 }
             }
             // Starts before ends at equal times, so no count dips below zero; all edges at one
@@ -394,6 +353,8 @@ public final class TraceAnalysis {
                 perCore.put(edge.core(), after);
                 busyCores += (after > 0 ? 1 : 0) - (before > 0 ? 1 : 0);
                 runningTasks += edge.delta();
+                runningKernels.merge(edge.name(), edge.delta(), Integer::sum);
+                runningKernels.remove(edge.name(), 0);
                 r.running += edge.delta();
                 r.runningSteps.merge(edge.step(), edge.delta(), Integer::sum);
                 r.runningSteps.remove(edge.step(), 0);
@@ -424,6 +385,9 @@ public final class TraceAnalysis {
         private void measure(long from, long to) {
             long dt = to - from;
             busyCore += dt * busyCores;
+            if (runningTasks == 1) {
+                alone.merge(runningKernels.keySet().iterator().next(), dt, Long::sum);
+            }
             if (tokenParallelRequests > 0) {
                 tokenParallel += dt;
                 tokenParallelRuns.add(from, to);

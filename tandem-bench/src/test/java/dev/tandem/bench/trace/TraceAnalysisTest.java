@@ -233,7 +233,7 @@ class TraceAnalysisTest {
                 kernel("matmul", 0, 0, 3), kernel("matmul", 1, 1, 3), kernel("norm", 0, 3, 5),
                 kernel("matmul", 0, 6, 8), kernel("matmul", 1, 6, 7.5), kernel("rope", 1, 8, 10),
                 build(1, 0, 5, 6));
-        List<TraceAnalysis.KernelReport> kernels = TraceAnalysis.kernels(events);
+        List<TraceAnalysis.KernelReport> kernels = TraceAnalysis.analyze(events, 3).kernels();
         assertThat(kernels).extracting(TraceAnalysis.KernelReport::name).containsExactly("matmul", "norm", "rope");
         TraceAnalysis.KernelReport matmul = kernels.get(0);
         assertThat(matmul.spans()).isEqualTo(4);
@@ -243,7 +243,7 @@ class TraceAnalysisTest {
         assertThat(kernels.get(2).busyMs()).isCloseTo(2, EXACT);
         assertThat(kernels.get(2).aloneMs()).isCloseTo(2, EXACT);
         assertThat(kernels.get(2).toJson()).containsOnlyKeys("name", "spans", "busy_ms", "alone_ms");
-        assertThat(TraceAnalysis.kernels(List.of(build(1, 0, 0, 1)))).isEmpty();
+        assertThat(TraceAnalysis.analyze(List.of(build(1, 0, 0, 1)), 1).kernels()).isEmpty();
     }
 
     @Test
@@ -261,8 +261,9 @@ class TraceAnalysisTest {
     void theJsonHasTheFieldsTheCliPromises() {
         var json = TraceAnalysis.analyze(oneRequest(), 1).toJson();
         assertThat(json).containsKeys("token_parallel_ms", "request_parallel_ms", "s_parallel_ms", "device_busy",
-                "bubble_ms", "requests");
+                "bubble_ms", "requests", "kernels");
         assertThat(json.get("token_parallel_ms")).isEqualTo(1.0);
         assertThat((List<?>) json.get("requests")).hasSize(1);
+        assertThat((List<?>) json.get("kernels")).hasSize(1);
     }
 }
