@@ -143,7 +143,7 @@ public enum TensorType {
      * a run of bytes.
      */
     public boolean isInterleaved() {
-        return this == Q4_0_X16 || this == Q4_K_X16 || this == Q8_0_X16;
+        return source() != null;
     }
 
     /**
@@ -166,13 +166,15 @@ public enum TensorType {
      * for a type that is not interleaved.
      */
     public TensorType source() {
-        return switch (this) {
-            case Q4_0_X16 -> Q4_0;
-            case Q4_K_X16 -> Q4_K;
-            case Q8_0_X16 -> Q8_0;
-            default -> null;
-        };
+        for (TensorType type : VALUES) {
+            if (type.interleaved() == this) {
+                return type;
+            }
+        }
+        return null;
     }
+
+    private static final TensorType[] VALUES = values();
 
     /** Whether values are stored in scaled blocks rather than one float each. */
     public boolean isQuantized() {

@@ -28,11 +28,7 @@ class CompiledKernelAllocationTest {
         int rows = 64;
         int cols = 1024;
         try (Arena arena = Arena.ofConfined()) {
-            TensorType plain = switch (type) {
-                case Q4_K_X16 -> TensorType.Q4_K;
-                case Q8_0_X16 -> TensorType.Q8_0;
-                default -> TensorType.Q4_0;
-            };
+            TensorType plain = type.source();
             long bytes = plain.rowBytes(cols) * rows;
             MemorySegment src = arena.allocate(bytes, 64);
             Random random = new Random(5);
