@@ -19,8 +19,8 @@ final class Q8_0X16 {
     private Q8_0X16() {}
 
     /** Offset of quant {@code k} of row {@code row}'s block within the group's block: 16 rows side by side. */
-    static long quantByte(int k, int row) {
-        return 32 + 16L * k + row;
+    static int quantByte(int k, int row) {
+        return 32 + 16 * k + row;
     }
 
     /**

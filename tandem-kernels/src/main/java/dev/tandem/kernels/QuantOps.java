@@ -1,6 +1,7 @@
 package dev.tandem.kernels;
 
 import java.lang.foreign.MemorySegment;
+import java.util.function.IntBinaryOperator;
 
 /**
  * Conversion between f32 and the GGUF tensor types of {@link TensorType}: dequantizing any of them
@@ -87,25 +88,8 @@ public interface QuantOps {
     default void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
-        long rowBytes = TensorType.Q4_0.rowBytes(cols);
-        int blocks = cols / 32;
-        int grouped = rows - rows % TensorType.X16_ROWS;
-        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
-            long from = srcOffset + group * rowBytes;
-            long to = dstOffset + group * rowBytes;
-            for (int b = 0; b < blocks; b++) {
-                long block = to + b * 288L;
-                for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + b * 18L;
-                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
-                    for (int k = 0; k < 16; k++) {
-                        dst.set(LittleEndian.I8, block + 32 + Q4_0X16.pairByte(k, i), src.get(LittleEndian.I8, source + 2 + k));
-                    }
-                }
-            }
-        }
-        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
-                (rows - grouped) * rowBytes);
+        interleaveScaledBlocks(TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols,
+                (k, row) -> 32 + (int) Q4_0X16.pairByte(k, row));
     }
 
     /**
@@ -120,19 +104,31 @@ public interface QuantOps {
     default void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
-        long rowBytes = TensorType.Q8_0.rowBytes(cols);
-        int blocks = cols / 32;
+        interleaveScaledBlocks(TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols, Q8_0X16::quantByte);
+    }
+
+    /**
+     * The interleaving of a type whose blocks are an f16 scale and then quant bytes (q4_0, q8_0):
+     * per group of 16 rows and block, the 16 scales at {@code 2 * row}, byte {@code k} of each
+     * row's quants at {@code byteAt(k, row)}, the group's blocks as many bytes apart as 16 of the
+     * type's; the last {@code rows % 16} rows copied as they are.
+     */
+    private static void interleaveScaledBlocks(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst,
+            long dstOffset, int rows, int cols, IntBinaryOperator byteAt) {
+        long rowBytes = type.rowBytes(cols);
+        int blockBytes = type.blockBytes();
+        int blocks = cols / type.blockSize();
         int grouped = rows - rows % TensorType.X16_ROWS;
         for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
             long from = srcOffset + group * rowBytes;
             long to = dstOffset + group * rowBytes;
             for (int b = 0; b < blocks; b++) {
-                long block = to + b * Q8_0X16.GROUP_BLOCK_BYTES;
+                long block = to + (long) b * TensorType.X16_ROWS * blockBytes;
                 for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + b * 34L;
+                    long source = from + i * rowBytes + (long) b * blockBytes;
                     dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
-                    for (int k = 0; k < 32; k++) {
-                        dst.set(LittleEndian.I8, block + Q8_0X16.quantByte(k, i), src.get(LittleEndian.I8, source + 2 + k));
+                    for (int k = 0; k < blockBytes - 2; k++) {
+                        dst.set(LittleEndian.I8, block + byteAt.applyAsInt(k, i), src.get(LittleEndian.I8, source + 2 + k));
                     }
                 }
             }
