@@ -151,7 +151,6 @@ public final class TensorMap {
                         map.dependOn(w, task);
                     }
                 }
-                fresh[k] = false;
                 if (writes) {
                     TaskNode[] rs = readers[k];
                     int n = readerCount[k];
@@ -167,6 +166,7 @@ public final class TensorMap {
                 collapse(first, last, task);
             } else {
                 for (int k = first; k < last; k++) {
+                    fresh[k] = false; // a write's segment is fresh again: collapse marks it
                     addReader(k, task);
                 }
             }
