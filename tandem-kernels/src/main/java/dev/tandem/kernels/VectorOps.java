@@ -662,6 +662,7 @@ final class VectorOps implements KernelOps {
         long rowBytes = blocks * 18L;
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        short[] sums = batch >= X16_INPUTS ? Scratch.get().shorts(X16_CHUNK * X16_INPUTS * X16_SHORTS.length()) : null;
         int r = rowStart;
         while (r < rowEnd) {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
@@ -670,11 +671,8 @@ final class VectorOps implements KernelOps {
                     long from = group + part * X16_PART_BYTES;
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     int b = 0;
-                    if (batch >= X16_INPUTS) {
-                        short[] scratch = new short[X16_CHUNK * X16_INPUTS * X16_SHORTS.length()];
-                        for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
-                            x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, scratch);
-                        }
+                    for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
+                        x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, sums);
                     }
                     for (; b < batch; b++) {
                         x16Group(weights, from, blocks, in, b * cols, b * blocks, out, at + b * outStride);
@@ -738,8 +736,8 @@ final class VectorOps implements KernelOps {
                 if (xs == null && batch % Q8X_INPUTS != 0) {
                     // The inputs on the heap: the loops broadcast them one value at a time, and
                     // array loads in counted loops cost no bounds check.
-                    xs = new float[batch * cols];
-                    MemorySegment.copy(x, F32, xOffset, xs, 0, xs.length);
+                    xs = Scratch.get().inputs(batch * cols);
+                    MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
                 }
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
@@ -846,7 +844,7 @@ final class VectorOps implements KernelOps {
     /** The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}. */
     private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols) {
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.Inputs.of(batch, cols);
+        Q4_0X16.Inputs in = Scratch.get().quantized(batch, cols);
         for (int b = 0; b < batch; b++) {
             quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
         }
@@ -1120,9 +1118,10 @@ final class VectorOps implements KernelOps {
         Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols);
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
-        byte[] headers = new byte[X16_K_CHUNK * X16_K_HEADER];
-        short[] sums = batch >= X16_INPUTS ? new short[X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()] : null;
-        float[] factors = new float[X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length()];
+        Scratch scratch = Scratch.get();
+        byte[] headers = scratch.bytes(X16_K_CHUNK * X16_K_HEADER);
+        short[] sums = batch >= X16_INPUTS ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
+        float[] factors = scratch.factors(X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length());
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
@@ -1406,8 +1405,9 @@ final class VectorOps implements KernelOps {
         long rowBytes = (long) blocks * Q6_K_BLOCK_BYTES;
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        byte[] quants = new byte[cols];
-        float[] factors = new float[cols / 16];
+        Scratch scratch = Scratch.get();
+        byte[] quants = scratch.bytes(cols);
+        float[] factors = scratch.factors(cols / 16);
         for (int r = rowStart; r < rowEnd; r++) {
             long row = weightsOffset + r * rowBytes;
             for (int block = 0; block < blocks; block++) {
@@ -1542,7 +1542,7 @@ final class VectorOps implements KernelOps {
         long rowBytes = (long) blocks * Q4_K_BLOCK_BYTES;
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        float[] factors = new float[blocks * 16];
+        float[] factors = Scratch.get().factors(blocks * 16);
         for (int r = rowStart; r < rowEnd; r++) {
             long row = weightsOffset + r * rowBytes;
             if (NIBBLE_TABLES) {
@@ -2224,9 +2224,20 @@ final class VectorOps implements KernelOps {
             scores.set(F32, at + 2 * F, s2 * scale);
             scores.set(F32, at + 3 * F, s3 * scale);
         }
+        // The last keys one at a time, as dotF32 sums, written out: called from here, dotF32 was
+        // left in C1's code in a decode (JFR: its boxed vectors were a third of the bytes allocated).
         for (; j < validRows; j++) {
-            float dot = dotF32(q, qOffset, keys, keysOffset + (long) j * rowStride * F, headDim);
-            scores.set(F32, scoresOffset + j * F, dot * scale);
+            long kj = keysOffset + j * rowBytes;
+            FloatVector a0 = FloatVector.zero(S);
+            int k = 0;
+            for (; k < upper; k += L) {
+                a0 = load(q, qOffset + k * F).fma(load(keys, kj + k * F), a0);
+            }
+            float s0 = a0.reduceLanes(VectorOperators.ADD);
+            for (; k < headDim; k++) {
+                s0 += q.get(F32, qOffset + k * F) * keys.get(F32, kj + k * F);
+            }
+            scores.set(F32, scoresOffset + j * F, s0 * scale);
         }
     }
 

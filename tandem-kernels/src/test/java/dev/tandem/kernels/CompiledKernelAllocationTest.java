@@ -10,9 +10,9 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The interleaved kernels once C2 has compiled them allocate only their per-call scratch (the
- * quantized inputs, a few small arrays): a vector the compiler failed to keep in registers is an
- * object per operation, megabytes a call. C2 has failed that way here more than once (a loop past
+ * The interleaved kernels and the attention scores, once C2 has compiled them, allocate nothing:
+ * their working arrays are the thread's {@link Scratch}, and a vector the compiler failed to keep
+ * in registers is an object per operation, megabytes a call. C2 has failed that way here more than once (a loop past
  * its node budget, a vector helper compiled out of line), at a tenth of the speed and with no other
  * symptom; this catches it in the order this JVM compiles the kernels in, which is not the
  * decoder's, so a clean run here is necessary rather than sufficient.
@@ -21,7 +21,7 @@ class CompiledKernelAllocationTest {
 
     @ParameterizedTest(name = "{0} batch {1}")
     @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8"})
-    void warmKernelsAllocateOnlyTheirScratch(TensorType type, int batch) {
+    void warmKernelsAllocateNothing(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box
         }
@@ -52,24 +52,53 @@ class CompiledKernelAllocationTest {
             MemorySegment out = arena.allocate((long) batch * rows * Float.BYTES, 64);
             com.sun.management.ThreadMXBean threads =
                     (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
-            // Scratch per call: the inputs' quants (2 bytes a value), factors and sums (a value or
-            // a 32nd), and a few arrays of at most a few KB; everything else is a boxed vector.
-            long scratch = 4L * batch * cols + 64 * 1024;
-            long least = Long.MAX_VALUE;
-            long deadline = System.nanoTime() + 20_000_000_000L;
-            // Until a round of calls allocates no more than their scratch, or 20 s: C2 compiles the
-            // loops within a few thousand calls, after which a boxing kernel allocates megabytes a call.
-            int calls = 200;
-            while (System.nanoTime() < deadline && least > scratch) {
-                long before = threads.getCurrentThreadAllocatedBytes();
-                for (int i = 0; i < calls; i++) {
-                    ops.matmul(type, w, 0, x, 0, out, 0, rows, cols, batch, 0, rows);
-                }
-                least = Math.min(least, (threads.getCurrentThreadAllocatedBytes() - before) / calls);
-            }
-            assertThat(least)
-                    .as("bytes allocated per warm %s call at batch %d (scratch allowed: %d)", type, batch, scratch)
-                    .isLessThanOrEqualTo(scratch);
+            long least = leastBytesPerCall(() -> ops.matmul(type, w, 0, x, 0, out, 0, rows, cols, batch, 0, rows));
+            assertThat(least).as("bytes allocated per warm %s call at batch %d", type, batch).isZero();
         }
+    }
+
+    /** With a key count that is not a multiple of four, so that the keys left after the four-key loop count too. */
+    @ParameterizedTest(name = "{0} keys")
+    @CsvSource({"7", "64"})
+    void warmAttentionScoresAllocateNothing(int keys) {
+        if (!Ops.preferred().name().startsWith("vector")) {
+            return;
+        }
+        int headDim = 64;
+        try (Arena arena = Arena.ofConfined()) {
+            Random random = new Random(9);
+            MemorySegment q = arena.allocate((long) headDim * Float.BYTES, 64);
+            MemorySegment k = arena.allocate((long) keys * headDim * Float.BYTES, 64);
+            for (int i = 0; i < headDim; i++) {
+                q.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            for (int i = 0; i < keys * headDim; i++) {
+                k.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            MemorySegment scores = arena.allocate((long) keys * Float.BYTES, 64);
+            KernelOps ops = Ops.preferred();
+            long least = leastBytesPerCall(() -> ops.qk(q, 0, k, 0, scores, 0, headDim, headDim, keys, 0.125f));
+            assertThat(least).as("bytes allocated per warm qk call over %d keys", keys).isZero();
+        }
+    }
+
+    /**
+     * The fewest bytes a call allocated, per round of calls: rounds until one allocates nothing, or
+     * 20 s. C2 compiles the loops within a few thousand calls, after which a boxing kernel allocates
+     * kilobytes to megabytes a call; the first round also grows the thread's scratch.
+     */
+    private static long leastBytesPerCall(Runnable call) {
+        com.sun.management.ThreadMXBean threads = (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+        long least = Long.MAX_VALUE;
+        long deadline = System.nanoTime() + 20_000_000_000L;
+        int calls = 200;
+        while (System.nanoTime() < deadline && least > 0) {
+            long before = threads.getCurrentThreadAllocatedBytes();
+            for (int i = 0; i < calls; i++) {
+                call.run();
+            }
+            least = Math.min(least, (threads.getCurrentThreadAllocatedBytes() - before) / calls);
+        }
+        return least;
     }
 }
