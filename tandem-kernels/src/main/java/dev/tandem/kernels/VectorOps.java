@@ -932,24 +932,14 @@ final class VectorOps implements KernelOps {
         if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
             return widenF16(h);
         }
-        // As x16Widen, written out: one small method, so C2 inlines it whole into the group loops
+        // Normal and subnormal halves: their bits shifted into a float's place are the value
+        // times 2^-112, exactly; widenF16 (too big to inline once compiled on its own) only for
+        // infinities and NaNs. One small method, so C2 inlines it whole into the group loops
         // (split in two, the decoder's compilations left the inner one out of line, boxed).
         return magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                 .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
     }
 
-    /** f16 bits in int lanes, widened to f32 exactly. */
-    private static FloatVector x16Widen(IntVector h) {
-        IntVector magnitude = h.and(0x7fff);
-        if (magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue()) {
-            return widenF16(h);
-        }
-        // Normal and subnormal halves: their bits shifted into a float's place are the value
-        // times 2^-112, exactly. Small and branch-free, so C2 inlines it into the group loops;
-        // widenF16, once compiled on its own, is too big to inline and boxed the vectors.
-        return magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
-                .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16)).reinterpretAsFloats();
-    }
 
     /**
      * One part of a group of 16 rows (its weights from {@code part}, which is the group's start
@@ -1187,8 +1177,19 @@ final class VectorOps implements KernelOps {
             for (int k = 0; k < X16_K_HEADER; k += X16_HEADER_BYTES.length()) {
                 ByteVector.fromMemorySegment(X16_HEADER_BYTES, w, from16 + k, LE).intoArray(headers, h + k);
             }
-            x16Widen(x16KHalf(headers, h + halves)).intoArray(factors, dd + (b - from) * 2 * lanes);
-            x16Widen(x16KHalf(headers, h + 32 + halves)).intoArray(factors, dd + (b - from) * 2 * lanes + lanes);
+            // d, then dmin, widened as x16Scales does, written out: through helpers that take
+            // and return vectors, the decoder's order of compilation left them out of line and
+            // boxed every vector (JFR on a large q4_K decode: 2 GB/s of garbage, all from here).
+            for (int j = 0; j < 2; j++) {
+                IntVector half = (IntVector) ByteVector.fromArray(X16_HALF_BYTES, headers, h + 32 * j + halves)
+                        .reinterpretAsShorts().convertShape(VectorOperators.ZERO_EXTEND_S2I, X16_INTS, 0);
+                IntVector magnitude = half.and(0x7fff);
+                FloatVector widened = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(half)
+                        : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                                .reinterpretAsInts().or(half.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                                .reinterpretAsFloats();
+                widened.intoArray(factors, dd + (b - from) * 2 * lanes + j * lanes);
+            }
         }
     }
 
@@ -1324,11 +1325,6 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    /** The f16 bits at {@code at} of a header, two bytes per row, in int lanes. */
-    private static IntVector x16KHalf(byte[] header, int at) {
-        return (IntVector) ByteVector.fromArray(X16_HALF_BYTES, header, at).reinterpretAsShorts()
-                .convertShape(VectorOperators.ZERO_EXTEND_S2I, X16_INTS, 0);
-    }
 
     /** A 6-bit scale or min per row, at most 63, as floats. */
     private static FloatVector x16KSixBits(ByteVector sixBits) {
