@@ -8,6 +8,7 @@ module dev.tandem.bench {
     requires org.slf4j;
     requires java.net.http;
     requires java.desktop; // the swimlane chart's PNG (java.awt.image, javax.imageio)
+    requires jdk.management; // heap bytes allocated per token (com.sun.management.ThreadMXBean)
 
     exports dev.tandem.bench;
     exports dev.tandem.bench.peers;

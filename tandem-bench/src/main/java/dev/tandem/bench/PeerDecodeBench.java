@@ -14,6 +14,7 @@ import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
 import java.io.IOException;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -34,7 +35,8 @@ public final class PeerDecodeBench {
 
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
-            double tandemBatch8, double tandemFourRequests, double llamaCpp, String llamaCppMissing) {
+            double tandemBatch8, double tandemFourRequests, double heapBytesPerToken, double llamaCpp,
+            String llamaCppMissing) {
 
         public double tandemBest() {
             return Math.max(tandemRa1, tandemRa2);
@@ -56,6 +58,7 @@ public final class PeerDecodeBench {
             out.put("tandem_batch_8_tokens_per_s", tandemBatch8);
             out.put("tandem_4_requests_tokens_per_s", tandemFourRequests);
             out.put("tandem_bytes_per_token", tandemBytes);
+            out.put("tandem_heap_bytes_per_token", heapBytesPerToken);
             out.put("tandem_gb_per_s", tandemBytes * tandemBest() / 1e9);
             out.put("llamacpp_bytes_per_token", fileBytes);
             out.put("llamacpp_gb_per_s", Double.isNaN(llamaCpp) ? null : fileBytes * llamaCpp / 1e9);
@@ -96,6 +99,7 @@ public final class PeerDecodeBench {
             long warmUpNanos) {
         String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
         double[][] tandem = new double[4][rounds];
+        double[] heap = new double[rounds];
         double[] llama = new double[rounds];
         Arrays.fill(llama, Double.NaN);
         long tandemBytes;
@@ -115,7 +119,9 @@ public final class PeerDecodeBench {
             } while (System.nanoTime() < warmUntil);
             for (int r = 0; r < rounds; r++) {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
+                long allocated = allocatedBytes();
                 tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
+                heap[r] = (allocatedBytes() - allocated) / (double) tokens;
                 tandem[2][r] = DecodeBench.measure(worker, model, 1, 8, 2, tokens).tokensPerSecond();
                 tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
                 if (missing == null) {
@@ -129,7 +135,21 @@ public final class PeerDecodeBench {
             }
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
-                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(llama), missing);
+                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing);
+    }
+
+    /**
+     * Bytes the JVM's threads have allocated so far; 0 where the JVM does not count them.
+     * Across one batch-1 run per token, this is how a kernel that C2 compiled without its vector
+     * intrinsics shows (kilobytes of boxed vectors a token) where the tokens per second alone
+     * would only look slow.
+     */
+    private static long allocatedBytes() {
+        if (ManagementFactory.getThreadMXBean() instanceof com.sun.management.ThreadMXBean threads
+                && threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled()) {
+            return threads.getTotalThreadAllocatedBytes();
+        }
+        return 0;
     }
 
     /** What {@link #tracedWarmRun} measured: the trace's figures over the measured requests only. */

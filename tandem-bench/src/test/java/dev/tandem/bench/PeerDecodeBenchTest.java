@@ -41,4 +41,16 @@ class PeerDecodeBenchTest {
         assertThat(requests).isGreaterThanOrEqualTo(2);
         assertThat(Files.size(trace)).isPositive();
     }
+
+    @Test
+    void aRowCarriesTheHeapBytesAllocatedPerBatchOneToken() {
+        PeerDecodeBench.Row row = PeerDecodeBench.run("embedded", EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 8, 1,
+                false, 0);
+
+        // Every step builds its tasks on the heap, so a token allocates something; a count of
+        // zero would mean the JVM's counter was not read.
+        assertThat(row.heapBytesPerToken()).isPositive().isFinite();
+        assertThat(row.toJson()).containsEntry("tandem_heap_bytes_per_token", row.heapBytesPerToken());
+        assertThat(row.tandemRa2()).isPositive();
+    }
 }

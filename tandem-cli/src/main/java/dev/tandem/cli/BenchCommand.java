@@ -229,6 +229,10 @@ public final class BenchCommand implements Runnable {
         @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
         int cores;
 
+        private static String kilobytes(double bytes) {
+            return String.format(Locale.ROOT, "%.1f KB", bytes / 1024);
+        }
+
         private void comparePeer(boolean file) {
             int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
             int tokens = common.quick ? 32 : 64;
@@ -257,17 +261,19 @@ public final class BenchCommand implements Runnable {
             // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
             long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
             double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
-            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s%n", "model", "type", "tandem", "ra1", "ra2",
-                    "batch8", "4 req", "llama", "ratio", "GB/s");
+            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s%n", "model", "type", "tandem", "ra1", "ra2",
+                    "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok");
             for (PeerDecodeBench.Row r : rows) {
-                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f%n", r.model(), r.type(),
+                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s%n", r.model(), r.type(),
                         r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(), r.tandemFourRequests(), r.llamaCpp(),
-                        r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9);
+                        r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9, kilobytes(r.heapBytesPerToken()));
                 if (r.llamaCppMissing() != null && withPeer) {
                     out.println("  llama.cpp: " + r.llamaCppMissing());
                 }
             }
             out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
+            out.println("(heap/tok: bytes the JVM allocated per batch-1 token, runAhead 2: the step's tasks and"
+                    + " region views, plus whatever a kernel C2 compiled without its vector intrinsics boxed)");
             PeerDecodeBench.TracedRun traced = null;
             if (common.trace != null) {
                 traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
