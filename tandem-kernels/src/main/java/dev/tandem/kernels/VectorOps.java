@@ -131,28 +131,81 @@ final class VectorOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + r * inputBytes;
-            int b = 0;
-            for (; b + 4 <= batch; b += 4) {
-                dotF32x4(
-                        weights,
-                        row,
-                        x,
-                        xOffset + b * inputBytes,
-                        inputBytes,
-                        cols,
-                        out,
-                        outOffset + b * outStride + r * F,
-                        outStride);
+        int grouped = batch - batch % 4;
+        int r = rowStart;
+        while (r < rowEnd) {
+            // Four rows at a time where there are four: the inputs left over after the groups of
+            // four (all of them at batch 1) meet four rows per pass, four independent chains of
+            // FMAs sharing each input vector, where one row's chain waited an FMA latency per vector.
+            int block = r + 4 <= rowEnd ? 4 : 1;
+            for (int i = r; i < r + block; i++) {
+                long row = weightsOffset + i * inputBytes;
+                for (int b = 0; b < grouped; b += 4) {
+                    dotF32x4(
+                            weights,
+                            row,
+                            x,
+                            xOffset + b * inputBytes,
+                            inputBytes,
+                            cols,
+                            out,
+                            outOffset + b * outStride + i * F,
+                            outStride);
+                }
             }
-            for (; b < batch; b++) {
-                out.set(
-                        F32,
-                        outOffset + b * outStride + r * F,
-                        dotF32(weights, row, x, xOffset + b * inputBytes, cols));
+            for (int b = grouped; b < batch; b++) {
+                long at = outOffset + b * outStride + r * F;
+                if (block == 4) {
+                    dotF32Rows4(weights, weightsOffset + r * inputBytes, inputBytes, x, xOffset + b * inputBytes, cols,
+                            out, at);
+                } else {
+                    out.set(F32, at, dotF32(weights, weightsOffset + r * inputBytes, x, xOffset + b * inputBytes, cols));
+                }
             }
+            r += block;
         }
+    }
+
+    /**
+     * Four rows {@code rowBytes} apart, from {@code row}, each times one input: four sums taken
+     * each in {@link #dotF32}'s order, so the outputs are the same bits, into four outputs side by
+     * side at {@code at}.
+     */
+    private static void dotF32Rows4(MemorySegment w, long row, long rowBytes, MemorySegment x, long input, int n,
+            MemorySegment out, long at) {
+        long w1 = row + rowBytes;
+        long w2 = w1 + rowBytes;
+        long w3 = w2 + rowBytes;
+        FloatVector acc0 = FloatVector.zero(S);
+        FloatVector acc1 = FloatVector.zero(S);
+        FloatVector acc2 = FloatVector.zero(S);
+        FloatVector acc3 = FloatVector.zero(S);
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector xv = load(x, input + kb);
+            acc0 = load(w, row + kb).fma(xv, acc0);
+            acc1 = load(w, w1 + kb).fma(xv, acc1);
+            acc2 = load(w, w2 + kb).fma(xv, acc2);
+            acc3 = load(w, w3 + kb).fma(xv, acc3);
+        }
+        float sum0 = acc0.reduceLanes(VectorOperators.ADD);
+        float sum1 = acc1.reduceLanes(VectorOperators.ADD);
+        float sum2 = acc2.reduceLanes(VectorOperators.ADD);
+        float sum3 = acc3.reduceLanes(VectorOperators.ADD);
+        for (; k < n; k++) {
+            long kb = k * F;
+            float xk = x.get(F32, input + kb);
+            sum0 += w.get(F32, row + kb) * xk;
+            sum1 += w.get(F32, w1 + kb) * xk;
+            sum2 += w.get(F32, w2 + kb) * xk;
+            sum3 += w.get(F32, w3 + kb) * xk;
+        }
+        out.set(F32, at, sum0);
+        out.set(F32, at + F, sum1);
+        out.set(F32, at + 2 * F, sum2);
+        out.set(F32, at + 3 * F, sum3);
     }
 
     /** {@code sum_k a[k] * b[k]} over {@code n} f32. */

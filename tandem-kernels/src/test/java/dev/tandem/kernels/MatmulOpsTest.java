@@ -337,6 +337,35 @@ class MatmulOpsTest {
         }
     }
 
+    /**
+     * Rows four at a time and rows one at a time sum in the same order, so a row's output does not
+     * depend on where a part boundary cuts the matrix (nor on how many cores split it).
+     */
+    @ParameterizedTest(name = "cols = {0}")
+    @ValueSource(ints = {7, 64, 513})
+    void vectorF32RowsGiveTheSameBitsWhereverTheRangeIsCut(int cols) {
+        try (Tensors t = new Tensors(cols)) {
+            int rows = 11;
+            for (int batch : BATCHES) {
+                MemorySegment w = t.f32(t.uniform(rows * cols, -1f, 1f));
+                MemorySegment x = t.f32(t.uniform(batch * cols, -1f, 1f));
+                MemorySegment whole = t.allocate((long) batch * rows * Float.BYTES);
+                MemorySegment alone = t.allocate((long) batch * rows * Float.BYTES);
+                VECTOR.matmulF32(w, PAD, x, PAD, whole, PAD, rows, cols, batch, 0, rows);
+                for (int r = 0; r < rows; r++) {
+                    VECTOR.matmulF32(w, PAD, x, PAD, alone, PAD, rows, cols, batch, r, r + 1);
+                }
+                float[] expected = read(alone, batch * rows);
+                float[] actual = read(whole, batch * rows);
+                for (int i = 0; i < expected.length; i++) {
+                    assertThat(Float.floatToRawIntBits(actual[i]))
+                            .as("cols %d batch %d out[%d, %d]", cols, batch, i / rows, i % rows)
+                            .isEqualTo(Float.floatToRawIntBits(expected[i]));
+                }
+            }
+        }
+    }
+
     @Test
     void rowBlocksTouchOnlyTheirRows() {
         try (Tensors t = new Tensors(1)) {
