@@ -183,7 +183,7 @@ public final class Worker implements AutoCloseable {
         ensureOpen();
         memory.reserve(bytes, name + " worker buffer");
         sharedBytes += bytes;
-        MemorySegment segment = cores.allocate(sharedArena, bytes, 64);
+        MemorySegment segment = cores.allocateLongLived(sharedArena, bytes, 64);
         DeviceBuffer buffer = new DeviceBuffer("w/b" + sharedBuffers.size(), segment, Buffer.Scope.WORKER, null, null);
         sharedBuffers.add(buffer);
         return buffer;

@@ -58,6 +58,7 @@ final class CpuCores implements Device {
     private final Core[] cores;
     private final AtomicInteger idleCount = new AtomicInteger();
     private final long spinNanos;
+    private final HugePageMemory hugePages = new HugePageMemory();
     private final TraceRecorder trace;
     private final LongAdder readyCount; // tasks queued and not yet taken; only when tracing
     private volatile boolean shutdown;
@@ -120,6 +121,11 @@ final class CpuCores implements Device {
     @Override
     public MemorySegment allocate(Arena scope, long bytes, long alignment) {
         return scope.allocate(Math.max(bytes, 1), alignment).asSlice(0, bytes);
+    }
+
+    @Override
+    public MemorySegment allocateLongLived(Arena scope, long bytes, long alignment) {
+        return hugePages.allocate(scope, bytes, alignment).orElseGet(() -> allocate(scope, bytes, alignment));
     }
 
     /** Whether the calling thread is one of these cores. */

@@ -123,6 +123,16 @@ public interface Device extends AutoCloseable {
     MemorySegment allocate(Arena scope, long bytes, long alignment);
 
     /**
+     * Memory as {@link #allocate} gives it, for a buffer that lives as long as its worker (the
+     * weights): the device may place it where reading it whole, step after step, is fastest. The
+     * CPU device cuts such buffers from huge-page mappings where it can ({@code HugePageMemory});
+     * a GPU device would place them in its own memory anyway. By default, {@link #allocate}.
+     */
+    default MemorySegment allocateLongLived(Arena scope, long bytes, long alignment) {
+        return allocate(scope, bytes, alignment);
+    }
+
+    /**
      * Runs {@code tasks[0..count)}, each ready (every predecessor done). Any thread, lock-free;
      * returns without waiting. Wakes an idle unit if there is one.
      */
