@@ -1,6 +1,7 @@
 package dev.tandem.device;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.Access;
 import dev.tandem.Buffer;
@@ -148,6 +149,65 @@ class DeviceContractTest {
         assertThat(buffer.segment().get(ValueLayout.JAVA_INT, 0)).isEqualTo(42);
         assertThat(group.failures).singleElement().isInstanceOf(IllegalArgumentException.class);
         assertThat(group.done).hasValue(2);
+    }
+
+    /**
+     * One unit runs a chain whose tasks name different buffers at the same region index, and a
+     * split task whose parts ask for their regions again: each task sees its own regions (a
+     * core's slices of one task never leak into the next), every part the same ones, and an index
+     * past the task's regions still fails.
+     */
+    @Test
+    void eachTaskSeesItsOwnRegionsAndEveryPartTheSame() throws InterruptedException {
+        device.close();
+        device.join();
+        device = Device.cpu(new CpuDevice(1, 1 << 20, 1_000), null, "contract-1");
+        int chain = 6;
+        int parts = 5;
+        DeviceBuffer[] buffers = new DeviceBuffer[chain];
+        Group group = new Group(chain + 1);
+        TaskNode[] tasks = new TaskNode[chain + 1];
+        for (int i = 0; i < chain; i++) {
+            buffers[i] = buffer(8);
+            int index = i;
+            Kernel write = Kernel.of("write", c -> {
+                c.region(0).set(ValueLayout.JAVA_INT, 0, 100 + index);
+                if (c.regionCount() > 1) {
+                    c.region(1).set(ValueLayout.JAVA_INT, 4, 1); // a READ region: throws
+                }
+            });
+            Access[] accesses = i == chain - 1
+                    ? new Access[] {Access.write(new Region(buffers[i], 0, 8)), Access.read(new Region(buffers[0], 0, 8))}
+                    : new Access[] {Access.write(new Region(buffers[i], 0, 8))};
+            tasks[i] = new TaskNode(write, accesses, new long[0], group, i, null);
+        }
+        DeviceBuffer out = buffer(4L * parts);
+        // By identity: segments of the same memory are equal, and the point is that one slice is shared.
+        java.util.Set<MemorySegment> seen =
+                java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
+        Kernel split = Kernel.ofParts("split", c -> parts, c -> {
+            MemorySegment target = c.region(1);
+            seen.add(c.region(0));
+            target.set(ValueLayout.JAVA_INT, 4L * c.part(), c.region(0).get(ValueLayout.JAVA_INT, 0) + c.part());
+            assertThatThrownBy(() -> c.region(2)).isInstanceOf(IndexOutOfBoundsException.class);
+        });
+        tasks[chain] = new TaskNode(split, new Access[] {Access.read(new Region(buffers[2], 0, 8)),
+                Access.write(new Region(out, 0, 4L * parts))}, new long[0], group, chain, null);
+        for (int i = 0; i < chain; i++) {
+            assertThat(tasks[i].wireTo(tasks[i + 1])).isTrue();
+            tasks[i + 1].publish();
+        }
+        submit(device, tasks[0]);
+        group.await();
+        for (int i = 0; i < chain; i++) {
+            assertThat(buffers[i].segment().get(ValueLayout.JAVA_INT, 0)).as("buffer %d", i).isEqualTo(100 + i);
+        }
+        assertThat(group.failures).as("only the last chain task's write through a READ region")
+                .singleElement().isInstanceOf(IllegalArgumentException.class);
+        for (int p = 0; p < parts; p++) {
+            assertThat(out.segment().get(ValueLayout.JAVA_INT, 4L * p)).as("part %d", p).isEqualTo(102 + p);
+        }
+        assertThat(seen).as("every part of the split task got the same slice (one unit ran them all)").hasSize(1);
     }
 
     @Test
