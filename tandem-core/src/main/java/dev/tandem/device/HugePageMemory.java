@@ -100,6 +100,11 @@ final class HugePageMemory {
         return Optional.of(MemorySegment.ofAddress(chunk.address + at).reinterpret(bytes, scope, null));
     }
 
+    /** How many arenas have a chunk here (closed ones are dropped at the next allocation); for tests. */
+    synchronized int arenas() {
+        return chunks.size();
+    }
+
     /** A new mapping of {@code size} bytes (a multiple of 2 MB) at a 2 MB boundary, unmapped when {@code scope} closes. */
     private static Chunk map(Arena scope, long size) {
         long mapped = size + HUGE_PAGE; // room to move the start to a 2 MB boundary

@@ -186,13 +186,21 @@ class DeviceContractTest {
         java.util.Set<MemorySegment> seen =
                 java.util.Collections.synchronizedSet(java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>()));
         Kernel split = Kernel.ofParts("split", c -> parts, c -> {
-            MemorySegment target = c.region(1);
+            MemorySegment target = c.region(11);
             seen.add(c.region(0));
-            target.set(ValueLayout.JAVA_INT, 4L * c.part(), c.region(0).get(ValueLayout.JAVA_INT, 0) + c.part());
-            assertThatThrownBy(() -> c.region(2)).isInstanceOf(IndexOutOfBoundsException.class);
+            target.set(ValueLayout.JAVA_INT, 4L * c.part(), c.region(0).get(ValueLayout.JAVA_INT, 0) + c.part()
+                    + c.region(10).get(ValueLayout.JAVA_INT, 0) - 103);
+            assertThatThrownBy(() -> c.region(12)).isInstanceOf(IndexOutOfBoundsException.class);
+            assertThatThrownBy(() -> c.region(-1)).isInstanceOf(IndexOutOfBoundsException.class);
         });
-        tasks[chain] = new TaskNode(split, new Access[] {Access.read(new Region(buffers[2], 0, 8)),
-                Access.write(new Region(out, 0, 4L * parts))}, new long[0], group, chain, null);
+        // Past the first eight regions too (where a core's slice array grows): region 11 is the output.
+        Access[] splitAccesses = new Access[12];
+        splitAccesses[0] = Access.read(new Region(buffers[2], 0, 8));
+        for (int i = 1; i < 11; i++) {
+            splitAccesses[i] = Access.read(new Region(buffers[3], 0, 8));
+        }
+        splitAccesses[11] = Access.write(new Region(out, 0, 4L * parts));
+        tasks[chain] = new TaskNode(split, splitAccesses, new long[0], group, chain, null);
         for (int i = 0; i < chain; i++) {
             assertThat(tasks[i].wireTo(tasks[i + 1])).isTrue();
             tasks[i + 1].publish();

@@ -72,6 +72,25 @@ class HugePageMemoryTest {
     }
 
     @Test
+    void anAllocationThatExactlyFillsAChunkStaysInItAndTheBoundsAreInclusive() {
+        assumeThat(HugePageMemory.available()).isTrue();
+        HugePageMemory memory = new HugePageMemory();
+        long half = (long) HugePageMemory.CHUNK_MB << 19;
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment first = memory.allocate(arena, half, HugePageMemory.HUGE_PAGE).orElseThrow();
+            MemorySegment second = memory.allocate(arena, half, 64).orElseThrow();
+            assertThat(second.address()).as("the chunk's second half").isEqualTo(first.address() + half);
+            MemorySegment least = memory.allocate(arena, HugePageMemory.LEAST_BYTES, 64).orElseThrow();
+            assertThat(least.address() % HugePageMemory.HUGE_PAGE).as("a new chunk").isZero();
+            assertThat(memory.arenas()).isEqualTo(1);
+        }
+        try (Arena other = Arena.ofShared()) {
+            memory.allocate(other, HugePageMemory.LEAST_BYTES, 64).orElseThrow();
+            assertThat(memory.arenas()).as("the closed arena's entry is dropped").isEqualTo(1);
+        }
+    }
+
+    @Test
     void smallOrOddlyAlignedAllocationsAreLeftToTheArena() {
         HugePageMemory memory = new HugePageMemory();
         try (Arena arena = Arena.ofConfined()) {
