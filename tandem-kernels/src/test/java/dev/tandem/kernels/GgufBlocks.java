@@ -76,4 +76,29 @@ final class GgufBlocks {
         }
         return segment;
     }
+
+    /**
+     * Checks that {@code type}'s matmul over rows {@code [from, to)} writes exactly those rows of
+     * every input, by both kernels: every output starts as a sentinel, and a row outside the
+     * range keeps it.
+     */
+    static void assertOnlyTheRangeIsWritten(Tensors t, TensorType type, MemorySegment weights, int rows, int cols,
+            int batch, int from, int to) {
+        float sentinel = -99f;
+        MemorySegment x = t.f32(t.uniform(batch * cols, -1f, 1f));
+        for (KernelOps ops : new KernelOps[] {Tensors.SCALAR, Tensors.VECTOR}) {
+            float[] filled = new float[batch * rows];
+            java.util.Arrays.fill(filled, sentinel);
+            MemorySegment out = t.f32(filled);
+            ops.matmul(type, weights, PAD, x, PAD, out, PAD, rows, cols, batch, from, to);
+            float[] got = Tensors.read(out, batch * rows);
+            for (int b = 0; b < batch; b++) {
+                for (int r = 0; r < rows; r++) {
+                    boolean inside = r >= from && r < to;
+                    org.assertj.core.api.Assertions.assertThat(got[b * rows + r] == sentinel)
+                            .as("%s %s input %d row %d written", ops.name(), type, b, r).isEqualTo(!inside);
+                }
+            }
+        }
+    }
 }
