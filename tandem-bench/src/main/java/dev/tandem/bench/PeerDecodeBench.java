@@ -58,7 +58,7 @@ public final class PeerDecodeBench {
             out.put("tandem_batch_8_tokens_per_s", tandemBatch8);
             out.put("tandem_4_requests_tokens_per_s", tandemFourRequests);
             out.put("tandem_bytes_per_token", tandemBytes);
-            out.put("tandem_heap_bytes_per_token", heapBytesPerToken);
+            out.put("tandem_heap_bytes_per_token", Double.isNaN(heapBytesPerToken) ? null : heapBytesPerToken);
             out.put("tandem_gb_per_s", tandemBytes * tandemBest() / 1e9);
             out.put("llamacpp_bytes_per_token", fileBytes);
             out.put("llamacpp_gb_per_s", Double.isNaN(llamaCpp) ? null : fileBytes * llamaCpp / 1e9);
@@ -121,7 +121,7 @@ public final class PeerDecodeBench {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 long allocated = allocatedBytes();
                 tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
-                heap[r] = (allocatedBytes() - allocated) / (double) tokens;
+                heap[r] = allocated < 0 ? Double.NaN : (allocatedBytes() - allocated) / (double) tokens;
                 tandem[2][r] = DecodeBench.measure(worker, model, 1, 8, 2, tokens).tokensPerSecond();
                 tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
                 if (missing == null) {
@@ -139,7 +139,8 @@ public final class PeerDecodeBench {
     }
 
     /**
-     * Bytes the JVM's threads have allocated so far; 0 where the JVM does not count them.
+     * Bytes the JVM's threads have allocated so far; -1 where the JVM does not count them (the
+     * row's figure is then NaN, not a measured zero).
      * Across one batch-1 run per token, this is how a kernel that C2 compiled without its vector
      * intrinsics shows (kilobytes of boxed vectors a token) where the tokens per second alone
      * would only look slow.
@@ -149,7 +150,7 @@ public final class PeerDecodeBench {
                 && threads.isThreadAllocatedMemorySupported() && threads.isThreadAllocatedMemoryEnabled()) {
             return threads.getTotalThreadAllocatedBytes();
         }
-        return 0;
+        return -1;
     }
 
     /** What {@link #tracedWarmRun} measured: the trace's figures over the measured requests only. */

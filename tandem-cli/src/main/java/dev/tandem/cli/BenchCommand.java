@@ -230,7 +230,7 @@ public final class BenchCommand implements Runnable {
         int cores;
 
         private static String kilobytes(double bytes) {
-            return String.format(Locale.ROOT, "%.1f KB", bytes / 1024);
+            return Double.isNaN(bytes) ? "n/a" : String.format(Locale.ROOT, "%.1f KB", bytes / 1024);
         }
 
         private void comparePeer(boolean file) {

@@ -50,8 +50,11 @@ final class HugePageMemory {
     private static final int MAP_PRIVATE_ANONYMOUS = 0x22;
     private static final int MADV_HUGEPAGE = 14;
 
-    /** mmap, madvise and munmap, or null where huge pages are not used. */
-    private static final MethodHandle[] CALLS = calls();
+    /** libc's mmap, madvise and munmap. */
+    private record Calls(MethodHandle mmap, MethodHandle madvise, MethodHandle munmap) {}
+
+    /** The calls, or null where huge pages are not used. */
+    private static final Calls CALLS = calls();
 
     /** The chunk each live arena is being cut from; dead arenas' entries are dropped as found. */
     private final Map<MemorySegment.Scope, Chunk> chunks = new IdentityHashMap<>();
@@ -110,7 +113,7 @@ final class HugePageMemory {
         long mapped = size + HUGE_PAGE; // room to move the start to a 2 MB boundary
         MemorySegment raw;
         try {
-            raw = (MemorySegment) CALLS[0].invokeExact(MemorySegment.NULL, mapped, PROT_READ_WRITE,
+            raw = (MemorySegment) CALLS.mmap().invokeExact(MemorySegment.NULL, mapped, PROT_READ_WRITE,
                     MAP_PRIVATE_ANONYMOUS, -1, 0L);
         } catch (Throwable e) {
             log.debug("mmap of {} bytes failed", mapped, e);
@@ -125,7 +128,7 @@ final class HugePageMemory {
         // The whole mapping goes when the arena closes, whatever was cut from it.
         MemorySegment.ofAddress(rawAddress).reinterpret(mapped, scope, s -> unmap(rawAddress, mapped));
         try {
-            int rc = (int) CALLS[1].invokeExact(MemorySegment.ofAddress(start), size, MADV_HUGEPAGE);
+            int rc = (int) CALLS.madvise().invokeExact(MemorySegment.ofAddress(start), size, MADV_HUGEPAGE);
             if (rc != 0) {
                 log.debug("madvise(MADV_HUGEPAGE) returned {}: this chunk stays on 4 KB pages", rc);
             }
@@ -137,7 +140,7 @@ final class HugePageMemory {
 
     private static void unmap(long address, long size) {
         try {
-            int rc = (int) CALLS[2].invokeExact(MemorySegment.ofAddress(address), size);
+            int rc = (int) CALLS.munmap().invokeExact(MemorySegment.ofAddress(address), size);
             if (rc != 0) {
                 log.warn("munmap of {} bytes at {} returned {}", size, Long.toHexString(address), rc);
             }
@@ -150,7 +153,7 @@ final class HugePageMemory {
         return (value + alignment - 1) & -alignment;
     }
 
-    private static MethodHandle[] calls() {
+    private static Calls calls() {
         try {
             if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux")
                     || !Boolean.parseBoolean(System.getProperty(PROPERTY, "true"))) {
@@ -175,7 +178,7 @@ final class HugePageMemory {
                             ValueLayout.JAVA_INT));
             MethodHandle munmap = linker.downcallHandle(libc.find("munmap").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-            return new MethodHandle[] {mmap, madvise, munmap};
+            return new Calls(mmap, madvise, munmap);
         } catch (Exception | LinkageError e) {
             log.debug("no huge pages for device memory", e);
             return null;
