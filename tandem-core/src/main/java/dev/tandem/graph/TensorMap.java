@@ -166,7 +166,7 @@ public final class TensorMap {
                 collapse(first, last, task);
             } else {
                 for (int k = first; k < last; k++) {
-                    fresh[k] = false; // a write's segment is fresh again: collapse marks it
+                    fresh[k] = false; // read since its write (collapse marks a written segment fresh)
                     addReader(k, task);
                 }
             }
