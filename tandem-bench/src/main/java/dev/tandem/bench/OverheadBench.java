@@ -23,7 +23,8 @@ import java.util.function.BiFunction;
 
 /**
  * Nanoseconds per task from submit to completion for empty kernels, tandem against
- * CompletableFuture on a ForkJoinPool and oneTBB flow_graph, on the same DAGs. tandem gets the
+ * CompletableFuture on a ForkJoinPool and oneTBB flow_graph, on the same DAGs, in alternating
+ * rounds. tandem gets the
  * DAG as region accesses and infers its edges (inference is inside the timing); the peers get
  * the same edges made explicit.
  */
@@ -41,28 +42,50 @@ public final class OverheadBench {
 
     private OverheadBench() {}
 
-    public static List<Row> run(int tasks, int[] coreCounts, int repetitions, long seed) {
-        return run(tasks, coreCounts, repetitions, seed, null);
+    /** Timed runs per contender per round, after one untimed: a round's figure is the best of them. */
+    public static final int RUNS_PER_ROUND = 2;
+
+    public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed) {
+        return run(tasks, coreCounts, rounds, seed, null);
     }
 
     /**
-     * As {@link #run(int, int[], int, long)}, tracing each tandem worker as {@code traceFor(shape, cores)}
-     * says (a null function or result: off).
+     * Per DAG and core count, {@code rounds} rounds that each run tandem, then ForkJoin, then
+     * oneTBB (a warm-up and {@value #RUNS_PER_ROUND} timed runs each, the best kept); a row holds
+     * each contender's median over the rounds. Alternating spreads the machine's noise over all
+     * three: run one after the other, ten runs each, two invocations of the bench gave tandem
+     * 354 and 687 ns a task on the same fanout row. Each tandem worker of the first round is
+     * traced as {@code traceFor(shape, cores)} says (a null function or result: off).
      */
-    public static List<Row> run(int tasks, int[] coreCounts, int repetitions, long seed,
+    public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed,
             BiFunction<String, Integer, TraceConfig> traceFor) {
+        if (rounds < 1) {
+            throw new IllegalArgumentException("rounds must be at least 1, got " + rounds);
+        }
         List<SyntheticDag> dags = List.of(
                 SyntheticDag.chain(tasks), SyntheticDag.fanout(tasks), SyntheticDag.random(tasks, seed));
         List<Row> rows = new ArrayList<>();
         for (SyntheticDag dag : dags) {
             for (int cores : coreCounts) {
-                double tandem = tandemNsPerTask(dag, CpuDevice.withCores(cores), repetitions,
-                        traceFor == null ? null : traceFor.apply(dag.shape(), cores));
-                double forkJoin = ForkJoinPeer.nsPerTask(dag, cores, repetitions);
-                TbbPeer.Result tbb = TbbPeer.run(dag, cores, repetitions);
-                Double tbbNs = tbb instanceof TbbPeer.Result.Measured m ? m.nsPerTask() : null;
-                String note = tbb instanceof TbbPeer.Result.Unavailable u ? u.reason() : null;
-                rows.add(new Row(dag.shape(), cores, dag.edgeCount(), tandem, forkJoin, tbbNs, note));
+                double[] tandem = new double[rounds];
+                double[] forkJoin = new double[rounds];
+                double[] tbb = new double[rounds];
+                String note = null;
+                for (int round = 0; round < rounds; round++) {
+                    TraceConfig trace = round == 0 && traceFor != null ? traceFor.apply(dag.shape(), cores) : null;
+                    tandem[round] = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
+                    forkJoin[round] = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
+                    if (note == null) {
+                        TbbPeer.Result result = TbbPeer.run(dag, cores, RUNS_PER_ROUND);
+                        if (result instanceof TbbPeer.Result.Measured m) {
+                            tbb[round] = m.nsPerTask();
+                        } else {
+                            note = ((TbbPeer.Result.Unavailable) result).reason();
+                        }
+                    }
+                }
+                rows.add(new Row(dag.shape(), cores, dag.edgeCount(), Stats.median(tandem), Stats.median(forkJoin),
+                        note == null ? Stats.median(tbb) : null, note));
             }
         }
         return rows;

@@ -82,11 +82,12 @@ public final class BenchCommand implements Runnable {
             if (tasks < 1) {
                 throw new IllegalArgumentException("--tasks must be >= 1, was " + tasks);
             }
-            int repetitions = common.quick ? 3 : 10;
+            int rounds = common.quick ? 3 : 5;
             PrintStream out = System.out;
-            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, best of %d runs after a warm-up%n", tasks, repetitions);
+            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three (each the best"
+                    + " of %d runs after a warm-up)%n", tasks, rounds, OverheadBench.RUNS_PER_ROUND);
             List<Path> traces = new ArrayList<>();
-            List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, repetitions, seed,
+            List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, rounds, seed,
                     common.trace == null ? null : (shape, cores) -> {
                         Path file = common.traceFile(shape + "-" + cores + "c");
                         traces.add(file);
