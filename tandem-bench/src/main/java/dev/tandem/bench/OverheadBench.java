@@ -45,12 +45,19 @@ public final class OverheadBench {
     /** Timed runs per contender per round, after one untimed: a round's figure is the best of them. */
     public static final int RUNS_PER_ROUND = 2;
 
+    /**
+     * Untimed rounds per row before the timed ones: a new DAG shape's first rounds ran tandem at
+     * about twice its later cost (550-750 against 310-420 ns a task on the fan-out, 1 core) while
+     * C2 compiled the paths that shape takes and the heap grew.
+     */
+    public static final int WARM_UP_ROUNDS = 2;
+
     public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed) {
         return run(tasks, coreCounts, rounds, seed, null);
     }
 
     /**
-     * Per DAG and core count, {@code rounds} rounds that each run tandem, then ForkJoin, then
+     * Per DAG and core count, {@value #WARM_UP_ROUNDS} untimed and {@code rounds} timed rounds that each run tandem, then ForkJoin, then
      * oneTBB (a warm-up and {@value #RUNS_PER_ROUND} timed runs each, the best kept); a row holds
      * each contender's median over the rounds. Alternating spreads the machine's noise over all
      * three: run one after the other, ten runs each, two invocations of the bench gave tandem
@@ -71,14 +78,21 @@ public final class OverheadBench {
                 double[] forkJoin = new double[rounds];
                 double[] tbb = new double[rounds];
                 String note = null;
-                for (int round = 0; round < rounds; round++) {
+                for (int round = -WARM_UP_ROUNDS; round < rounds; round++) {
+                    boolean timed = round >= 0;
                     TraceConfig trace = round == 0 && traceFor != null ? traceFor.apply(dag.shape(), cores) : null;
-                    tandem[round] = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
-                    forkJoin[round] = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
+                    double t = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
+                    double f = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
+                    if (timed) {
+                        tandem[round] = t;
+                        forkJoin[round] = f;
+                    }
                     if (note == null) {
                         TbbPeer.Result result = TbbPeer.run(dag, cores, RUNS_PER_ROUND);
                         if (result instanceof TbbPeer.Result.Measured m) {
-                            tbb[round] = m.nsPerTask();
+                            if (timed) {
+                                tbb[round] = m.nsPerTask();
+                            }
                         } else {
                             note = ((TbbPeer.Result.Unavailable) result).reason();
                         }

@@ -84,8 +84,9 @@ public final class BenchCommand implements Runnable {
             }
             int rounds = common.quick ? 3 : 5;
             PrintStream out = System.out;
-            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three (each the best"
-                    + " of %d runs after a warm-up)%n", tasks, rounds, OverheadBench.RUNS_PER_ROUND);
+            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three after %d untimed"
+                    + " (each the best of %d runs after a warm-up)%n", tasks, rounds, OverheadBench.WARM_UP_ROUNDS,
+                    OverheadBench.RUNS_PER_ROUND);
             List<Path> traces = new ArrayList<>();
             List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, rounds, seed,
                     common.trace == null ? null : (shape, cores) -> {
