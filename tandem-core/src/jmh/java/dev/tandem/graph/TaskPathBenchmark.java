@@ -132,7 +132,6 @@ public class TaskPathBenchmark {
             Region r = access.region();
             map.access((DeviceBuffer) r.buffer(), r.offset(), r.length(), access.mode(), task);
         }
-        step.countTask();
         batch[(int) (index % BATCH)] = task;
     }
 

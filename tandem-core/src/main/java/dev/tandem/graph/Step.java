@@ -33,7 +33,6 @@ public final class Step implements TaskGroup {
     private byte[] token; // written by the readback task; read after stepDone
     private volatile int remaining = 1;
     private volatile boolean done;
-    private int taskCount; // host-only
     private final int roomAt;
 
     /** A step without a bound on its tasks in flight. */
@@ -77,11 +76,6 @@ public final class Step implements TaskGroup {
         return owner;
     }
 
-    /** Host: one more task was built for this step; counted by {@link #addTasks} before it is published. */
-    public void countTask() {
-        taskCount++;
-    }
-
     /**
      * Host: {@code n} more tasks belong to this step. Called once per publication batch, before
      * the batch is published and while the build guard is held, so the count cannot reach zero
@@ -89,11 +83,6 @@ public final class Step implements TaskGroup {
      */
     public void addTasks(int n) {
         REMAINING.getAndAdd(this, n);
-    }
-
-    /** Tasks submitted to this step so far. Host only. */
-    public int taskCount() {
-        return taskCount;
     }
 
     /** A task of this step has finished (ran, failed or was skipped). Any thread. */
