@@ -141,71 +141,21 @@ final class VectorOps implements KernelOps {
             for (int i = r; i < r + block; i++) {
                 long row = weightsOffset + i * inputBytes;
                 for (int b = 0; b < grouped; b += 4) {
-                    dotF32x4(
-                            weights,
-                            row,
-                            x,
-                            xOffset + b * inputBytes,
-                            inputBytes,
-                            cols,
-                            out,
-                            outOffset + b * outStride + i * F,
-                            outStride);
+                    dotF32Four(weights, row, 0, x, xOffset + b * inputBytes, inputBytes, cols, out,
+                            outOffset + b * outStride + i * F, outStride);
                 }
             }
             for (int b = grouped; b < batch; b++) {
                 long at = outOffset + b * outStride + r * F;
                 if (block == 4) {
-                    dotF32Rows4(weights, weightsOffset + r * inputBytes, inputBytes, x, xOffset + b * inputBytes, cols,
-                            out, at);
+                    dotF32Four(weights, weightsOffset + r * inputBytes, inputBytes, x, xOffset + b * inputBytes, 0,
+                            cols, out, at, F);
                 } else {
                     out.set(F32, at, dotF32(weights, weightsOffset + r * inputBytes, x, xOffset + b * inputBytes, cols));
                 }
             }
             r += block;
         }
-    }
-
-    /**
-     * Four rows {@code rowBytes} apart, from {@code row}, each times one input: four sums taken
-     * each in {@link #dotF32}'s order, so the outputs are the same bits, into four outputs side by
-     * side at {@code at}.
-     */
-    private static void dotF32Rows4(MemorySegment w, long row, long rowBytes, MemorySegment x, long input, int n,
-            MemorySegment out, long at) {
-        long w1 = row + rowBytes;
-        long w2 = w1 + rowBytes;
-        long w3 = w2 + rowBytes;
-        FloatVector acc0 = FloatVector.zero(S);
-        FloatVector acc1 = FloatVector.zero(S);
-        FloatVector acc2 = FloatVector.zero(S);
-        FloatVector acc3 = FloatVector.zero(S);
-        int upper = S.loopBound(n);
-        int k = 0;
-        for (; k < upper; k += L) {
-            long kb = k * F;
-            FloatVector xv = load(x, input + kb);
-            acc0 = load(w, row + kb).fma(xv, acc0);
-            acc1 = load(w, w1 + kb).fma(xv, acc1);
-            acc2 = load(w, w2 + kb).fma(xv, acc2);
-            acc3 = load(w, w3 + kb).fma(xv, acc3);
-        }
-        float sum0 = acc0.reduceLanes(VectorOperators.ADD);
-        float sum1 = acc1.reduceLanes(VectorOperators.ADD);
-        float sum2 = acc2.reduceLanes(VectorOperators.ADD);
-        float sum3 = acc3.reduceLanes(VectorOperators.ADD);
-        for (; k < n; k++) {
-            long kb = k * F;
-            float xk = x.get(F32, input + kb);
-            sum0 += w.get(F32, row + kb) * xk;
-            sum1 += w.get(F32, w1 + kb) * xk;
-            sum2 += w.get(F32, w2 + kb) * xk;
-            sum3 += w.get(F32, w3 + kb) * xk;
-        }
-        out.set(F32, at, sum0);
-        out.set(F32, at + F, sum1);
-        out.set(F32, at + 2 * F, sum2);
-        out.set(F32, at + 3 * F, sum3);
     }
 
     /** {@code sum_k a[k] * b[k]} over {@code n} f32. */
@@ -223,17 +173,17 @@ final class VectorOps implements KernelOps {
         return sum;
     }
 
-    /** Four dot products of one weight row with four inputs {@code inputStride} bytes apart. */
-    private static void dotF32x4(
-            MemorySegment w,
-            long row,
-            MemorySegment x,
-            long input,
-            long inputStride,
-            int n,
-            MemorySegment out,
-            long at,
-            long outStride) {
+    /**
+     * Four dot products side by side, each summed in {@link #dotF32}'s order (so the same bits):
+     * pair j is the row at {@code row + j * rowStride} times the input at {@code input + j *
+     * inputStride}, written at {@code at + j * outStride}. One row with four inputs (rowStride 0)
+     * or four rows with one input (inputStride 0): four independent chains of FMAs either way.
+     */
+    private static void dotF32Four(MemorySegment w, long row, long rowStride, MemorySegment x, long input,
+            long inputStride, int n, MemorySegment out, long at, long outStride) {
+        long w1 = row + rowStride;
+        long w2 = w1 + rowStride;
+        long w3 = w2 + rowStride;
         long x1 = input + inputStride;
         long x2 = x1 + inputStride;
         long x3 = x2 + inputStride;
@@ -245,11 +195,10 @@ final class VectorOps implements KernelOps {
         int k = 0;
         for (; k < upper; k += L) {
             long kb = k * F;
-            FloatVector wv = load(w, row + kb);
-            acc0 = wv.fma(load(x, input + kb), acc0);
-            acc1 = wv.fma(load(x, x1 + kb), acc1);
-            acc2 = wv.fma(load(x, x2 + kb), acc2);
-            acc3 = wv.fma(load(x, x3 + kb), acc3);
+            acc0 = load(w, row + kb).fma(load(x, input + kb), acc0);
+            acc1 = load(w, w1 + kb).fma(load(x, x1 + kb), acc1);
+            acc2 = load(w, w2 + kb).fma(load(x, x2 + kb), acc2);
+            acc3 = load(w, w3 + kb).fma(load(x, x3 + kb), acc3);
         }
         float sum0 = acc0.reduceLanes(VectorOperators.ADD);
         float sum1 = acc1.reduceLanes(VectorOperators.ADD);
@@ -257,11 +206,10 @@ final class VectorOps implements KernelOps {
         float sum3 = acc3.reduceLanes(VectorOperators.ADD);
         for (; k < n; k++) {
             long kb = k * F;
-            float wk = w.get(F32, row + kb);
-            sum0 += wk * x.get(F32, input + kb);
-            sum1 += wk * x.get(F32, x1 + kb);
-            sum2 += wk * x.get(F32, x2 + kb);
-            sum3 += wk * x.get(F32, x3 + kb);
+            sum0 += w.get(F32, row + kb) * x.get(F32, input + kb);
+            sum1 += w.get(F32, w1 + kb) * x.get(F32, x1 + kb);
+            sum2 += w.get(F32, w2 + kb) * x.get(F32, x2 + kb);
+            sum3 += w.get(F32, w3 + kb) * x.get(F32, x3 + kb);
         }
         out.set(F32, at, sum0);
         out.set(F32, at + outStride, sum1);
