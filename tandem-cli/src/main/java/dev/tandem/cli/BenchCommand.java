@@ -284,6 +284,7 @@ public final class BenchCommand implements Runnable {
                         + " %.1f%% over their %.1f ms; wrote %s (tandem trace report on it covers loading and warm-up too)%n",
                         traced.requests(), traced.tokens(), traced.tokensPerSecond(), 100 * traced.report().deviceBusy(),
                         traced.report().runMs(), traced.trace());
+                TraceCommand.Report.printIdle(out, traced.report(), 8);
             }
             if (common.json) {
                 java.util.Map<String, Object> json = new java.util.LinkedHashMap<>();

@@ -123,6 +123,29 @@ public final class TraceCommand implements Runnable {
                         r.busyCoreMs() > 0 ? 100 * k.busyMs() / r.busyCoreMs() : 0, k.aloneMs(), 100 * r.fraction(k.aloneMs()));
             }
             out.println("(alone: the kernel's span was the only one running, every other core idle)");
+            printIdle(out, r, IDLE_ROWS);
+        }
+
+        /** Rows of the idle table printed, most idle first. */
+        static final int IDLE_ROWS = 12;
+
+        /** The {@code rows} pairs of kernels around the most core idle time of {@code r}. */
+        static void printIdle(PrintStream out, TraceAnalysis.Report r, int rows) {
+            if (r.idle().isEmpty()) {
+                return;
+            }
+            double idle = r.cores() * r.runMs() - r.busyCoreMs();
+            out.println();
+            out.printf(Locale.ROOT, "%-44s %8s %9s %7s %7s %9s%n", "core idle after -> before", "gaps", "idle ms",
+                    "of idle", "us/gap", "long ms");
+            for (TraceAnalysis.IdleReport i : r.idle().subList(0, Math.min(rows, r.idle().size()))) {
+                out.printf(Locale.ROOT, "%-44s %8d %9.2f %6.1f%% %7.2f %9.2f%n", i.after() + " -> " + i.before(),
+                        i.gaps(), i.idleMs(), idle > 0 ? 100 * i.idleMs() / idle : 0, 1e3 * i.idleMs() / i.gaps(),
+                        i.longIdleMs());
+            }
+            out.printf(Locale.ROOT, "(a core's gaps between its tasks, by the kernels around them; long: gaps of %d us"
+                    + " or more, a core with nothing to run or off its processor)%n",
+                    TraceAnalysis.LONG_GAP_NANOS / 1000);
         }
 
         private static void line(PrintStream out, TraceAnalysis.Report r, String name, double ms, String meaning) {

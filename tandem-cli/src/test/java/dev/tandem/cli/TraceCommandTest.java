@@ -86,10 +86,13 @@ class TraceCommandTest {
         String last = run.outLines().getLast();
         assertThat(last).startsWith("{").endsWith("}").contains("\"token_parallel_ms\":", "\"request_parallel_ms\":",
                 "\"s_parallel_ms\":", "\"device_busy\":", "\"bubble_ms\":", "\"requests\":[{\"request\":1,",
-                "\"kernels\":[{\"name\":");
+                "\"kernels\":[{\"name\":", "\"idle\":[{\"after\":");
         assertThat(run.outLines()).as("the kernel table: a row per kernel, the readback among them")
                 .anyMatch(l -> l.matches("kernel +spans +busy ms +of busy +alone ms +of run"))
                 .anyMatch(l -> l.matches("tandem\\.readback +\\d+ +[\\d.]+ +[\\d.]+% +[\\d.]+ +[\\d.]+%"));
+        assertThat(run.outLines()).as("the idle table: a row per pair of kernels around a core's gaps")
+                .anyMatch(l -> l.matches("core idle after -> before +gaps +idle ms +of idle +us/gap +long ms"))
+                .anyMatch(l -> l.matches("\\S+ -> \\S+ +\\d+ +[\\d.]+ +[\\d.]+% +[\\d.]+ +[\\d.]+"));
         BufferedImage image = ImageIO.read(png.toFile());
         assertThat(image.getWidth()).isEqualTo(1600);
     }

@@ -73,7 +73,7 @@ public final class TraceAnalysis {
     public record Report(long start, long end, int cores, long tasks, double tokenParallelMs, double requestParallelMs,
             double sParallelMs, double busyCoreMs, int bubbleCount, double bubbleMs, double bubbleLongestMs,
             List<RequestReport> requests, Intervals tokenParallel, Intervals sParallel, Intervals bubbles,
-            List<KernelReport> kernels) {
+            List<KernelReport> kernels, List<IdleReport> idle) {
 
         public double runMs() {
             return (end - start) / 1e6;
@@ -112,6 +112,7 @@ public final class TraceAnalysis {
             }
             out.put("requests", perRequest);
             out.put("kernels", kernels.stream().map(KernelReport::toJson).toList());
+            out.put("idle", idle.stream().map(IdleReport::toJson).toList());
             return out;
         }
     }
@@ -131,6 +132,35 @@ public final class TraceAnalysis {
             out.put("spans", spans);
             out.put("busy_ms", busyMs);
             out.put("alone_ms", aloneMs);
+            return out;
+        }
+    }
+
+    /** A core's gap between two of its task spans at least this long is a long one (in ns). */
+    public static final long LONG_GAP_NANOS = 50_000;
+
+    /**
+     * Where the cores idled: the gaps between a core's consecutive task spans, grouped by the
+     * kernel it had just run and the one it ran next. Short gaps are the hand-over between
+     * dependent phases (a core finishing its share and waiting for the other's last part, the
+     * completion that makes the next task ready, a serial task the other core runs meanwhile);
+     * long ones ({@link #LONG_GAP_NANOS} and more) are a core with nothing to run or not on a
+     * processor (preempted by host threads, the JIT or the GC).
+     *
+     * @param gaps       gaps of this pair
+     * @param idleMs     core time in them
+     * @param longGaps   how many of them were long
+     * @param longIdleMs core time in the long ones
+     */
+    public record IdleReport(String after, String before, long gaps, double idleMs, long longGaps, double longIdleMs) {
+        public Map<String, Object> toJson() {
+            Map<String, Object> out = new LinkedHashMap<>();
+            out.put("after", after);
+            out.put("before", before);
+            out.put("gaps", gaps);
+            out.put("idle_ms", idleMs);
+            out.put("long_gaps", longGaps);
+            out.put("long_idle_ms", longIdleMs);
             return out;
         }
     }
@@ -173,7 +203,41 @@ public final class TraceAnalysis {
         return new Report(start, end, Math.max(cores, taskCores.size()), tasks, sweep.tokenParallel / 1e6,
                 sweep.requestParallel / 1e6, sweep.sParallel / 1e6, sweep.busyCore / 1e6, sweep.bubbleCount,
                 sweep.bubbleTotal / 1e6, sweep.bubbleLongest / 1e6, requests(events), sweep.tokenParallelRuns.done(),
-                sweep.sParallelRuns.done(), sweep.bubbleRuns.done(), kernels);
+                sweep.sParallelRuns.done(), sweep.bubbleRuns.done(), kernels, idle(events));
+    }
+
+    /** {@link IdleReport}s, most idle time first. */
+    private static List<IdleReport> idle(List<TraceEvent> events) {
+        Map<Integer, List<TraceEvent>> byCore = new java.util.TreeMap<>();
+        for (TraceEvent e : events) {
+            if (e.kind() == TraceEvent.Kind.TASK) {
+                byCore.computeIfAbsent(e.thread(), c -> new ArrayList<>()).add(e);
+            }
+        }
+        Map<List<String>, long[]> pairs = new LinkedHashMap<>(); // gaps, ns, long gaps, long ns
+        for (List<TraceEvent> spans : byCore.values()) {
+            spans.sort(java.util.Comparator.comparingLong(TraceEvent::start));
+            for (int i = 1; i < spans.size(); i++) {
+                TraceEvent before = spans.get(i - 1);
+                TraceEvent next = spans.get(i);
+                long gap = next.start() - before.end();
+                if (gap <= 0) {
+                    continue;
+                }
+                long[] p = pairs.computeIfAbsent(List.of(String.valueOf(before.name()), String.valueOf(next.name())),
+                        k -> new long[4]);
+                p[0]++;
+                p[1] += gap;
+                if (gap >= LONG_GAP_NANOS) {
+                    p[2]++;
+                    p[3] += gap;
+                }
+            }
+        }
+        List<IdleReport> out = new ArrayList<>();
+        pairs.forEach((pair, p) -> out.add(new IdleReport(pair.get(0), pair.get(1), p[0], p[1] / 1e6, p[2], p[3] / 1e6)));
+        out.sort((a, b) -> Double.compare(b.idleMs(), a.idleMs()));
+        return out;
     }
 
     // ---- per request -----------------------------------------------------------------------

@@ -246,6 +246,31 @@ class TraceAnalysisTest {
         assertThat(TraceAnalysis.analyze(List.of(build(1, 0, 0, 1)), 1).kernels()).isEmpty();
     }
 
+    /**
+     * core 0: a [0, 1), b [1.01, 2), a [2.2, 3); core 1: b [0, 1), a [1.01, 2), a [2, 2.5). So
+     * b -> a: 0.2 (long) + 0.01, a -> b: 0.01, and a -> a back to back is no gap at all.
+     */
+    @Test
+    void coreIdleByTheKernelsAroundEachGap() {
+        List<TraceEvent> events = List.of(
+                kernel("a", 0, 0, 1), kernel("b", 0, 1.01, 2), kernel("a", 0, 2.2, 3),
+                kernel("b", 1, 0, 1), kernel("a", 1, 2, 2.5), kernel("a", 1, 1.01, 2), build(1, 0, 0, 0.5));
+        List<TraceAnalysis.IdleReport> idle = TraceAnalysis.analyze(events, 2).idle();
+        assertThat(idle).extracting(i -> i.after() + ">" + i.before()).containsExactly("b>a", "a>b");
+        TraceAnalysis.IdleReport ba = idle.get(0);
+        assertThat(ba.gaps()).isEqualTo(2);
+        assertThat(ba.idleMs()).isCloseTo(0.21, org.assertj.core.api.Assertions.within(1e-9));
+        assertThat(ba.longGaps()).isEqualTo(1);
+        assertThat(ba.longIdleMs()).isCloseTo(0.2, org.assertj.core.api.Assertions.within(1e-9));
+        TraceAnalysis.IdleReport ab = idle.get(1);
+        assertThat(ab.gaps()).isEqualTo(1);
+        assertThat(ab.idleMs()).isCloseTo(0.01, org.assertj.core.api.Assertions.within(1e-9));
+        assertThat(ab.longGaps()).isZero();
+        assertThat(ab.toJson()).containsOnlyKeys("after", "before", "gaps", "idle_ms", "long_gaps", "long_idle_ms");
+        assertThat(TraceAnalysis.analyze(events, 2).toJson()).containsKey("idle");
+        assertThat(TraceAnalysis.analyze(List.of(kernel("a", 0, 0, 1)), 1).idle()).isEmpty();
+    }
+
     @Test
     void percentilesAreNearestRank() {
         double[] values = {5, 1, 4, 2, 3};
