@@ -36,6 +36,9 @@ import jdk.incubator.vector.VectorSpecies;
  *       column tiles of interleaved inputs no faster in 256 KiB row-block tasks. q8_0 at batch
  *       1 sums even and odd blocks into two accumulators (one FMA latency per block was the
  *       bound on short rows), and at batch 4 and more takes two rows against four inputs.
+ *       f32 takes four rows against four inputs ({@link #dotF32Tile}) and the interleaved q8_0
+ *       eight inputs per widened vector ({@link #q8x16Group8}): enough independent FMA chains
+ *       to hide the FMA latency, which four chains did not.
  *   <li>q8_0 loads 16 int8 weights as one 128-bit {@code ByteVector} and widens them to
  *       {@link #Q8_PARTS} float vectors with {@code castShape}, one switch case per part so that
  *       every call names a constant part, as llama3.java does. The f16 block scale comes from a
@@ -131,30 +134,35 @@ final class VectorOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
-        int grouped = batch - batch % 4;
         int r = rowStart;
         while (r < rowEnd) {
-            // Four rows at a time where there are four: the inputs left over after the groups of
-            // four (all of them at batch 1) meet four rows per pass, four independent chains of
-            // FMAs sharing each input vector, where one row's chain waited an FMA latency per vector.
-            int block = r + 4 <= rowEnd ? 4 : 1;
-            for (int i = r; i < r + block; i++) {
-                long row = weightsOffset + i * inputBytes;
-                for (int b = 0; b < grouped; b += 4) {
+            long row = weightsOffset + r * inputBytes;
+            long at = outOffset + r * F;
+            int b = 0;
+            if (r + 4 <= rowEnd) {
+                // Four rows against four inputs: sixteen independent chains, each weight and input
+                // vector loaded once for four FMAs, where a row against four inputs loaded five
+                // vectors for four and its four chains waited on the FMA latency.
+                for (; b + 4 <= batch; b += 4) {
+                    dotF32Tile(weights, row, inputBytes, x, xOffset + b * inputBytes, cols, out,
+                            at + b * outStride, outStride);
+                }
+                // The inputs left over (all of them at batch 1) meet the four rows one at a time.
+                for (; b < batch; b++) {
+                    dotF32Four(weights, row, inputBytes, x, xOffset + b * inputBytes, 0, cols, out,
+                            at + b * outStride, F);
+                }
+                r += 4;
+            } else {
+                for (; b + 4 <= batch; b += 4) {
                     dotF32Four(weights, row, 0, x, xOffset + b * inputBytes, inputBytes, cols, out,
-                            outOffset + b * outStride + i * F, outStride);
+                            at + b * outStride, outStride);
                 }
-            }
-            for (int b = grouped; b < batch; b++) {
-                long at = outOffset + b * outStride + r * F;
-                if (block == 4) {
-                    dotF32Four(weights, weightsOffset + r * inputBytes, inputBytes, x, xOffset + b * inputBytes, 0,
-                            cols, out, at, F);
-                } else {
-                    out.set(F32, at, dotF32(weights, weightsOffset + r * inputBytes, x, xOffset + b * inputBytes, cols));
+                for (; b < batch; b++) {
+                    out.set(F32, at + b * outStride, dotF32(weights, row, x, xOffset + b * inputBytes, cols));
                 }
+                r++;
             }
-            r += block;
         }
     }
 
@@ -215,6 +223,105 @@ final class VectorOps implements KernelOps {
         out.set(F32, at + outStride, sum1);
         out.set(F32, at + 2 * outStride, sum2);
         out.set(F32, at + 3 * outStride, sum3);
+    }
+
+    /**
+     * Sixteen dot products side by side, each summed in {@link #dotF32}'s order (so the same bits):
+     * the four rows {@code row}, {@code row + stride}, ... against the four inputs {@code input},
+     * {@code input + stride}, ... (rows and inputs both {@code n} floats, {@code stride} bytes
+     * apart); row {@code i} with input {@code j} is written at {@code at + 4 i + j * outStride}.
+     * 24 vector registers: the AVX-512 file holds them, and C2 keeps them there.
+     */
+    private static void dotF32Tile(MemorySegment w, long row, long stride, MemorySegment x, long input, int n,
+            MemorySegment out, long at, long outStride) {
+        long w1 = row + stride;
+        long w2 = w1 + stride;
+        long w3 = w2 + stride;
+        long x1 = input + stride;
+        long x2 = x1 + stride;
+        long x3 = x2 + stride;
+        FloatVector a00 = FloatVector.zero(S);
+        FloatVector a01 = a00;
+        FloatVector a02 = a00;
+        FloatVector a03 = a00;
+        FloatVector a10 = a00;
+        FloatVector a11 = a00;
+        FloatVector a12 = a00;
+        FloatVector a13 = a00;
+        FloatVector a20 = a00;
+        FloatVector a21 = a00;
+        FloatVector a22 = a00;
+        FloatVector a23 = a00;
+        FloatVector a30 = a00;
+        FloatVector a31 = a00;
+        FloatVector a32 = a00;
+        FloatVector a33 = a00;
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector v0 = load(x, input + kb);
+            FloatVector v1 = load(x, x1 + kb);
+            FloatVector v2 = load(x, x2 + kb);
+            FloatVector v3 = load(x, x3 + kb);
+            FloatVector r = load(w, row + kb);
+            a00 = r.fma(v0, a00);
+            a01 = r.fma(v1, a01);
+            a02 = r.fma(v2, a02);
+            a03 = r.fma(v3, a03);
+            r = load(w, w1 + kb);
+            a10 = r.fma(v0, a10);
+            a11 = r.fma(v1, a11);
+            a12 = r.fma(v2, a12);
+            a13 = r.fma(v3, a13);
+            r = load(w, w2 + kb);
+            a20 = r.fma(v0, a20);
+            a21 = r.fma(v1, a21);
+            a22 = r.fma(v2, a22);
+            a23 = r.fma(v3, a23);
+            r = load(w, w3 + kb);
+            a30 = r.fma(v0, a30);
+            a31 = r.fma(v1, a31);
+            a32 = r.fma(v2, a32);
+            a33 = r.fma(v3, a33);
+        }
+        long o1 = at + outStride;
+        long o2 = o1 + outStride;
+        long o3 = o2 + outStride;
+        out.set(F32, at, a00.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o1, a01.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o2, a02.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o3, a03.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + F, a10.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o1 + F, a11.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o2 + F, a12.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o3 + F, a13.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 2 * F, a20.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o1 + 2 * F, a21.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o2 + 2 * F, a22.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o3 + 2 * F, a23.reduceLanes(VectorOperators.ADD));
+        out.set(F32, at + 3 * F, a30.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o1 + 3 * F, a31.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o2 + 3 * F, a32.reduceLanes(VectorOperators.ADD));
+        out.set(F32, o3 + 3 * F, a33.reduceLanes(VectorOperators.ADD));
+        if (k < n) {
+            dotF32TileTail(w, row, stride, x, input, k, n, out, at, outStride);
+        }
+    }
+
+    /** The columns {@code [k, n)} of {@link #dotF32Tile}, added one at a time to the sums it wrote, as {@link #dotF32} adds them. */
+    private static void dotF32TileTail(MemorySegment w, long row, long stride, MemorySegment x, long input, int k,
+            int n, MemorySegment out, long at, long outStride) {
+        for (int i = 0; i < 4; i++) {
+            for (int j = 0; j < 4; j++) {
+                long o = at + i * F + j * outStride;
+                float sum = out.get(F32, o);
+                for (int c = k; c < n; c++) {
+                    sum += w.get(F32, row + i * stride + c * F) * x.get(F32, input + j * stride + c * F);
+                }
+                out.set(F32, o, sum);
+            }
+        }
     }
 
     @Override
@@ -703,6 +810,12 @@ final class VectorOps implements KernelOps {
     private static final int Q8X_INPUTS = 4;
 
     /**
+     * Inputs {@link #q8x16Group8} runs at once: eight chains of FMAs per widened vector, where
+     * four chains were bound by the FMA latency (1.6x the GB/s at batch 8, one thread).
+     */
+    private static final int Q8X_WIDE_INPUTS = 8;
+
+    /**
      * Groups of 16 rows by vector loops ({@link #q8x16Group}, four inputs at a time by
      * {@link #q8x16Group4}), one row at a time where the range cuts a group and for the last
      * {@code rows % 16} rows ({@link Q8_0X16#row}, the same operations lane by lane). Per block and
@@ -734,7 +847,7 @@ final class VectorOps implements KernelOps {
         int r = rowStart;
         while (r < rowEnd) {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
-                if (xs == null && batch % Q8X_INPUTS != 0) {
+                if (xs == null && (batch >= Q8X_WIDE_INPUTS || batch % Q8X_INPUTS != 0)) {
                     // The inputs on the heap: the loops broadcast them one value at a time, and
                     // array loads in counted loops cost no bounds check.
                     xs = Scratch.get().inputs(batch * cols);
@@ -744,6 +857,10 @@ final class VectorOps implements KernelOps {
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + (long) (r + part * lanes) * F;
                     int b = 0;
+                    for (; b + Q8X_WIDE_INPUTS <= batch; b += Q8X_WIDE_INPUTS) {
+                        q8x16Group8(weights, group, part, blocks, xs, b * cols, cols, out, at + b * outStride,
+                                outStride);
+                    }
                     for (; b + Q8X_INPUTS <= batch; b += Q8X_INPUTS) {
                         q8x16Group4(weights, group, part, blocks, x, xOffset + b * xStride, xStride, out,
                                 at + b * outStride, outStride);
@@ -795,6 +912,73 @@ final class VectorOps implements KernelOps {
             acc = sum.fma(d, acc);
         }
         acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * {@link #q8x16Group} for eight inputs {@code cols} floats apart in {@code x}, their outputs
+     * {@code outStride} bytes apart: each input's sums in {@link #q8x16Group}'s order, so the same
+     * bits as one input at a time.
+     */
+    private static void q8x16Group8(MemorySegment w, long group, int part, int blocks, float[] x, int x0, int cols,
+            MemorySegment out, long at, long outStride) {
+        int lanes = X16_FLOATS.length();
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        FloatVector a4 = a0;
+        FloatVector a5 = a0;
+        FloatVector a6 = a0;
+        FloatVector a7 = a0;
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * Q8_0X16.GROUP_BLOCK_BYTES;
+            long quants = block + 32 + (long) part * lanes;
+            int xb = x0 + b * 32;
+            FloatVector s0 = FloatVector.zero(X16_FLOATS);
+            FloatVector s1 = s0;
+            FloatVector s2 = s0;
+            FloatVector s3 = s0;
+            FloatVector s4 = s0;
+            FloatVector s5 = s0;
+            FloatVector s6 = s0;
+            FloatVector s7 = s0;
+            for (int k = 0; k < 32; k++) {
+                FloatVector q = q8x16Quants(w, quants + 16L * k);
+                int xk = xb + k;
+                s0 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), s0);
+                s1 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), s1);
+                s2 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * cols]), s2);
+                s3 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * cols]), s3);
+                s4 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 4 * cols]), s4);
+                s5 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 5 * cols]), s5);
+                s6 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 6 * cols]), s6);
+                s7 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 7 * cols]), s7);
+            }
+            // The scales widened as in q8x16Group, written out for the same reason.
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
+            a0 = s0.fma(d, a0);
+            a1 = s1.fma(d, a1);
+            a2 = s2.fma(d, a2);
+            a3 = s3.fma(d, a3);
+            a4 = s4.fma(d, a4);
+            a5 = s5.fma(d, a5);
+            a6 = s6.fma(d, a6);
+            a7 = s7.fma(d, a7);
+        }
+        a0.intoMemorySegment(out, at, LE);
+        a1.intoMemorySegment(out, at + outStride, LE);
+        a2.intoMemorySegment(out, at + 2 * outStride, LE);
+        a3.intoMemorySegment(out, at + 3 * outStride, LE);
+        a4.intoMemorySegment(out, at + 4 * outStride, LE);
+        a5.intoMemorySegment(out, at + 5 * outStride, LE);
+        a6.intoMemorySegment(out, at + 6 * outStride, LE);
+        a7.intoMemorySegment(out, at + 7 * outStride, LE);
     }
 
     /** {@link #q8x16Group} for four inputs {@code xStride} bytes apart, their outputs {@code outStride} apart. */

@@ -20,7 +20,8 @@ import org.junit.jupiter.params.provider.CsvSource;
 class CompiledKernelAllocationTest {
 
     @ParameterizedTest(name = "{0} batch {1}")
-    @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8"})
+    @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8",
+            "Q8_0_X16, 13"})
     void warmKernelsAllocateNothing(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box
@@ -54,6 +55,31 @@ class CompiledKernelAllocationTest {
                     (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
             long least = leastBytesPerCall(() -> ops.matmul(type, w, 0, x, 0, out, 0, rows, cols, batch, 0, rows));
             assertThat(least).as("bytes allocated per warm %s call at batch %d", type, batch).isZero();
+        }
+    }
+
+    /** f32 at batch 8 runs the sixteen-chain tile; with 33 columns its scalar tail too. */
+    @ParameterizedTest(name = "{0} cols batch {1}")
+    @CsvSource({"1024, 8", "33, 8", "1024, 1"})
+    void warmF32MatmulAllocatesNothing(int cols, int batch) {
+        if (!Ops.preferred().name().startsWith("vector")) {
+            return;
+        }
+        int rows = 64;
+        try (Arena arena = Arena.ofConfined()) {
+            Random random = new Random(3);
+            MemorySegment w = arena.allocate((long) rows * cols * Float.BYTES, 64);
+            MemorySegment x = arena.allocate((long) batch * cols * Float.BYTES, 64);
+            for (int i = 0; i < rows * cols; i++) {
+                w.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            for (int i = 0; i < batch * cols; i++) {
+                x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            MemorySegment out = arena.allocate((long) batch * rows * Float.BYTES, 64);
+            KernelOps ops = Ops.preferred();
+            long least = leastBytesPerCall(() -> ops.matmulF32(w, 0, x, 0, out, 0, rows, cols, batch, 0, rows));
+            assertThat(least).as("bytes allocated per warm f32 call, %d cols, batch %d", cols, batch).isZero();
         }
     }
 

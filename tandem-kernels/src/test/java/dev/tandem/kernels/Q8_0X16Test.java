@@ -20,7 +20,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q8_0X16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    /** One input, four, eight, and every mix of them up to 8 + 4 + 1. */
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16};
 
     private static MemorySegment interleaved(Tensors t, MemorySegment q8, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q8_0.rowBytes(cols) * rows);
