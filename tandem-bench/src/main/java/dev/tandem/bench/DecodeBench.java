@@ -162,6 +162,37 @@ public final class DecodeBench {
                 f32, f32Config.weightBytes(), f32Copy);
     }
 
+    /**
+     * Prompt processing: one request of {@code promptTokens} tokens (seeded, spread over the
+     * vocabulary) and one generated token; the prompt's tokens over the time from submit to that
+     * token, which the prefill step's forward pass over every prompt row takes almost all of (as
+     * {@code llama-bench -p N -n 0} times one batch of {@code N} prompt tokens).
+     */
+    static double prefillTokensPerSecond(Worker worker, LlamaModel model, int promptTokens) {
+        int[] prompt = new int[promptTokens];
+        java.util.Random random = new java.util.Random(promptTokens);
+        int vocab = model.config().vocab();
+        for (int i = 0; i < promptTokens; i++) {
+            prompt[i] = random.nextInt(vocab);
+        }
+        LlamaRequest request = LlamaRequest.batch(new int[][] {prompt}, 1);
+        SessionConfig config = SessionConfig.defaults().maxActive(1).maxQueued(1)
+                .memoryPerRequest(model.requestBytes(request));
+        try (Session<LlamaRequest> session = worker.openSession(model.program(), config)) {
+            long start = System.nanoTime();
+            TokenStream stream = session.submit(request, RequestOptions.defaults().maxTokens(1));
+            for (Token token : stream) {
+                // the first and only token ends the measurement
+            }
+            long nanos = System.nanoTime() - start;
+            Outcome outcome = stream.completion().join();
+            if (outcome.status() != Status.COMPLETED || outcome.tokens() != 1) {
+                throw new IllegalStateException("prefill bench request did not complete: " + outcome);
+            }
+            return promptTokens / (nanos / 1e9);
+        }
+    }
+
     static Row measure(Worker worker, LlamaModel model, int requests, int batch, int runAhead, int tokens) {
         List<LlamaRequest> inputs = new ArrayList<>();
         long memory = 0;

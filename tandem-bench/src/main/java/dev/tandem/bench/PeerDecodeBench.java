@@ -27,6 +27,8 @@ import java.util.Map;
  * rounds that alternate the contenders, medians of the rounds, ratios. tandem's rows are one
  * request of batch 1 at runAhead 1 and 2, one request of batch 8, and 4 concurrent requests of
  * batch 1; llama.cpp's is {@code llama-bench -p 0 -n tokens -t cores} (batch 1, generation only).
+ * Prompt processing is a row of its own: a request of {@link #PROMPT_TOKENS} prompt tokens to its
+ * first token against {@code llama-bench -p PROMPT_TOKENS -n 0}.
  *
  * <p>Bytes per token are the weight bytes each engine reads per step (tandem's as it holds them on
  * the worker, llama.cpp's as they are in the file); GB/s is that over the median step time.
@@ -36,7 +38,7 @@ public final class PeerDecodeBench {
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
             double tandemBatch8, double tandemFourRequests, double heapBytesPerToken, double llamaCpp,
-            String llamaCppMissing) {
+            String llamaCppMissing, double tandemPrompt, double llamaCppPrompt) {
 
         public double tandemBest() {
             return Math.max(tandemRa1, tandemRa2);
@@ -44,6 +46,11 @@ public final class PeerDecodeBench {
 
         public double ratio() {
             return Double.isNaN(llamaCpp) ? Double.NaN : tandemBest() / llamaCpp;
+        }
+
+        /** tandem's prompt processing over llama.cpp's, NaN without the peer. */
+        public double promptRatio() {
+            return Double.isNaN(llamaCppPrompt) ? Double.NaN : tandemPrompt / llamaCppPrompt;
         }
 
         public Map<String, Object> toJson() {
@@ -62,6 +69,10 @@ public final class PeerDecodeBench {
             out.put("tandem_gb_per_s", tandemBytes * tandemBest() / 1e9);
             out.put("llamacpp_bytes_per_token", fileBytes);
             out.put("llamacpp_gb_per_s", Double.isNaN(llamaCpp) ? null : fileBytes * llamaCpp / 1e9);
+            out.put("prompt_tokens", PROMPT_TOKENS);
+            out.put("tandem_prompt_tokens_per_s", tandemPrompt);
+            out.put("llamacpp_prompt_tokens_per_s", Double.isNaN(llamaCppPrompt) ? null : llamaCppPrompt);
+            out.put("prompt_ratio", Double.isNaN(llamaCppPrompt) ? null : promptRatio());
             if (llamaCppMissing != null) {
                 out.put("llamacpp_missing", llamaCppMissing);
             }
@@ -70,6 +81,12 @@ public final class PeerDecodeBench {
     }
 
     private PeerDecodeBench() {}
+
+    /**
+     * The prompt of the prompt-processing rows: tandem's time to the first token of a request
+     * with this many prompt tokens, llama.cpp's {@code llama-bench -p} of as many.
+     */
+    public static final int PROMPT_TOKENS = 128;
 
     /** The named benchmark shapes: the decode issue's {@code small} and a larger one. */
     public static Map<String, LlamaConfig> shapes() {
@@ -98,7 +115,9 @@ public final class PeerDecodeBench {
     public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
             long warmUpNanos) {
         String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
-        double[][] tandem = new double[4][rounds];
+        double[][] tandem = new double[5][rounds];
+        double[] llamaPrompt = new double[rounds];
+        Arrays.fill(llamaPrompt, Double.NaN);
         double[] heap = new double[rounds];
         double[] llama = new double[rounds];
         Arrays.fill(llama, Double.NaN);
@@ -116,6 +135,7 @@ public final class PeerDecodeBench {
             do {
                 DecodeBench.measure(worker, model, 1, 1, 2, tokens);
                 DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
+                DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
             } while (System.nanoTime() < warmUntil);
             for (int r = 0; r < rounds; r++) {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
@@ -124,6 +144,7 @@ public final class PeerDecodeBench {
                 heap[r] = allocated < 0 ? Double.NaN : (allocatedBytes() - allocated) / (double) tokens;
                 tandem[2][r] = DecodeBench.measure(worker, model, 1, 8, 2, tokens).tokensPerSecond();
                 tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
+                tandem[4][r] = DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
                 if (missing == null) {
                     LlamaCppPeer.Result result = LlamaCppPeer.benchDecode(path, tokens, cores, 1);
                     if (result instanceof LlamaCppPeer.Result.Measured m) {
@@ -132,10 +153,19 @@ public final class PeerDecodeBench {
                         missing = ((LlamaCppPeer.Result.Unavailable) result).reason();
                     }
                 }
+                if (missing == null) {
+                    LlamaCppPeer.Result result = LlamaCppPeer.benchPrompt(path, PROMPT_TOKENS, cores, 1);
+                    if (result instanceof LlamaCppPeer.Result.Measured m) {
+                        llamaPrompt[r] = m.tokensPerSecond();
+                    } else {
+                        missing = ((LlamaCppPeer.Result.Unavailable) result).reason();
+                    }
+                }
             }
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
-                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing);
+                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing,
+                Stats.median(tandem[4]), Stats.median(llamaPrompt));
     }
 
     /**

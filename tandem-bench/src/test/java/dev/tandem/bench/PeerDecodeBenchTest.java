@@ -52,5 +52,10 @@ class PeerDecodeBenchTest {
         assertThat(row.heapBytesPerToken()).isPositive().isFinite();
         assertThat(row.toJson()).containsEntry("tandem_heap_bytes_per_token", row.heapBytesPerToken());
         assertThat(row.tandemRa2()).isPositive();
+        // Prompt processing is measured without the peer too; its peer figure and ratio are absent.
+        assertThat(row.tandemPrompt()).isPositive().isFinite();
+        assertThat(row.toJson()).containsEntry("tandem_prompt_tokens_per_s", row.tandemPrompt())
+                .containsEntry("prompt_tokens", PeerDecodeBench.PROMPT_TOKENS)
+                .containsEntry("llamacpp_prompt_tokens_per_s", null).containsEntry("prompt_ratio", null);
     }
 }

@@ -263,12 +263,13 @@ public final class BenchCommand implements Runnable {
             // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
             long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
             double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
-            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s%n", "model", "type", "tandem", "ra1", "ra2",
-                    "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok");
+            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s%n", "model", "type", "tandem",
+                    "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp", "pp ratio");
             for (PeerDecodeBench.Row r : rows) {
-                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s%n", r.model(), r.type(),
-                        r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(), r.tandemFourRequests(), r.llamaCpp(),
-                        r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9, kilobytes(r.heapBytesPerToken()));
+                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f%n",
+                        r.model(), r.type(), r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(),
+                        r.tandemFourRequests(), r.llamaCpp(), r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9,
+                        kilobytes(r.heapBytesPerToken()), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio());
                 if (r.llamaCppMissing() != null && withPeer) {
                     out.println("  llama.cpp: " + r.llamaCppMissing());
                 }
@@ -276,6 +277,8 @@ public final class BenchCommand implements Runnable {
             out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
             out.println("(heap/tok: bytes the JVM allocated per batch-1 token, runAhead 2: the step's tasks and"
                     + " region views, plus whatever a kernel C2 compiled without its vector intrinsics boxed)");
+            out.printf(Locale.ROOT, "(prompt: tokens/s of a %d-token prompt to its first token; llama pp: llama-bench -p %d"
+                    + " -n 0)%n", PeerDecodeBench.PROMPT_TOKENS, PeerDecodeBench.PROMPT_TOKENS);
             PeerDecodeBench.TracedRun traced = null;
             if (common.trace != null) {
                 traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,

@@ -200,6 +200,18 @@ public final class LlamaCppPeer {
      * repetitions -o json}.
      */
     public static Result benchDecode(Path gguf, int tokens, int threads, int repetitions) {
+        return bench(gguf, 0, tokens, threads, repetitions);
+    }
+
+    /**
+     * {@code llama-bench -p tokens -n 0 -t threads -r repetitions}: prompt processing, one batch
+     * of {@code tokens} prompt tokens, in tokens per second.
+     */
+    public static Result benchPrompt(Path gguf, int tokens, int threads, int repetitions) {
+        return bench(gguf, tokens, 0, threads, repetitions);
+    }
+
+    private static Result bench(Path gguf, int prompt, int tokens, int threads, int repetitions) {
         String missing = ensureBuilt();
         if (missing != null) {
             return new Result.Unavailable(missing);
@@ -208,7 +220,7 @@ public final class LlamaCppPeer {
             Path out = Files.createTempFile("tandem-llama-bench", ".json");
             try {
                 ProcessBuilder pb = new ProcessBuilder(binary("llama-bench").toString(), "-m", gguf.toString(), "-p",
-                        "0", "-n", Integer.toString(tokens), "-t", Integer.toString(threads), "-r",
+                        Integer.toString(prompt), "-n", Integer.toString(tokens), "-t", Integer.toString(threads), "-r",
                         Integer.toString(repetitions), "-o", "json");
                 pb.redirectOutput(out.toFile());
                 pb.redirectError(ProcessBuilder.Redirect.DISCARD);
