@@ -238,7 +238,10 @@ public final class BenchCommand implements Runnable {
         private void comparePeer(boolean file) {
             int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
             int tokens = common.quick ? 32 : 64;
-            int rounds = common.quick ? 2 : 3;
+            // Five rounds: with three, one busy moment of this shared machine moved a ratio by 0.2 between
+            // runs of the same build (small Q8_0: 0.73 and 0.98 on one day); a full run of both shapes
+            // and four types, prompt processing included, takes about three minutes.
+            int rounds = common.quick ? 2 : 5;
             long warmUp = common.quick ? 3_000_000_000L : DecodeBench.WARM_UP_NANOS;
             boolean withPeer = peer != null;
             PrintStream out = System.out;
