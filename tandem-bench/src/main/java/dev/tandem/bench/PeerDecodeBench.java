@@ -146,19 +146,17 @@ public final class PeerDecodeBench {
                 tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
                 tandem[4][r] = DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
                 if (missing == null) {
-                    LlamaCppPeer.Result result = LlamaCppPeer.benchDecode(path, tokens, cores, 1);
-                    if (result instanceof LlamaCppPeer.Result.Measured m) {
-                        llama[r] = m.tokensPerSecond();
-                    } else {
-                        missing = ((LlamaCppPeer.Result.Unavailable) result).reason();
+                    LlamaCppPeer.Result decode = LlamaCppPeer.benchDecode(path, tokens, cores, 1);
+                    LlamaCppPeer.Result prompt = decode instanceof LlamaCppPeer.Result.Measured
+                            ? LlamaCppPeer.benchPrompt(path, PROMPT_TOKENS, cores, 1) : decode;
+                    for (LlamaCppPeer.Result result : new LlamaCppPeer.Result[] {decode, prompt}) {
+                        if (result instanceof LlamaCppPeer.Result.Unavailable u) {
+                            missing = u.reason();
+                        }
                     }
-                }
-                if (missing == null) {
-                    LlamaCppPeer.Result result = LlamaCppPeer.benchPrompt(path, PROMPT_TOKENS, cores, 1);
-                    if (result instanceof LlamaCppPeer.Result.Measured m) {
-                        llamaPrompt[r] = m.tokensPerSecond();
-                    } else {
-                        missing = ((LlamaCppPeer.Result.Unavailable) result).reason();
+                    if (missing == null) {
+                        llama[r] = ((LlamaCppPeer.Result.Measured) decode).tokensPerSecond();
+                        llamaPrompt[r] = ((LlamaCppPeer.Result.Measured) prompt).tokensPerSecond();
                     }
                 }
             }
