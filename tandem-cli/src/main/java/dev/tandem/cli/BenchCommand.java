@@ -242,7 +242,10 @@ public final class BenchCommand implements Runnable {
             // runs of the same build (small Q8_0: 0.73 and 0.98 on one day); a full run of both shapes
             // and four types, prompt processing included, takes about three minutes.
             int rounds = common.quick ? 2 : 5;
-            long warmUp = common.quick ? 3_000_000_000L : DecodeBench.WARM_UP_NANOS;
+            // The same warm-up in --quick: with 3 s, C2 was still compiling the kernels, and quick
+            // batch-1 figures were 0.72 of the full run's (two pairs of runs, small Q8_0); with 5 s,
+            // 0.85-0.93. Quick saves rounds and tokens instead.
+            long warmUp = DecodeBench.WARM_UP_NANOS;
             boolean withPeer = peer != null;
             PrintStream out = System.out;
             List<PeerDecodeBench.Row> rows = new java.util.ArrayList<>();
