@@ -25,6 +25,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Random;
 
 /**
  * The flagship workloads at speed: the Llama decoder (one request of batch 1, one of batch 8,
@@ -170,7 +171,7 @@ public final class DecodeBench {
      */
     static double prefillTokensPerSecond(Worker worker, LlamaModel model, int promptTokens) {
         int[] prompt = new int[promptTokens];
-        java.util.Random random = new java.util.Random(promptTokens);
+        Random random = new Random(promptTokens);
         int vocab = model.config().vocab();
         for (int i = 0; i < promptTokens; i++) {
             prompt[i] = random.nextInt(vocab);
