@@ -27,7 +27,7 @@ import java.util.Map;
  * rounds that alternate the contenders, medians of the rounds, ratios. tandem's rows are one
  * request of batch 1 at runAhead 1 and 2, one request of batch 8, and 4 concurrent requests of
  * batch 1; llama.cpp's is {@code llama-bench -p 0 -n tokens -t cores} (batch 1, generation only).
- * Prompt processing is a row of its own: a request of {@link #PROMPT_TOKENS} prompt tokens to its
+ * Each row also has prompt processing: a request of {@link #PROMPT_TOKENS} prompt tokens to its
  * first token against {@code llama-bench -p PROMPT_TOKENS -n 0}.
  *
  * <p>Bytes per token are the weight bytes each engine reads per step (tandem's as it holds them on
@@ -83,7 +83,7 @@ public final class PeerDecodeBench {
     private PeerDecodeBench() {}
 
     /**
-     * The prompt of the prompt-processing rows: tandem's time to the first token of a request
+     * The prompt of the prompt-processing figures: tandem's time to the first token of a request
      * with this many prompt tokens, llama.cpp's {@code llama-bench -p} of as many.
      */
     public static final int PROMPT_TOKENS = 128;
@@ -149,14 +149,12 @@ public final class PeerDecodeBench {
                     LlamaCppPeer.Result decode = LlamaCppPeer.benchDecode(path, tokens, cores, 1);
                     LlamaCppPeer.Result prompt = decode instanceof LlamaCppPeer.Result.Measured
                             ? LlamaCppPeer.benchPrompt(path, PROMPT_TOKENS, cores, 1) : decode;
-                    for (LlamaCppPeer.Result result : new LlamaCppPeer.Result[] {decode, prompt}) {
-                        if (result instanceof LlamaCppPeer.Result.Unavailable u) {
-                            missing = u.reason();
-                        }
-                    }
-                    if (missing == null) {
-                        llama[r] = ((LlamaCppPeer.Result.Measured) decode).tokensPerSecond();
-                        llamaPrompt[r] = ((LlamaCppPeer.Result.Measured) prompt).tokensPerSecond();
+                    if (decode instanceof LlamaCppPeer.Result.Measured d && prompt instanceof LlamaCppPeer.Result.Measured p) {
+                        llama[r] = d.tokensPerSecond();
+                        llamaPrompt[r] = p.tokensPerSecond();
+                    } else {
+                        missing = ((LlamaCppPeer.Result.Unavailable) (decode instanceof LlamaCppPeer.Result.Unavailable
+                                ? decode : prompt)).reason();
                     }
                 }
             }

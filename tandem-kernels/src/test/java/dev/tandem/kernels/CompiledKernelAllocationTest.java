@@ -58,7 +58,7 @@ class CompiledKernelAllocationTest {
         }
     }
 
-    /** f32 at batch 8 runs the sixteen-chain tile; with 33 columns its scalar tail too. */
+    /** f32 at batch 8 runs the sixteen-chain tile (with 33 columns its scalar tail too), at batch 1 the four-row loop. */
     @ParameterizedTest(name = "{0} cols batch {1}")
     @CsvSource({"1024, 8", "33, 8", "1024, 1"})
     void warmF32MatmulAllocatesNothing(int cols, int batch) {
