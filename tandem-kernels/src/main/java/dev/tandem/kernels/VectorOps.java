@@ -899,7 +899,16 @@ final class VectorOps implements KernelOps {
             for (int k = 0; k < 32; k++) {
                 sum = q8x16Quants(w, quants + 16L * k).fma(FloatVector.broadcast(X16_FLOATS, x[xb + k]), sum);
             }
-            FloatVector d = x16Scales(w, block + 2L * part * lanes);
+            // The scales widened as x16Scales does, written out: as a helper of their own, C2
+            // compiled them alone in the decoder's order of compilation and then left them out of
+            // line, boxing the vectors (JFR: convert0 and ternaryOp fallbacks).
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
             acc = sum.fma(d, acc);
         }
         acc.intoMemorySegment(out, at, LE);
@@ -945,7 +954,14 @@ final class VectorOps implements KernelOps {
                 s6 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 6 * cols]), s6);
                 s7 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 7 * cols]), s7);
             }
-            FloatVector d = x16Scales(w, block + 2L * part * lanes);
+            // The scales widened as in q8x16Group, written out for the same reason.
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
             a0 = s0.fma(d, a0);
             a1 = s1.fma(d, a1);
             a2 = s2.fma(d, a2);
@@ -989,7 +1005,16 @@ final class VectorOps implements KernelOps {
                 s2 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 2 * xStride)), s2);
                 s3 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 3 * xStride)), s3);
             }
-            FloatVector d = x16Scales(w, block + 2L * part * lanes);
+            // The scales widened as x16Scales does, written out: as a helper of their own, C2
+            // compiled them alone in the decoder's order of compilation and then left them out of
+            // line, boxing the vectors (JFR: convert0 and ternaryOp fallbacks).
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block + 2L * part * lanes, LE)
+                    .castShape(X16_INTS, 0);
+            IntVector magnitude = h.and(0x7fff);
+            FloatVector d = magnitude.compare(VectorOperators.GE, 0x7c00).anyTrue() ? widenF16(h)
+                    : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                            .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                            .reinterpretAsFloats();
             a0 = s0.fma(d, a0);
             a1 = s1.fma(d, a1);
             a2 = s2.fma(d, a2);
