@@ -268,4 +268,33 @@ public interface MatmulOps {
                     + " weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16 and Q6_K have one)");
         }
     }
+
+    /**
+     * {@link #matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment, long, int,
+     * int, int, int, int)} for a caller that multiplies the same inputs several times on one thread
+     * (the parts of one task, which one core takes one after another; the gate and up projections
+     * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
+     * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
+     * the kernels that first convert their inputs (q4_0_x16 and q4_K_x16 quantize them to int8,
+     * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
+     * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
+     * either way. A caller gives each task, or each set of calls over the same values, a key of its
+     * own, say from a counter.
+     */
+    default void matmul(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
+        matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
 }

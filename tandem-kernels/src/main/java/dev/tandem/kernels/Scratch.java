@@ -1,11 +1,17 @@
 package dev.tandem.kernels;
 
+import java.lang.foreign.MemorySegment;
+
 /**
  * The working arrays of the vector kernels, one set per thread, grown on demand and reused call
  * after call. A matmul is called once per part of a split task, hundreds of times per decode
  * step: allocating its arrays per call made it most of the decoder's garbage (JFR on a batch-1
  * Q8_0 decode: the q8_0 input copies were 64% of the bytes allocated). Every user writes the
- * range it reads before reading it, so what a previous call left behind is never seen; no kernel
+ * range it reads before reading it, so what a previous call left behind is never seen, with one
+ * exception: the inputs converted by a matmul called with an input key ({@link
+ * MatmulOps#matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment, long, int,
+ * int, int, int, int, long)}) stay readable by the next call with that key and input, until any
+ * other call takes their array ({@link #inputs} and {@link #quantized} forget the key). No kernel
  * calls another that uses the same array, so one set per thread is enough.
  */
 final class Scratch {
@@ -17,6 +23,18 @@ final class Scratch {
     private short[] shorts = new short[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
 
+    // What inputs and quantized hold a conversion of, for the calls of MatmulOps#matmul with an
+    // input key: the caller's key (0: nothing that may be reused) and the input it named.
+    private long inputsKey;
+    private MemorySegment inputsOf;
+    private long inputsOffset;
+    private int inputsCount;
+    private long quantizedKey;
+    private MemorySegment quantizedOf;
+    private long quantizedOffset;
+    private int quantizedBatch;
+    private int quantizedCols;
+
     private Scratch() {}
 
     /** This thread's arrays. */
@@ -24,8 +42,10 @@ final class Scratch {
         return OF_THREAD.get();
     }
 
-    /** At least {@code n} floats for a copy of the inputs. */
+    /** At least {@code n} floats for a copy of the inputs; what they held may no longer be reused. */
     float[] inputs(int n) {
+        inputsKey = 0;
+        inputsOf = null;
         if (inputs.length < n) {
             inputs = new float[n];
         }
@@ -58,11 +78,53 @@ final class Scratch {
 
     /** Room for {@code batch} inputs of {@code cols} values quantized as {@link Q4_0X16.Inputs#of} sizes them. */
     Q4_0X16.Inputs quantized(int batch, int cols) {
+        quantizedKey = 0;
+        quantizedOf = null;
         int values = batch * cols;
         int blocks = batch * (cols / 32);
         if (quantized.pairs().length < values / 2 || quantized.d().length < blocks) {
             quantized = Q4_0X16.Inputs.of(batch, cols);
         }
         return quantized;
+    }
+
+    /**
+     * The copy of the {@code n} floats at {@code x} and {@code offset} that {@link #inputs} holds
+     * since a call with the same nonzero {@code key} ({@link #inputsAre}), or null.
+     */
+    float[] inputsOf(long key, MemorySegment x, long offset, int n) {
+        return key != 0 && key == inputsKey && x == inputsOf && offset == inputsOffset && n == inputsCount
+                ? inputs : null;
+    }
+
+    /** {@link #inputs} now holds the {@code n} floats at {@code x} and {@code offset}, named by {@code key}. */
+    void inputsAre(long key, MemorySegment x, long offset, int n) {
+        if (key != 0) {
+            inputsKey = key;
+            inputsOf = x;
+            inputsOffset = offset;
+            inputsCount = n;
+        }
+    }
+
+    /**
+     * The {@code batch} inputs of {@code cols} values at {@code x} and {@code offset} as
+     * {@link #quantized} holds them since a call with the same nonzero {@code key}
+     * ({@link #quantizedAre}), or null.
+     */
+    Q4_0X16.Inputs quantizedOf(long key, MemorySegment x, long offset, int batch, int cols) {
+        return key != 0 && key == quantizedKey && x == quantizedOf && offset == quantizedOffset
+                && batch == quantizedBatch && cols == quantizedCols ? quantized : null;
+    }
+
+    /** {@link #quantized} now holds the inputs at {@code x} and {@code offset}, named by {@code key}. */
+    void quantizedAre(long key, MemorySegment x, long offset, int batch, int cols) {
+        if (key != 0) {
+            quantizedKey = key;
+            quantizedOf = x;
+            quantizedOffset = offset;
+            quantizedBatch = batch;
+            quantizedCols = cols;
+        }
     }
 }

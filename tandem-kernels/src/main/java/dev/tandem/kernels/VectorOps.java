@@ -117,6 +117,46 @@ final class VectorOps implements KernelOps {
 
     // ---- matmul ----
 
+    /** The interleaved kernels keep their converted inputs from call to call under {@code inputKey}. */
+    @Override
+    public void matmul(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
+        switch (type) {
+            case Q4_0_X16 -> {
+                ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
+                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+                matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                        rowEnd, inputKey);
+            }
+            case Q4_K_X16 -> {
+                ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
+                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+                matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                        rowEnd, inputKey);
+            }
+            case Q8_0_X16 -> {
+                ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
+                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+                matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                        rowEnd, inputKey);
+            }
+            case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+        }
+    }
+
     @Override
     public void matmulF32(
             MemorySegment weights,
@@ -765,8 +805,24 @@ final class VectorOps implements KernelOps {
             int rowEnd) {
         ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+    }
+
+    private static void matmulQ4_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols);
+        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols, inputKey);
         long rowBytes = blocks * 18L;
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
@@ -837,6 +893,22 @@ final class VectorOps implements KernelOps {
             int rowEnd) {
         ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+    }
+
+    private static void matmulQ8_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
         int blocks = cols / 32;
         long rowBytes = blocks * 34L;
         long outStride = (long) rows * F;
@@ -850,8 +922,13 @@ final class VectorOps implements KernelOps {
                 if (xs == null && (batch >= Q8X_WIDE_INPUTS || batch % Q8X_INPUTS != 0)) {
                     // The inputs on the heap: the loops broadcast them one value at a time, and
                     // array loads in counted loops cost no bounds check.
-                    xs = Scratch.get().inputs(batch * cols);
-                    MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
+                    Scratch scratch = Scratch.get();
+                    xs = scratch.inputsOf(inputKey, x, xOffset, batch * cols);
+                    if (xs == null) {
+                        xs = scratch.inputs(batch * cols);
+                        MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
+                        scratch.inputsAre(inputKey, x, xOffset, batch * cols);
+                    }
                 }
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
@@ -1026,13 +1103,24 @@ final class VectorOps implements KernelOps {
         a3.intoMemorySegment(out, at + 3 * outStride, LE);
     }
 
-    /** The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}. */
-    private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols) {
+    /**
+     * The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}: this thread's
+     * {@link Scratch}, or what it kept from the last call with the same nonzero {@code inputKey}
+     * (see {@link MatmulOps#matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment,
+     * long, int, int, int, int, int, long)}).
+     */
+    private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols, long inputKey) {
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs kept = scratch.quantizedOf(inputKey, x, xOffset, batch, cols);
+        if (kept != null) {
+            return kept;
+        }
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = Scratch.get().quantized(batch, cols);
+        Q4_0X16.Inputs in = scratch.quantized(batch, cols);
         for (int b = 0; b < batch; b++) {
             quantizeX16(x, xOffset + (long) b * cols * F, blocks, in, b * cols, b * blocks);
         }
+        scratch.quantizedAre(inputKey, x, xOffset, batch, cols);
         return in;
     }
 
@@ -1288,9 +1376,25 @@ final class VectorOps implements KernelOps {
             int rowEnd) {
         ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+    }
+
+    private static void matmulQ4_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
         int blocks = cols / 32;
         int supers = cols / 256;
-        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols);
+        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols, inputKey);
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
         Scratch scratch = Scratch.get();

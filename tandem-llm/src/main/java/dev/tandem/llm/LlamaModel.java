@@ -28,6 +28,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongFunction;
 
 /**
@@ -187,6 +188,13 @@ public final class LlamaModel {
     private final Kernel qkv;
     private final Kernel finalNorm;
     private final Kernel sample;
+    /**
+     * A key per matmul task, its last scalar, that the task's parts pass to
+     * {@link KernelOps#matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment, long,
+     * int, int, int, int, int, long)}: a task's input does not change while it runs, so a core that
+     * takes several of its parts quantizes (or copies) the input once, not once per part.
+     */
+    private final AtomicLong inputKeys = new AtomicLong();
 
     private LlamaModel(Worker worker, LlamaWeights weights, KernelOps ops, Options options) {
         this.config = weights.config();
@@ -509,7 +517,8 @@ public final class LlamaModel {
         WeightType type = weightType(weight, layer);
         Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
-        o.submit(matmuls.get(weight), Orchestrator.scalars(cols, rows, kernelType(weight, layer).ordinal()),
+        o.submit(matmuls.get(weight),
+                Orchestrator.scalars(cols, rows, kernelType(weight, layer).ordinal(), inputKeys.incrementAndGet()),
                 read(w.region(0, matrixRows * type.rowBytes(cols))),
                 read(in.region(0, (long) rows * cols * F)),
                 write(target.region(0, (long) matrixRows * rows * F)));
@@ -591,7 +600,7 @@ public final class LlamaModel {
         Tensor[] projections = {Tensor.WQ, Tensor.WK, Tensor.WV};
         int cols = Tensor.WQ.cols(config);
         Access[] accesses = new Access[1 + 2 * projections.length];
-        long[] scalars = new long[2 + projections.length];
+        long[] scalars = new long[3 + projections.length];
         accesses[0] = read(a.xn.region(0, (long) rows * cols * F));
         scalars[0] = cols;
         scalars[1] = rows;
@@ -602,6 +611,7 @@ public final class LlamaModel {
             accesses[1 + 2 * i] = read(buffers.get(projections[i])[layer].region(0, matrixRows * type.rowBytes(cols)));
             accesses[2 + 2 * i] = write(a.outputs.get(projections[i]).region(0, (long) matrixRows * rows * F));
         }
+        scalars[2 + projections.length] = inputKeys.incrementAndGet();
         o.submit(qkv, scalars, accesses);
     }
 
@@ -616,7 +626,7 @@ public final class LlamaModel {
         WeightType gateType = weightType(Tensor.W1, layer);
         WeightType upType = weightType(Tensor.W3, layer);
         o.submit(gateUp, Orchestrator.scalars(cols, rows, kernelType(Tensor.W1, layer).ordinal(),
-                        kernelType(Tensor.W3, layer).ordinal()),
+                        kernelType(Tensor.W3, layer).ordinal(), inputKeys.incrementAndGet()),
                 read(buffers.get(Tensor.W1)[layer].region(0, ffn * gateType.rowBytes(cols))),
                 read(buffers.get(Tensor.W3)[layer].region(0, ffn * upType.rowBytes(cols))),
                 read(a.xn.region(0, (long) rows * cols * F)),
@@ -779,7 +789,7 @@ public final class LlamaModel {
 
     /**
      * Regions: the matrix (read), input [n, cols] (read), the block-major output (write).
-     * Scalars: cols, n, the weights' kernel {@link TensorType} ordinal. One part per entry of the
+     * Scalars: cols, n, the weights' kernel {@link TensorType} ordinal, the task's input key. One part per entry of the
      * matrix's part table.
      */
     private Kernel matmulKernel(Tensor tensor) {
@@ -787,18 +797,21 @@ public final class LlamaModel {
         int[] table = parts.get(tensor);
         return Kernel.ofParts("matmul_" + tensor.name().toLowerCase(Locale.ROOT), c -> table.length / 3,
                 c -> projectPart(TENSOR_TYPES[(int) c.scalar(2)], split, table, c.part(), c.region(0), c.region(1),
-                        c.region(2), (int) c.scalar(0), (int) c.scalar(1)));
+                        c.region(2), (int) c.scalar(0), (int) c.scalar(1), c.scalar(3)));
     }
 
     /**
      * Part {@code part} of a matmul: the rows of one row block that {@code table} gives it, of
-     * the whole matrix {@code weights}, into the whole block-major {@code out}.
+     * the whole matrix {@code weights}, into the whole block-major {@code out}. {@code inputKey} is
+     * the task's own ({@link #inputKeys}): the parts a core takes of one task quantize or copy
+     * {@code in} once.
      */
     private void projectPart(TensorType type, RowBlocks split, int[] table, int part, MemorySegment weights,
-            MemorySegment in, MemorySegment out, int cols, int n) {
+            MemorySegment in, MemorySegment out, int cols, int n, long inputKey) {
         int block = table[3 * part];
         ops.matmul(type, weights, split.start(block) * type.rowBytes(cols), in, 0, out,
-                split.offset(block, n, 0), split.size(block), cols, n, table[3 * part + 1], table[3 * part + 2]);
+                split.offset(block, n, 0), split.size(block), cols, n, table[3 * part + 1], table[3 * part + 2],
+                inputKey);
     }
 
     private static final TensorType[] TENSOR_TYPES = TensorType.values();
@@ -974,7 +987,7 @@ public final class LlamaModel {
     /**
      * Regions: input [n, cols] (read), then for each of q, k and v its matrix (read) and its
      * block-major output (write). Scalars: cols, n, then the kernels' {@link TensorType} ordinals of q, k
-     * and v. The parts are q's, then k's, then v's.
+     * and v, the task's input key. The parts are q's, then k's, then v's.
      */
     private Kernel qkvKernel() {
         Tensor[] projections = {Tensor.WQ, Tensor.WK, Tensor.WV};
@@ -995,13 +1008,13 @@ public final class LlamaModel {
                 i++;
             }
             projectPart(TENSOR_TYPES[(int) c.scalar(2 + i)], splits[i], tables[i], part, c.region(1 + 2 * i),
-                    c.region(0), c.region(2 + 2 * i), (int) c.scalar(0), (int) c.scalar(1));
+                    c.region(0), c.region(2 + 2 * i), (int) c.scalar(0), (int) c.scalar(1), c.scalar(5));
         });
     }
 
     /**
      * Regions: w1, w3, input [n, cols] (read), the block-major gate and up outputs, hb [n, ffn]
-     * (write). Scalars: cols, n, the kernels' {@link TensorType} ordinals of w1 and w3. Each part computes
+     * (write). Scalars: cols, n, the kernels' {@link TensorType} ordinals of w1 and w3, the task's input key. Each part computes
      * a few rows of one shared row block of w1 and w3 and then those columns of every hb row.
      */
     private Kernel gateUpKernel() {
@@ -1018,8 +1031,9 @@ public final class LlamaModel {
             MemorySegment up = c.region(4);
             MemorySegment hb = c.region(5);
             int part = c.part();
-            projectPart(gateType, split, table, part, c.region(0), in, gate, cols, n);
-            projectPart(upType, split, table, part, c.region(1), in, up, cols, n);
+            long inputKey = c.scalar(4);
+            projectPart(gateType, split, table, part, c.region(0), in, gate, cols, n, inputKey);
+            projectPart(upType, split, table, part, c.region(1), in, up, cols, n, inputKey);
             int block = table[3 * part];
             int r0 = table[3 * part + 1];
             int r1 = table[3 * part + 2];
