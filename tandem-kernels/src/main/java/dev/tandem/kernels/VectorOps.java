@@ -1503,14 +1503,20 @@ final class VectorOps implements KernelOps {
             int f0 = (b - from) * 8 * 2 * lanes;
             if (high) {
                 for (int t = 0; t < 4; t++) {
-                    ByteVector low = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t);
-                    ByteVector mid = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4));
-                    ByteVector top = ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 8));
+                    // In int lanes: a shift of byte lanes has no instruction of its own (C2 widens,
+                    // shifts and packs each), and the ints are on their way to floats anyway.
+                    IntVector low = (IntVector) ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * t)
+                            .convertShape(VectorOperators.ZERO_EXTEND_B2I, X16_INTS, 0);
+                    IntVector mid = (IntVector) ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 4))
+                            .convertShape(VectorOperators.ZERO_EXTEND_B2I, X16_INTS, 0);
+                    IntVector top = (IntVector) ByteVector.fromArray(X16_SCALE_BYTES, headers, h + 16 * (t + 8))
+                            .convertShape(VectorOperators.ZERO_EXTEND_B2I, X16_INTS, 0);
                     int g = f0 + (t + 4) * 2 * lanes;
-                    d.mul(x16KSixBits(top.and((byte) 0x0f).or(low.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30))))
-                            .intoArray(factors, g);
-                    dmin.mul(x16KSixBits(top.lanewise(VectorOperators.ASHR, 4).and((byte) 0x0f)
-                            .or(mid.lanewise(VectorOperators.ASHR, 2).and((byte) 0x30)))).intoArray(factors, g + lanes);
+                    d.mul((FloatVector) top.and(0x0f).or(low.lanewise(VectorOperators.LSHR, 2).and(0x30))
+                            .convert(VectorOperators.I2F, 0)).intoArray(factors, g);
+                    dmin.mul((FloatVector) top.lanewise(VectorOperators.LSHR, 4)
+                            .or(mid.lanewise(VectorOperators.LSHR, 2).and(0x30))
+                            .convert(VectorOperators.I2F, 0)).intoArray(factors, g + lanes);
                 }
             } else {
                 for (int t = 0; t < 4; t++) {
