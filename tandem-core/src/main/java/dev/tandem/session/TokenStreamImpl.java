@@ -117,12 +117,36 @@ final class TokenStreamImpl implements TokenStream {
                 queue.clear();
             }
             queue.offer(END);
+            endLock.notifyAll(); // a tokensAtEnd() that came first
         }
         signal();
     }
 
-    /** The outcome's token count, fixed at the end; -1 before it. */
+    /**
+     * The outcome's token count, fixed at the end, waiting for it if need be. The request's
+     * teardown reads it once the request's end is decided, and the thread that decided it may
+     * not have called {@link #end} yet (a cancel wins the request's termination, then ends the
+     * stream: a teardown on another thread in between read -1 here, once in about 400 cancels).
+     * The wait is that short window, and the deciding thread takes no lock the teardown holds.
+     */
     long tokensAtEnd() {
+        long tokens = tokensAtEnd;
+        if (tokens >= 0) {
+            return tokens;
+        }
+        boolean interrupted = false;
+        synchronized (endLock) {
+            while (!ended) {
+                try {
+                    endLock.wait();
+                } catch (InterruptedException e) {
+                    interrupted = true; // a late cancel interrupting the program thread: keep waiting
+                }
+            }
+        }
+        if (interrupted) {
+            Thread.currentThread().interrupt();
+        }
         return tokensAtEnd;
     }
 
