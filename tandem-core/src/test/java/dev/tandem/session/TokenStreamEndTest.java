@@ -49,7 +49,12 @@ class TokenStreamEndTest {
         });
         awaitWaiting(reader);
         reader.interrupt();
-        awaitWaiting(reader); // back to waiting: the end has not come
+        // Back to waiting, the interrupt taken (its flag cleared by the InterruptedException): the
+        // end has not come, and only the reader's own restoring can set the flag again.
+        while (reader.isInterrupted() || reader.getState() != Thread.State.WAITING) {
+            assertThat(reader.isAlive()).as("the reader returned at the interrupt").isTrue();
+            Thread.onSpinWait();
+        }
         assertThat(read).isNotDone();
 
         stream.end(Status.CANCELLED, tokens -> outcome(Status.CANCELLED, tokens));
