@@ -827,6 +827,7 @@ final class VectorOps implements KernelOps {
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         short[] sums = batch >= X16_INPUTS ? Scratch.get().shorts(X16_CHUNK * X16_INPUTS * X16_SHORTS.length()) : null;
+        float[] scales = batch >= X16_INPUTS ? Scratch.get().factors(blocks * X16_FLOATS.length()) : null;
         int r = rowStart;
         while (r < rowEnd) {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
@@ -835,8 +836,11 @@ final class VectorOps implements KernelOps {
                     long from = group + part * X16_PART_BYTES;
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     int b = 0;
+                    if (batch >= X16_INPUTS) {
+                        x16AllScales(weights, from, blocks, scales);
+                    }
                     for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
-                        x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, sums);
+                        x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, sums, scales);
                     }
                     for (; b < batch; b++) {
                         x16Group(weights, from, blocks, in, b * cols, b * blocks, out, at + b * outStride);
@@ -1199,6 +1203,18 @@ final class VectorOps implements KernelOps {
     }
 
     /** One part's f16 scales of a block (at {@code block}, already moved to the part), widened. */
+    /**
+     * Every block's scales of a part ({@link #x16Scales}) into {@code scales}, a vector per block:
+     * widened once for all the part's inputs, where {@link #x16Sums2} widened them again for every
+     * two inputs.
+     */
+    private static void x16AllScales(MemorySegment w, long part, int blocks, float[] scales) {
+        int lanes = X16_FLOATS.length();
+        for (int b = 0; b < blocks; b++) {
+            x16Scales(w, part + b * Q4_0X16.GROUP_BLOCK_BYTES).intoArray(scales, b * lanes);
+        }
+    }
+
     private static FloatVector x16Scales(MemorySegment w, long block) {
         IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, block, LE).castShape(X16_INTS, 0);
         IntVector magnitude = h.and(0x7fff);
@@ -1251,7 +1267,7 @@ final class VectorOps implements KernelOps {
      * helper it did not inline boxed the vectors.
      */
     private static void x16Group4(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int first, int cols,
-            MemorySegment out, long at, long outStride, short[] scratch) {
+            MemorySegment out, long at, long outStride, short[] scratch, float[] scales) {
         FloatVector zero = FloatVector.zero(X16_FLOATS);
         for (int i = 0; i < X16_INPUTS; i++) {
             zero.intoMemorySegment(out, at + i * outStride, LE);
@@ -1260,7 +1276,7 @@ final class VectorOps implements KernelOps {
             int end = Math.min(blocks, b + X16_CHUNK);
             x16Dots4(w, part, b, end, in.pairs(), first * cols / 2 + b * 16, cols / 2, scratch);
             for (int input = 0; input < X16_INPUTS; input += 2) {
-                x16Sums2(w, part, b, end, in, (first + input) * blocks, blocks, scratch, input, out,
+                x16Sums2(scales, b, end, in, (first + input) * blocks, blocks, scratch, input, out,
                         at + input * outStride, outStride);
             }
         }
@@ -1311,7 +1327,7 @@ final class VectorOps implements KernelOps {
      * {@code outStride} further; their factors from {@code i} and {@code stride} apart. Two inputs
      * a call: four made a loop past C2's node budget.
      */
-    private static void x16Sums2(MemorySegment w, long part, int from, int end, Q4_0X16.Inputs in, int i, int stride,
+    private static void x16Sums2(float[] scales, int from, int end, Q4_0X16.Inputs in, int i, int stride,
             short[] scratch, int input, MemorySegment out, long at, long outStride) {
         int lanes = X16_SHORTS.length();
         float[] ds = in.d();
@@ -1320,7 +1336,7 @@ final class VectorOps implements KernelOps {
         FloatVector a0 = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
         FloatVector a1 = FloatVector.fromMemorySegment(X16_FLOATS, out, at1, LE);
         for (int b = from; b < end; b++) {
-            FloatVector dw = x16Scales(w, part + b * Q4_0X16.GROUP_BLOCK_BYTES);
+            FloatVector dw = FloatVector.fromArray(X16_FLOATS, scales, b * X16_FLOATS.length());
             int s = ((b - from) * X16_INPUTS + input) * lanes;
             int i0 = i + b;
             a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, scratch, s), sum8[i0]).fma(dw.mul(ds[i0]), a0);
