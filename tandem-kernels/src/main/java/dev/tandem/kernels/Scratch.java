@@ -23,17 +23,43 @@ final class Scratch {
     private short[] shorts = new short[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
 
-    // What inputs and quantized hold a conversion of, for the calls of MatmulOps#matmul with an
-    // input key: the caller's key (0: nothing that may be reused) and the input it named.
-    private long inputsKey;
-    private MemorySegment inputsOf;
-    private long inputsOffset;
-    private int inputsCount;
-    private long quantizedKey;
-    private MemorySegment quantizedOf;
-    private long quantizedOffset;
-    private int quantizedBatch;
-    private int quantizedCols;
+    /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
+    private final Kept inputsKept = new Kept();
+    private final Kept quantizedKept = new Kept();
+
+    /**
+     * The input an array holds a conversion of, named by the caller's key (0: nothing that may be
+     * reused), for the calls of {@link MatmulOps#matmul(TensorType, MemorySegment, long, MemorySegment,
+     * long, MemorySegment, long, int, int, int, int, int, long)} with an input key. Mutable, so that
+     * keeping costs no allocation on the kernels' path.
+     */
+    private static final class Kept {
+        private long key;
+        private MemorySegment x;
+        private long offset;
+        private int batch;
+        private int cols;
+
+        boolean holds(long key, MemorySegment x, long offset, int batch, int cols) {
+            return key != 0 && key == this.key && x == this.x && offset == this.offset && batch == this.batch
+                    && cols == this.cols;
+        }
+
+        void set(long key, MemorySegment x, long offset, int batch, int cols) {
+            if (key != 0) {
+                this.key = key;
+                this.x = x;
+                this.offset = offset;
+                this.batch = batch;
+                this.cols = cols;
+            }
+        }
+
+        void forget() {
+            key = 0;
+            x = null;
+        }
+    }
 
     private Scratch() {}
 
@@ -44,8 +70,7 @@ final class Scratch {
 
     /** At least {@code n} floats for a copy of the inputs; what they held may no longer be reused. */
     float[] inputs(int n) {
-        inputsKey = 0;
-        inputsOf = null;
+        inputsKept.forget();
         if (inputs.length < n) {
             inputs = new float[n];
         }
@@ -78,8 +103,7 @@ final class Scratch {
 
     /** Room for {@code batch} inputs of {@code cols} values quantized as {@link Q4_0X16.Inputs#of} sizes them. */
     Q4_0X16.Inputs quantized(int batch, int cols) {
-        quantizedKey = 0;
-        quantizedOf = null;
+        quantizedKept.forget();
         int values = batch * cols;
         int blocks = batch * (cols / 32);
         if (quantized.pairs().length < values / 2 || quantized.d().length < blocks) {
@@ -89,22 +113,17 @@ final class Scratch {
     }
 
     /**
-     * The copy of the {@code n} floats at {@code x} and {@code offset} that {@link #inputs} holds
-     * since a call with the same nonzero {@code key} ({@link #inputsAre}), or null.
+     * The copy of the {@code batch} inputs of {@code cols} floats at {@code x} and {@code offset}
+     * that {@link #inputs} holds since a call with the same nonzero {@code key} ({@link #inputsAre}),
+     * or null.
      */
-    float[] inputsOf(long key, MemorySegment x, long offset, int n) {
-        return key != 0 && key == inputsKey && x == inputsOf && offset == inputsOffset && n == inputsCount
-                ? inputs : null;
+    float[] inputsOf(long key, MemorySegment x, long offset, int batch, int cols) {
+        return inputsKept.holds(key, x, offset, batch, cols) ? inputs : null;
     }
 
-    /** {@link #inputs} now holds the {@code n} floats at {@code x} and {@code offset}, named by {@code key}. */
-    void inputsAre(long key, MemorySegment x, long offset, int n) {
-        if (key != 0) {
-            inputsKey = key;
-            inputsOf = x;
-            inputsOffset = offset;
-            inputsCount = n;
-        }
+    /** {@link #inputs} now holds the inputs at {@code x} and {@code offset}, named by {@code key}. */
+    void inputsAre(long key, MemorySegment x, long offset, int batch, int cols) {
+        inputsKept.set(key, x, offset, batch, cols);
     }
 
     /**
@@ -113,18 +132,11 @@ final class Scratch {
      * ({@link #quantizedAre}), or null.
      */
     Q4_0X16.Inputs quantizedOf(long key, MemorySegment x, long offset, int batch, int cols) {
-        return key != 0 && key == quantizedKey && x == quantizedOf && offset == quantizedOffset
-                && batch == quantizedBatch && cols == quantizedCols ? quantized : null;
+        return quantizedKept.holds(key, x, offset, batch, cols) ? quantized : null;
     }
 
     /** {@link #quantized} now holds the inputs at {@code x} and {@code offset}, named by {@code key}. */
     void quantizedAre(long key, MemorySegment x, long offset, int batch, int cols) {
-        if (key != 0) {
-            quantizedKey = key;
-            quantizedOf = x;
-            quantizedOffset = offset;
-            quantizedBatch = batch;
-            quantizedCols = cols;
-        }
+        quantizedKept.set(key, x, offset, batch, cols);
     }
 }

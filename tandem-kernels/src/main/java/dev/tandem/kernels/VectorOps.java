@@ -134,24 +134,12 @@ final class VectorOps implements KernelOps {
             int rowEnd,
             long inputKey) {
         switch (type) {
-            case Q4_0_X16 -> {
-                ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
-                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-                matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                        rowEnd, inputKey);
-            }
-            case Q4_K_X16 -> {
-                ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
-                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-                matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                        rowEnd, inputKey);
-            }
-            case Q8_0_X16 -> {
-                ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
-                        weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-                matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                        rowEnd, inputKey);
-            }
+            case Q4_0_X16 -> matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd, inputKey);
+            case Q4_K_X16 -> matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd, inputKey);
+            case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
         }
@@ -803,8 +791,6 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
     }
 
@@ -821,13 +807,16 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
+        ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
-        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols, inputKey);
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = blocks * 18L;
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        short[] sums = batch >= X16_INPUTS ? Scratch.get().shorts(X16_CHUNK * X16_INPUTS * X16_SHORTS.length()) : null;
-        float[] scales = batch >= X16_INPUTS ? Scratch.get().factors(blocks * X16_FLOATS.length()) : null;
+        short[] sums = batch >= X16_INPUTS ? scratch.shorts(X16_CHUNK * X16_INPUTS * X16_SHORTS.length()) : null;
+        float[] scales = batch >= X16_INPUTS ? scratch.factors(blocks * X16_FLOATS.length()) : null;
         int r = rowStart;
         while (r < rowEnd) {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
@@ -895,8 +884,6 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
     }
 
@@ -913,6 +900,8 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
+        ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         long rowBytes = blocks * 34L;
         long outStride = (long) rows * F;
@@ -927,11 +916,11 @@ final class VectorOps implements KernelOps {
                     // The inputs on the heap: the loops broadcast them one value at a time, and
                     // array loads in counted loops cost no bounds check.
                     Scratch scratch = Scratch.get();
-                    xs = scratch.inputsOf(inputKey, x, xOffset, batch * cols);
+                    xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
                     if (xs == null) {
                         xs = scratch.inputs(batch * cols);
                         MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
-                        scratch.inputsAre(inputKey, x, xOffset, batch * cols);
+                        scratch.inputsAre(inputKey, x, xOffset, batch, cols);
                     }
                 }
                 long group = weightsOffset + r * rowBytes;
@@ -1108,13 +1097,13 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16}: this thread's
-     * {@link Scratch}, or what it kept from the last call with the same nonzero {@code inputKey}
+     * The {@code batch} inputs at {@code x}, each quantized by {@link #quantizeX16} into
+     * {@code scratch}, this thread's, or what it kept from the last call with the same nonzero {@code inputKey}
      * (see {@link MatmulOps#matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment,
      * long, int, int, int, int, int, long)}).
      */
-    private static Q4_0X16.Inputs quantizeInputs(MemorySegment x, long xOffset, int batch, int cols, long inputKey) {
-        Scratch scratch = Scratch.get();
+    private static Q4_0X16.Inputs quantizeInputs(Scratch scratch, MemorySegment x, long xOffset, int batch, int cols,
+            long inputKey) {
         Q4_0X16.Inputs kept = scratch.quantizedOf(inputKey, x, xOffset, batch, cols);
         if (kept != null) {
             return kept;
@@ -1390,8 +1379,6 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
     }
 
@@ -1408,12 +1395,14 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
+        ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         int supers = cols / 256;
-        Q4_0X16.Inputs in = quantizeInputs(x, xOffset, batch, cols, inputKey);
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
-        Scratch scratch = Scratch.get();
         byte[] headers = scratch.bytes(X16_K_CHUNK * X16_K_HEADER);
         short[] sums = batch >= X16_INPUTS ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
         float[] factors = scratch.factors(X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length());
