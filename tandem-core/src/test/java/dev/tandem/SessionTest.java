@@ -186,6 +186,38 @@ class SessionTest {
         }
     }
 
+    /**
+     * Each request finds its memory zero-filled though the one before scribbled over the same
+     * amount (the CPU device lends an ended request's blocks to the next).
+     */
+    @Test
+    void aRequestsMemoryIsZeroFilledAfterAnEndedOneScribbledOverItsOwn() {
+        long bytes = 256 << 10;
+        Kernel scribble = Kernel.of("scribble", c -> {
+            var data = c.region(0);
+            int dirty = 0;
+            for (long at = 0; at < data.byteSize(); at++) {
+                if (data.get(ValueLayout.JAVA_BYTE, at) != 0) {
+                    dirty++;
+                }
+            }
+            c.region(1).set(ValueLayout.JAVA_INT, 0, dirty);
+            data.fill((byte) 0x7f);
+        });
+        Program<Integer> program = (o, n) -> {
+            Buffer data = o.allocate(bytes);
+            Buffer dirty = o.allocate(ValueLayout.JAVA_INT, 1);
+            o.submit(scribble, readWrite(data), Access.write(dirty.region()));
+            o.endStep(dirty.region());
+        };
+        try (Session<Integer> session = worker.openSession(program,
+                SessionConfig.defaults().memoryPerRequest(bytes + 64).maxActive(1))) {
+            for (int i = 0; i < 5; i++) {
+                assertThat(values(session.submit(1))).as("dirty bytes seen by request %d", i).containsExactly(0);
+            }
+        }
+    }
+
     @Test
     void stopWhenMakesTheMatchingTokenTheLast() {
         try (Session<Integer> session = worker.openSession(COUNTER, SessionConfig.defaults().memoryPerRequest(1024))) {

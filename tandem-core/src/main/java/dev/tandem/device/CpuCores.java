@@ -59,6 +59,8 @@ final class CpuCores implements Device {
     private final AtomicInteger idleCount = new AtomicInteger();
     private final long spinNanos;
     private final HugePageMemory hugePages = new HugePageMemory();
+    /** Request memory kept from ended requests for the next ones. */
+    private final RecycledMemory recycled;
     private final TraceRecorder trace;
     private final LongAdder readyCount; // tasks queued and not yet taken; only when tracing
     private volatile boolean shutdown;
@@ -86,6 +88,7 @@ final class CpuCores implements Device {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
         }
         this.memory = new DeviceMemory(memoryBudget);
+        this.recycled = new RecycledMemory(memoryBudget);
         this.queue = new ReadyQueue(SchedulingPolicy.LANES);
         this.spinNanos = spinNanos;
         this.trace = trace;
@@ -120,12 +123,16 @@ final class CpuCores implements Device {
 
     @Override
     public MemorySegment allocate(Arena scope, long bytes, long alignment) {
+        return recycled.allocate(scope, bytes, alignment).orElseGet(() -> fresh(scope, bytes, alignment));
+    }
+
+    private static MemorySegment fresh(Arena scope, long bytes, long alignment) {
         return scope.allocate(Math.max(bytes, 1), alignment).asSlice(0, bytes);
     }
 
     @Override
     public MemorySegment allocateLongLived(Arena scope, long bytes, long alignment) {
-        return hugePages.allocate(scope, bytes, alignment).orElseGet(() -> allocate(scope, bytes, alignment));
+        return hugePages.allocate(scope, bytes, alignment).orElseGet(() -> fresh(scope, bytes, alignment));
     }
 
     /** Whether the calling thread is one of these cores. */
@@ -244,6 +251,7 @@ final class CpuCores implements Device {
     /** Stops the cores once they are idle; queued tasks are run first. Returns without waiting. */
     @Override
     public void close() {
+        recycled.close();
         shutdown = true;
         for (Core core : cores) {
             LockSupport.unpark(core.thread);
