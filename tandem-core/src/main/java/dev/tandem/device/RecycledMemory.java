@@ -123,7 +123,10 @@ final class RecycledMemory implements AutoCloseable {
         return keptBytes;
     }
 
-    /** Bytes of blocks freed so far (trimmed, or returned past the budget or after close); for tests and diagnostics. */
+    /**
+     * Bytes of blocks freed so far (trimmed, or returned past the budget or after close); for
+     * tests and diagnostics.
+     */
     synchronized long freedBytes() {
         return freedBytes;
     }
@@ -155,6 +158,7 @@ final class RecycledMemory implements AutoCloseable {
             lentBytes -= size;
             if (closed || lentBytes + keptBytes + size > budget) {
                 freed.add(block);
+                freedBytes += size;
             } else {
                 kept.computeIfAbsent(size, s -> new ArrayDeque<>()).addFirst(block); // the warmest first
                 keptBytes += size;
@@ -173,6 +177,7 @@ final class RecycledMemory implements AutoCloseable {
             while (!blocks.isEmpty() && lentBytes + keptBytes > budget - room) {
                 Block block = blocks.pollLast();
                 keptBytes -= block.segment().byteSize();
+                freedBytes += block.segment().byteSize();
                 freed.add(block);
             }
             if (blocks.isEmpty()) {
@@ -181,16 +186,10 @@ final class RecycledMemory implements AutoCloseable {
         }
     }
 
-    private void free(List<Block> blocks) {
-        long bytes = 0;
+    /** Closes the blocks' arenas, outside the lock (counted as freed when they were taken out). */
+    private static void free(List<Block> blocks) {
         for (Block block : blocks) {
             block.owner().close();
-            bytes += block.segment().byteSize();
-        }
-        if (bytes > 0) {
-            synchronized (this) {
-                freedBytes += bytes;
-            }
         }
     }
 
