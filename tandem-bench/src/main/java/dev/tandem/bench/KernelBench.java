@@ -46,7 +46,9 @@ public final class KernelBench {
         Q4_K(TensorType.Q4_K),
         /** q4_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_K matrix. */
         Q4_K_X16(TensorType.Q4_K_X16),
-        Q6_K(TensorType.Q6_K);
+        Q6_K(TensorType.Q6_K),
+        /** q6_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q6_K matrix. */
+        Q6_K_X16(TensorType.Q6_K_X16);
 
         private final TensorType type;
 

@@ -78,6 +78,7 @@ final class ArgumentChecks {
             case Q4_K_X16 -> "matmulQ4_K_X16";
             case Q8_0_X16 -> "matmulQ8_0_X16";
             case Q6_K -> "matmulQ6_K";
+            case Q6_K_X16 -> "matmulQ6_K_X16";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
         matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
@@ -332,6 +333,11 @@ final class ArgumentChecks {
     static void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ4_K", TensorType.Q4_K, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    static void interleaveQ6_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        interleave("interleaveQ6_K", TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     private static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,

@@ -41,6 +41,9 @@ public interface MatmulOps {
     /** Vector and scalar {@code matmulQ4_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q4_K_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulQ6_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
+    float Q6_K_X16_RELATIVE_TOLERANCE = 0f;
+
     /**
      * Vector and scalar {@code matmulQ4_K} agree within this fraction of
      * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
@@ -227,9 +230,35 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q6_K weights in the {@link TensorType#Q6_K_X16} layout ({@link
+     * QuantOps#interleaveQ6_K}), with int8 inputs: each input is quantized per 32 values exactly as
+     * {@link #matmulQ4_0_X16} does (factor {@code dx}, quants {@code q}). Then, per row and input,
+     * from {@code acc = 0}, superblock by superblock and within each its sixteen sub-blocks of 16
+     * values in the order 0, 2, 4, 6, 1, 3, 5, 7, 8, 10, 12, 14, 9, 11, 13, 15 (sub-block {@code s}
+     * meets input block {@code 8 b + s / 2}): {@code acc = fma((float) Σ (w - 32) q, (d * sc_s) * dx, acc)},
+     * with {@code w} the sub-block's 6-bit quants, {@code d} the superblock's f16 factor and
+     * {@code sc_s} its int8 scale, all in f32. That is the dot product of the dequantized weights
+     * {@code d sc (w - 32)} with the quantized inputs. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256.
+     */
+    void matmulQ6_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
-     * {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K},
-     * {@link TensorType#Q4_K_X16} or {@link TensorType#Q6_K}.
+     * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
+     * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K} or
+     * {@link TensorType#Q6_K_X16}.
      *
      * @throws IllegalArgumentException for a type without a matmul kernel
      */
@@ -263,9 +292,11 @@ public interface MatmulOps {
                     rowEnd);
             case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
+            case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
             default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16 and Q6_K have one)");
+                    + " weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16, Q6_K and Q6_K_X16 have one)");
         }
     }
 
@@ -275,7 +306,7 @@ public interface MatmulOps {
      * (the parts of one task, which one core takes one after another; the gate and up projections
      * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
      * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
-     * the kernels that first convert their inputs (q4_0_x16 and q4_K_x16 quantize them to int8,
+     * the kernels that first convert their inputs (q4_0_x16, q4_K_x16 and q6_K_x16 quantize them to int8,
      * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
      * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
      * either way. A caller gives each task, or each set of calls over the same values, a key of its

@@ -59,8 +59,8 @@ public interface QuantOps {
 
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
-     * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0} or
-     * {@link #interleaveQ4_K}.
+     * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0} or {@link #interleaveQ6_K}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
      */
@@ -70,9 +70,10 @@ public interface QuantOps {
             case Q4_0 -> interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K and Q8_0 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0 and Q6_K have one)");
         }
     }
 
@@ -166,6 +167,37 @@ public interface QuantOps {
                     for (int k = 0; k < 128; k++) {
                         dst.set(LittleEndian.I8, block + 256 + Q4_0X16.pairByte(k, i),
                                 src.get(LittleEndian.I8, source + 16 + k));
+                    }
+                }
+            }
+        }
+        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
+                (rows - grouped) * rowBytes);
+    }
+
+    /**
+     * Copies the q6_K matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q6_K_X16} layout: the same bytes, each group of 16 rows interleaved
+     * superblock by superblock, the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 256, or either segment is too small
+     */
+    default void interleaveQ6_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
+        long rowBytes = TensorType.Q6_K.rowBytes(cols);
+        int blocks = cols / 256;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
+            long from = srcOffset + group * rowBytes;
+            long to = dstOffset + group * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                long block = to + b * Q6_KX16.GROUP_BLOCK_BYTES;
+                for (int i = 0; i < TensorType.X16_ROWS; i++) {
+                    long source = from + i * rowBytes + b * 210L;
+                    for (int j = 0; j < 210; j++) {
+                        dst.set(LittleEndian.I8, block + Q6_KX16.byteAt(j, i), src.get(LittleEndian.I8, source + j));
                     }
                 }
             }

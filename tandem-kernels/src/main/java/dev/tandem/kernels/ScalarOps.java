@@ -224,6 +224,32 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /** Each input quantized block by block, then each row's superblocks in order ({@link Q6_KX16#row}). */
+    @Override
+    public void matmulQ6_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.Q6_K_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
+        for (int r = rowStart; r < rowEnd; r++) {
+            for (int b = 0; b < batch; b++) {
+                out.set(F32, outOffset + ((long) b * rows + r) * F,
+                        Q6_KX16.row(weights, weightsOffset, rows, cols / 256, r, in, b * cols, b * blocks));
+            }
+        }
+    }
+
     /** Each input quantized block by block, then each row's superblocks in order ({@link Q4_KX16#row}). */
     @Override
     public void matmulQ4_K_X16(

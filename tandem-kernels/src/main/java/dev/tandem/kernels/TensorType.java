@@ -57,6 +57,14 @@ import java.util.Locale;
  *       {@code 2 * i} and its quant {@code k} at {@code 32 + 16 * k + i}, so one 16-byte load holds
  *       quant {@code k} of all 16 rows. The last {@code rows % 16} rows stay in the q8_0 layout.
  *       {@link QuantOps#interleaveQ8_0} makes it; {@link MatmulOps#matmulQ8_0_X16} reads it.
+ *   <li>{@link #Q6_K_X16}: the same for q6_K, in tandem's memory only: 210 bytes per 256 values per
+ *       row, each group of 16 rows interleaved superblock by superblock. For superblock {@code b}
+ *       of the group, its 3360 bytes at {@code b * 3360} from the group's start hold row {@code i}'s
+ *       f16 {@code d} at {@code 2 * i}, its int8 scale {@code s} at {@code 32 + 16 * s + i}, byte
+ *       {@code k} of its 128 {@code ql} bytes at {@code 288 + 32 * (k / 2) + 2 * i + k % 2} and byte
+ *       {@code k} of its 64 {@code qh} bytes at {@code 2336 + 32 * (k / 2) + 2 * i + k % 2} (pairs
+ *       side by side, as in {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K
+ *       layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
  * </ul>
  */
 public enum TensorType {
@@ -69,7 +77,8 @@ public enum TensorType {
     BF16(30, "bf16", 1, 2),
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
     Q8_0_X16(-1, "q8_0_x16", 32, 34),
-    Q4_K_X16(-1, "q4_K_x16", 256, 144);
+    Q4_K_X16(-1, "q4_K_x16", 256, 144),
+    Q6_K_X16(-1, "q6_K_x16", 256, 210);
 
     /** Rows per interleaved group of {@link #Q4_0_X16}. */
     public static final int X16_ROWS = 16;
@@ -111,7 +120,8 @@ public enum TensorType {
 
     /**
      * The id of this type in ggml's {@code enum ggml_type}, as GGUF tensor infos store it; {@code -1}
-     * for {@link #Q4_0_X16} and {@link #Q4_K_X16}, which no file holds.
+     * for the interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16}, {@link #Q8_0_X16},
+     * {@link #Q6_K_X16}), which no file holds.
      */
     public int ggmlId() {
         return ggmlId;
@@ -138,7 +148,8 @@ public enum TensorType {
     }
 
     /**
-     * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16}, {@link #Q8_0_X16}),
+     * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16},
+     * {@link #Q8_0_X16}, {@link #Q6_K_X16}),
      * whose rows are woven together in groups of {@link #X16_ROWS}: a run of values in them is not
      * a run of bytes.
      */
@@ -148,21 +159,24 @@ public enum TensorType {
 
     /**
      * The interleaved layout a matrix of this type runs in ({@link #Q4_0_X16} for {@link #Q4_0},
-     * {@link #Q4_K_X16} for {@link #Q4_K}, {@link #Q8_0_X16} for {@link #Q8_0}; {@link QuantOps#interleave} makes it), or {@code null}
-     * for a type that runs as stored.
+     * {@link #Q4_K_X16} for {@link #Q4_K}, {@link #Q8_0_X16} for {@link #Q8_0}, {@link #Q6_K_X16}
+     * for {@link #Q6_K}; {@link QuantOps#interleave} makes it), or {@code null} for a type that runs
+     * as stored.
      */
     public TensorType interleaved() {
         return switch (this) {
             case Q4_0 -> Q4_0_X16;
             case Q4_K -> Q4_K_X16;
             case Q8_0 -> Q8_0_X16;
+            case Q6_K -> Q6_K_X16;
             default -> null;
         };
     }
 
     /**
      * The file type an interleaved layout is made from ({@link #Q4_0} for {@link #Q4_0_X16},
-     * {@link #Q4_K} for {@link #Q4_K_X16}, {@link #Q8_0} for {@link #Q8_0_X16}), or {@code null}
+     * {@link #Q4_K} for {@link #Q4_K_X16}, {@link #Q8_0} for {@link #Q8_0_X16}, {@link #Q6_K} for
+     * {@link #Q6_K_X16}), or {@code null}
      * for a type that is not interleaved.
      */
     public TensorType source() {

@@ -140,6 +140,8 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
+            case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
         }
@@ -1670,6 +1672,172 @@ final class VectorOps implements KernelOps {
                 acc = x16Sums(high, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f + 2 * lanes).mul(dy), acc);
                 acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i + 1] >> 3))
                         .fma(FloatVector.fromArray(X16_FLOATS, factors, f + 3 * lanes).mul(dy).neg(), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    // ---- q6_K interleaved by 16 rows, int8 inputs ----
+
+    /**
+     * Groups of 16 rows by vector loops ({@link #x16Q6Dots}), the rest one row at a time by
+     * {@link Q6_KX16#row}, as {@link #matmulQ4_K_X16} does.
+     */
+    @Override
+    public void matmulQ6_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+    }
+
+    private static void matmulQ6_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
+        ArgumentChecks.matmulBlocks(TensorType.Q6_K_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        int supers = cols / 256;
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
+        long rowBytes = supers * 210L;
+        long outStride = (long) rows * F;
+        short[] sums = scratch.shorts(X16_K_CHUNK * 16 * X16_SHORTS.length());
+        float[] factors = scratch.factors(X16_K_CHUNK * 16 * X16_FLOATS.length());
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                long group = weightsOffset + r * rowBytes;
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long from = group + part * X16_PART_BYTES;
+                    long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    for (int b = 0; b < batch; b++) {
+                        long to = at + b * outStride;
+                        FloatVector.zero(X16_FLOATS).intoMemorySegment(out, to, LE);
+                        for (int s = 0; s < supers; s += X16_K_CHUNK) {
+                            int end = Math.min(supers, s + X16_K_CHUNK);
+                            x16Q6Factors(weights, from, part, s, end, factors);
+                            x16Q6Dots(weights, from, s, end, in.pairs(), (b * cols) / 2, sums);
+                            x16Q6Scale(s, end, in.d(), b * blocks, sums, factors, out, to);
+                        }
+                    }
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            Q6_KX16.row(weights, weightsOffset, rows, supers, r, in, b * cols, b * blocks));
+                }
+                r++;
+            }
+        }
+    }
+
+    /**
+     * One input's short sums over superblocks {@code [from, end)} of a part of a group of 16 q6_K
+     * rows (its bytes from {@code part}, the group's start moved to the part), into {@code sums}
+     * a vector per sub-block, in {@link Q6_KX16#subBlock}'s order: per half and sub-block half,
+     * each pair of {@code ql} bytes and its pair of {@code qh} bytes give four pairs of 6-bit
+     * quants (of the half's four quarters), each less 32 times its pair of input quants (from
+     * {@code pairs[m]}) in short lanes, 8 products of at most {@code 32 * 127} a lane. The
+     * scaling is {@link #x16Q6Scale}'s: both in one method passed C2's node budget and boxed
+     * every vector.
+     */
+    private static void x16Q6Dots(MemorySegment w, long part, int from, int end, int[] pairs, int m, short[] sums) {
+        int lanes = X16_SHORTS.length();
+        // Constants as vectors once: an operation with a scalar broadcasts it again each time,
+        // and those broadcasts spent C2's inlining budget (the last pair's, left out of line,
+        // boxed a vector per product).
+        ShortVector low = ShortVector.broadcast(X16_SHORTS, (short) 0x0f);
+        ShortVector high = ShortVector.broadcast(X16_SHORTS, (short) 0x30);
+        ShortVector offset = ShortVector.broadcast(X16_SHORTS, (short) 32);
+        for (int b = from; b < end; b++) {
+            long block = part + b * Q6_KX16.GROUP_BLOCK_BYTES;
+            for (int n = 0; n < 4; n++) { // half n / 2, sub-block half n % 2
+                int p = m + b * 128 + 64 * (n >> 1) + 8 * (n & 1);
+                long ql = block + Q6_KX16.QL + 32L * (32 * (n >> 1) + 8 * (n & 1));
+                long qh = block + Q6_KX16.QH + 32L * (16 * (n >> 1) + 8 * (n & 1));
+                ShortVector s0 = ShortVector.zero(X16_SHORTS);
+                ShortVector s1 = s0;
+                ShortVector s2 = s0;
+                ShortVector s3 = s0;
+                for (int j = 0; j < 8; j++) {
+                    ShortVector a = x16Load(w, ql + 32L * j);
+                    ShortVector c = x16Load(w, ql + 32L * (16 + j));
+                    ShortVector top = x16Load(w, qh + 32L * j);
+                    s0 = a.and(low).or(top.lanewise(VectorOperators.LSHL, 4).and(high)).sub(offset)
+                            .mul(x16Pair(pairs, p + j)).add(s0);
+                    s1 = c.and(low).or(top.lanewise(VectorOperators.LSHL, 2).and(high)).sub(offset)
+                            .mul(x16Pair(pairs, p + 16 + j)).add(s1);
+                    s2 = a.lanewise(VectorOperators.LSHR, 4).or(top.and(high)).sub(offset)
+                            .mul(x16Pair(pairs, p + 32 + j)).add(s2);
+                    s3 = c.lanewise(VectorOperators.LSHR, 4).or(top.lanewise(VectorOperators.LSHR, 2).and(high))
+                            .sub(offset).mul(x16Pair(pairs, p + 48 + j)).add(s3);
+                }
+                int at = ((b - from) * 16 + 4 * n) * lanes;
+                s0.intoArray(sums, at);
+                s1.intoArray(sums, at + lanes);
+                s2.intoArray(sums, at + 2 * lanes);
+                s3.intoArray(sums, at + 3 * lanes);
+            }
+        }
+    }
+
+    /**
+     * The factors {@code d * sc} of superblocks {@code [from, end)} of a part of a group of 16
+     * q6_K rows into {@code factors}, a vector per sub-block in its natural order: {@code d} the
+     * rows' f16 factors, {@code sc} their int8 scales of the sub-block.
+     */
+    private static void x16Q6Factors(MemorySegment w, long part, int partIndex, int from, int end, float[] factors) {
+        int lanes = X16_FLOATS.length();
+        long scaleLanes = Q6_KX16.SCALES + partIndex * (lanes - X16_PART_BYTES);
+        for (int b = from; b < end; b++) {
+            long block = part + b * Q6_KX16.GROUP_BLOCK_BYTES;
+            FloatVector d = x16Scales(w, block);
+            for (int s = 0; s < 16; s++) {
+                d.mul((FloatVector) ByteVector.fromMemorySegment(X16_SCALE_BYTES, w, block + scaleLanes + 16L * s, LE)
+                        .convertShape(VectorOperators.B2F, X16_FLOATS, 0)).intoArray(factors, ((b - from) * 16 + s) * lanes);
+            }
+        }
+    }
+
+    /**
+     * {@link #x16Q6Dots}' sums of superblocks {@code [from, end)} added to one input's
+     * accumulators at {@code at}, each sub-block's with the fused multiply-add
+     * {@link Q6_KX16#row} does, in its order: times {@code (d * sc) * dx}, the factors from
+     * {@link #x16Q6Factors}, {@code dx} the factor of the sub-block's input block (from
+     * {@code ds[i]}).
+     */
+    private static void x16Q6Scale(int from, int end, float[] ds, int i, short[] sums, float[] factors,
+            MemorySegment out, long at) {
+        int lanes = X16_FLOATS.length();
+        int shorts = X16_SHORTS.length();
+        FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        for (int b = from; b < end; b++) {
+            for (int n = 0; n < 16; n++) {
+                int s = 8 * (n >> 3) + 2 * (n & 3) + ((n >> 2) & 1); // Q6_KX16.subBlock(n)
+                FloatVector factor = FloatVector.fromArray(X16_FLOATS, factors, ((b - from) * 16 + s) * lanes);
+                acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, ((b - from) * 16 + n) * shorts), 0)
+                        .fma(factor.mul(ds[i + b * 8 + s / 2]), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);

@@ -21,7 +21,7 @@ class CompiledKernelAllocationTest {
 
     @ParameterizedTest(name = "{0} batch {1}")
     @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8",
-            "Q8_0_X16, 13"})
+            "Q8_0_X16, 13", "Q6_K_X16, 1", "Q6_K_X16, 8"})
     void warmKernelsAllocateNothing(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box
@@ -38,6 +38,10 @@ class CompiledKernelAllocationTest {
             }
             for (long block = 0; block < bytes / plain.blockBytes(); block++) {
                 long at = block * plain.blockBytes();
+                if (plain == TensorType.Q6_K) {
+                    src.set(LittleEndian.F16, at + 208, Float.floatToFloat16(0.01f)); // q6_K's d is last
+                    continue;
+                }
                 src.set(LittleEndian.F16, at, Float.floatToFloat16(0.01f));
                 if (plain == TensorType.Q4_K) {
                     src.set(LittleEndian.F16, at + 2, Float.floatToFloat16(0.01f));

@@ -142,7 +142,7 @@ class Q4_KX16Test {
     }
 
     /** The inputs as the kernel's int8 blocks give them back. */
-    private static float[] quantized(float[] x) {
+    static float[] quantized(float[] x) {
         float[] out = new float[x.length];
         for (int block = 0; block < x.length / 32; block++) {
             float amax = 0f;
@@ -225,13 +225,14 @@ class Q4_KX16Test {
             assertThatThrownBy(() -> SCALAR.interleaveQ4_K(w, PAD, w, PAD, 16, 128))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessage("interleaveQ4_K: cols = 128 must be a multiple of the q4_K block size 256");
-            assertThatThrownBy(() -> SCALAR.interleave(TensorType.Q6_K, w, PAD, w, PAD, 16, 256))
+            assertThatThrownBy(() -> SCALAR.interleave(TensorType.F16, w, PAD, w, PAD, 16, 256))
                     .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessage("interleave: type = Q6_K has no interleaved layout (Q4_0, Q4_K and Q8_0 have one)");
+                    .hasMessage("interleave: type = F16 has no interleaved layout (Q4_0, Q4_K, Q8_0 and Q6_K have one)");
             assertThat(TensorType.Q4_K.interleaved()).isEqualTo(TensorType.Q4_K_X16);
             assertThat(TensorType.Q4_0.interleaved()).isEqualTo(TensorType.Q4_0_X16);
             for (TensorType type : TensorType.values()) {
-                if (type != TensorType.Q4_0 && type != TensorType.Q4_K && type != TensorType.Q8_0) {
+                if (type != TensorType.Q4_0 && type != TensorType.Q4_K && type != TensorType.Q8_0
+                        && type != TensorType.Q6_K) {
                     assertThat(type.interleaved()).as("%s", type).isNull();
                 }
             }

@@ -322,7 +322,8 @@ public final class LlamaModel {
 
     /**
      * Whether the model keeps matrix {@code tensor}, stored as {@code type}, in an interleaved
-     * layout ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q8_0_X16}): every q4_0, q4_K and q8_0 matrix
+     * layout ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q8_0_X16},
+     * {@link TensorType#Q6_K_X16}): every q4_0, q4_K, q8_0 and q6_K matrix
      * it multiplies (the classifier too, in a copy of its own when tied to the embedding, which
      * keeps its file layout for its row look-ups).
      */
