@@ -34,6 +34,26 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
     }
 
+    /** {@code matmulF16} and {@code matmulBF16}: 2 bytes a weight. */
+    static void matmulHalves(
+            String kernel,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
+        fits(kernel, "weights", weights, weightsOffset, product(kernel, "rows * cols bytes", rows, 2L * cols));
+        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
+    }
+
     static void matmulQ8_0(
             MemorySegment weights,
             long weightsOffset,

@@ -20,6 +20,12 @@ public interface MatmulOps {
     float F32_RELATIVE_TOLERANCE = 1e-5f;
 
     /**
+     * Vector and scalar {@code matmulF16} and {@code matmulBF16} agree within this fraction of the
+     * sum of the absolute products of the widened weights and {@code x}, for {@code cols <= 4096}.
+     */
+    float HALVES_RELATIVE_TOLERANCE = 1e-5f;
+
+    /**
      * Vector and scalar {@code matmulQ8_0} agree within this fraction of the sum of the absolute
      * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
      */
@@ -61,6 +67,39 @@ public interface MatmulOps {
 
     /** Matmul with f32 weights. */
     void matmulF32(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with f16 weights ({@link TensorType#F16}, 2 bytes a value, row-major): each weight
+     * widened exactly to f32 (as {@link QuantOps#dequantize} does) and multiplied with the f32
+     * inputs, so the result is {@link #matmulF32}'s on the widened matrix, within rounding. Row
+     * ranges and offsets as for {@link #matmulF32}.
+     */
+    void matmulF16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /** {@link #matmulF16} for bf16 weights ({@link TensorType#BF16}: the upper half of an f32). */
+    void matmulBF16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -255,12 +294,13 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
-     * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#Q8_0},
+     * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#F16},
+     * {@link TensorType#BF16}, {@link TensorType#Q8_0},
      * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
      * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K} or
-     * {@link TensorType#Q6_K_X16}.
+     * {@link TensorType#Q6_K_X16}: every type has one.
      *
-     * @throws IllegalArgumentException for a type without a matmul kernel
+     * @throws IllegalArgumentException for a null type, and as the kernel does
      */
     default void matmul(
             TensorType type,
@@ -277,6 +317,10 @@ public interface MatmulOps {
             int rowEnd) {
         switch (type) {
             case F32 -> matmulF32(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case F16 -> matmulF16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                    rowEnd);
+            case BF16 -> matmulBF16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
             case Q8_0 -> matmulQ8_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
                     rowEnd);
@@ -295,8 +339,6 @@ public interface MatmulOps {
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
-            default -> throw new IllegalArgumentException("matmul: no kernel for " + type
-                    + " weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16, Q6_K and Q6_K_X16 have one)");
         }
     }
 

@@ -56,6 +56,60 @@ final class ScalarOps implements KernelOps {
     }
 
     @Override
+    public void matmulF16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulHalves("matmulF16",
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulHalves(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    @Override
+    public void matmulBF16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulHalves("matmulBF16",
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulHalves(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each weight widened, then {@link #matmulF32}'s loop. */
+    private static void matmulHalves(boolean bf16, MemorySegment weights, long weightsOffset, MemorySegment x,
+            long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd) {
+        for (int r = rowStart; r < rowEnd; r++) {
+            long row = weightsOffset + (long) r * cols * 2;
+            for (int b = 0; b < batch; b++) {
+                long input = xOffset + (long) b * cols * F;
+                float sum = 0f;
+                for (int k = 0; k < cols; k++) {
+                    short bits = weights.get(F16, row + k * 2L);
+                    float w = bf16 ? HalfFloats.bf16ToF32(bits) : HalfFloats.f16ToF32(bits);
+                    sum += w * x.get(F32, input + k * F);
+                }
+                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
+            }
+        }
+    }
+
+    @Override
     public void matmulQ8_0(
             MemorySegment weights,
             long weightsOffset,

@@ -21,6 +21,8 @@ final class Scratch {
     private float[] factors = new float[0];
     private byte[] bytes = new byte[0];
     private short[] shorts = new short[0];
+    private short[] halfBits = new short[0];
+    private float[] wide = new float[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
@@ -99,6 +101,22 @@ final class Scratch {
             shorts = new short[n];
         }
         return shorts;
+    }
+
+    /** At least {@code n} shorts for the bits of f16 weights. */
+    short[] halfBits(int n) {
+        if (halfBits.length < n) {
+            halfBits = new short[n];
+        }
+        return halfBits;
+    }
+
+    /** At least {@code n} floats for weights widened to f32. */
+    float[] wide(int n) {
+        if (wide.length < n) {
+            wide = new float[n];
+        }
+        return wide;
     }
 
     /** Room for {@code batch} inputs of {@code cols} values quantized as {@link Q4_0X16.Inputs#of} sizes them. */

@@ -196,6 +196,292 @@ final class VectorOps implements KernelOps {
         }
     }
 
+    // ---- f16 and bf16 weights, f32 inputs ----
+
+    /** Widened in the loop, rows and inputs in {@link #matmulF32}'s tiles. */
+    @Override
+    public void matmulF16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulHalves("matmulF16",
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulHalves(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** As {@link #matmulF16}. */
+    @Override
+    public void matmulBF16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulHalves("matmulBF16",
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        matmulHalves(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /**
+     * Two rows at a time against four inputs, or against one; each weight vector widened in the
+     * loop ({@link #halves}) once for all the inputs it meets.
+     */
+    private static void matmulHalves(boolean bf16, MemorySegment weights, long weightsOffset, MemorySegment x,
+            long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd) {
+        long rowBytes = 2L * cols;
+        long inputBytes = (long) cols * F;
+        long outStride = (long) rows * F;
+        Scratch scratch = bf16 ? null : Scratch.get();
+        short[] bits = bf16 ? null : scratch.halfBits(2 * cols);
+        float[] wide = bf16 ? null : scratch.wide(2 * cols);
+        int r = rowStart;
+        while (r < rowEnd) {
+            int pair = r + 2 <= rowEnd ? 2 : 1;
+            long row = weightsOffset + r * rowBytes;
+            long at = outOffset + r * F;
+            if (!bf16) {
+                // The Vector API has no f16 conversion, but C2 compiles this loop over arrays to
+                // the processor's (vcvtph2ps): the rows' bits are copied to the heap for it.
+                copyHalves(weights, row, bits, pair * cols);
+                halvesToFloats(bits, wide, pair * cols);
+            }
+            int b = 0;
+            for (; b + 4 <= batch; b += 4) {
+                if (bf16) {
+                    halvesTile(true, weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, inputBytes, 4,
+                            cols, out, at + b * outStride, outStride);
+                } else {
+                    wideTile(wide, pair == 2 ? cols : 0, x, xOffset + b * inputBytes, inputBytes, 4, cols, out,
+                            at + b * outStride, outStride);
+                }
+            }
+            for (; b < batch; b++) {
+                if (bf16) {
+                    halvesTile(true, weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, 0, 1, cols,
+                            out, at + b * outStride, outStride);
+                } else {
+                    wideTile(wide, pair == 2 ? cols : 0, x, xOffset + b * inputBytes, 0, 1, cols, out,
+                            at + b * outStride, outStride);
+                }
+            }
+            r += pair;
+        }
+    }
+
+    private static final VectorSpecies<Short> SHORTS = ShortVector.SPECIES_PREFERRED;
+
+    /**
+     * {@code n} halves at {@code from} into {@code bits}, a vector at a time: where the weights
+     * are read from memory, and {@code MemorySegment.copy} of a few KB read them at half the
+     * rate (its copy stub, 38% of a large f16 decode's samples).
+     */
+    private static void copyHalves(MemorySegment w, long from, short[] bits, int n) {
+        int upper = SHORTS.loopBound(n);
+        int i = 0;
+        for (; i < upper; i += SHORTS.length()) {
+            ShortVector.fromMemorySegment(SHORTS, w, from + 2L * i, LE).intoArray(bits, i);
+        }
+        for (; i < n; i++) {
+            bits[i] = w.get(LittleEndian.F16, from + 2L * i);
+        }
+    }
+
+    /**
+     * {@code n} f16 bits to floats, exactly: a counted loop over arrays on its own, which C2
+     * compiles to the processor's conversion (vcvtph2ps, 16 a time); inlined into the matmul's
+     * loops it stayed scalar in some compilations (a large f16 decode at half the speed).
+     */
+    static void halvesToFloats(short[] bits, float[] wide, int n) {
+        for (int i = 0; i < n; i++) {
+            wide[i] = Float.float16ToFloat(bits[i]);
+        }
+    }
+
+    /**
+     * {@link #halvesTile} on two rows already widened into {@code w} (the second {@code second}
+     * floats on; 0: one row, computed twice and written once).
+     */
+    private static void wideTile(float[] w, int second, MemorySegment x, long input, long inputStride, int inputs,
+            int n, MemorySegment out, long at, long outStride) {
+        long x1 = input + inputStride;
+        long x2 = x1 + inputStride;
+        long x3 = x2 + inputStride;
+        FloatVector a00 = FloatVector.zero(S);
+        FloatVector a01 = a00;
+        FloatVector a02 = a00;
+        FloatVector a03 = a00;
+        FloatVector a10 = a00;
+        FloatVector a11 = a00;
+        FloatVector a12 = a00;
+        FloatVector a13 = a00;
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kb = k * F;
+            FloatVector r0 = FloatVector.fromArray(S, w, k);
+            FloatVector r1 = FloatVector.fromArray(S, w, second + k);
+            FloatVector v0 = load(x, input + kb);
+            a00 = r0.fma(v0, a00);
+            a10 = r1.fma(v0, a10);
+            if (inputs == 4) {
+                FloatVector v1 = load(x, x1 + kb);
+                FloatVector v2 = load(x, x2 + kb);
+                FloatVector v3 = load(x, x3 + kb);
+                a01 = r0.fma(v1, a01);
+                a02 = r0.fma(v2, a02);
+                a03 = r0.fma(v3, a03);
+                a11 = r1.fma(v1, a11);
+                a12 = r1.fma(v2, a12);
+                a13 = r1.fma(v3, a13);
+            }
+        }
+        int rowsWritten = second == 0 ? 1 : 2;
+        out.set(F32, at, a00.reduceLanes(VectorOperators.ADD));
+        if (rowsWritten == 2) {
+            out.set(F32, at + F, a10.reduceLanes(VectorOperators.ADD));
+        }
+        if (inputs == 4) {
+            out.set(F32, at + outStride, a01.reduceLanes(VectorOperators.ADD));
+            out.set(F32, at + 2 * outStride, a02.reduceLanes(VectorOperators.ADD));
+            out.set(F32, at + 3 * outStride, a03.reduceLanes(VectorOperators.ADD));
+            if (rowsWritten == 2) {
+                out.set(F32, at + F + outStride, a11.reduceLanes(VectorOperators.ADD));
+                out.set(F32, at + F + 2 * outStride, a12.reduceLanes(VectorOperators.ADD));
+                out.set(F32, at + F + 3 * outStride, a13.reduceLanes(VectorOperators.ADD));
+            }
+        }
+        for (; k < n; k++) {
+            for (int i = 0; i < rowsWritten; i++) {
+                float wk = w[i * second + k];
+                for (int j = 0; j < inputs; j++) {
+                    long o = at + i * F + j * outStride;
+                    out.set(F32, o, out.get(F32, o) + wk * x.get(F32, input + j * inputStride + k * F));
+                }
+            }
+        }
+    }
+
+    /**
+     * {@link #L} f16 (or bf16) weights at {@code at}, widened exactly as {@link HalfFloats#f16ToF32}
+     * (or {@link HalfFloats#bf16ToF32}) does. An f16's magnitude bits moved into a float's place,
+     * with its sign on top, are the value times 2^-112, exactly, subnormals too; times 2^112 is the
+     * value. Infinities and NaNs (never in a model's weights) are blended in where a vector holds
+     * one. One reinterpretation, bits to float: a chain of them (bits to float, a multiply, back to
+     * bits and to float) was boxed in every compilation tried, an object per 16 weights; and the
+     * constants made once by the caller, not broadcast per operation.
+     */
+    private static FloatVector halves(boolean bf16, MemorySegment w, long at, IntVector magnitude, IntVector sign,
+            IntVector exponent, FloatVector scale) {
+        IntVector h = loadHalves(w, at); // sign-extended
+        if (bf16) {
+            return h.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+        }
+        IntVector bits = h.lanewise(VectorOperators.LSHL, 13).and(magnitude).or(h.and(sign));
+        FloatVector value = bits.reinterpretAsFloats().mul(scale);
+        VectorMask<Integer> special = h.and(exponent).compare(VectorOperators.EQ, exponent);
+        if (special.anyTrue()) {
+            // An infinity, or a NaN made quiet with its payload kept, as widenF16 gives them.
+            FloatVector infinite = bits.or(0x7f80_0000)
+                    .lanewise(VectorOperators.OR, 0x0040_0000, h.and(0x3ff).compare(VectorOperators.NE, 0))
+                    .reinterpretAsFloats();
+            value = value.blend(infinite, special.cast(S));
+        }
+        return value;
+    }
+
+    private static float half(boolean bf16, MemorySegment w, long at) {
+        short bits = w.get(LittleEndian.F16, at);
+        return bf16 ? HalfFloats.bf16ToF32(bits) : HalfFloats.f16ToF32(bits);
+    }
+
+    /**
+     * Two rows ({@code rowStride} bytes of halves apart; 0: one row, computed twice and written
+     * once) against {@code inputs} inputs (4, or 1: the others then alias it), each weight vector
+     * widened once: eight chains of FMAs at most, two widenings a pass (four were past C2's
+     * inlining budget, and it boxed the vectors). Row {@code i} with input {@code j} is written
+     * at {@code at + i * 4 + j * outStride}.
+     */
+    private static void halvesTile(boolean bf16, MemorySegment w, long row, long rowStride, MemorySegment x,
+            long input, long inputStride, int inputs, int n, MemorySegment out, long at, long outStride) {
+        IntVector magnitude = IntVector.broadcast(INTS, 0x0fff_e000);
+        IntVector sign = IntVector.broadcast(INTS, 0x8000_0000);
+        IntVector exponent = IntVector.broadcast(INTS, 0x7c00);
+        FloatVector scale = FloatVector.broadcast(S, 0x1p112f);
+        long w1 = row + rowStride;
+        long x1 = input + inputStride;
+        long x2 = x1 + inputStride;
+        long x3 = x2 + inputStride;
+        FloatVector a00 = FloatVector.zero(S);
+        FloatVector a01 = a00;
+        FloatVector a02 = a00;
+        FloatVector a03 = a00;
+        FloatVector a10 = a00;
+        FloatVector a11 = a00;
+        FloatVector a12 = a00;
+        FloatVector a13 = a00;
+        int upper = S.loopBound(n);
+        int k = 0;
+        for (; k < upper; k += L) {
+            long kh = k * 2L;
+            long kb = k * F;
+            FloatVector r0 = halves(bf16, w, row + kh, magnitude, sign, exponent, scale);
+            FloatVector r1 = halves(bf16, w, w1 + kh, magnitude, sign, exponent, scale);
+            FloatVector v0 = load(x, input + kb);
+            a00 = r0.fma(v0, a00);
+            a10 = r1.fma(v0, a10);
+            if (inputs == 4) {
+                FloatVector v1 = load(x, x1 + kb);
+                FloatVector v2 = load(x, x2 + kb);
+                FloatVector v3 = load(x, x3 + kb);
+                a01 = r0.fma(v1, a01);
+                a02 = r0.fma(v2, a02);
+                a03 = r0.fma(v3, a03);
+                a11 = r1.fma(v1, a11);
+                a12 = r1.fma(v2, a12);
+                a13 = r1.fma(v3, a13);
+            }
+        }
+        int rowsWritten = rowStride == 0 ? 1 : 2;
+        out.set(F32, at, a00.reduceLanes(VectorOperators.ADD));
+        if (rowsWritten == 2) {
+            out.set(F32, at + F, a10.reduceLanes(VectorOperators.ADD));
+        }
+        if (inputs == 4) {
+            out.set(F32, at + outStride, a01.reduceLanes(VectorOperators.ADD));
+            out.set(F32, at + 2 * outStride, a02.reduceLanes(VectorOperators.ADD));
+            out.set(F32, at + 3 * outStride, a03.reduceLanes(VectorOperators.ADD));
+            if (rowsWritten == 2) {
+                out.set(F32, at + F + outStride, a11.reduceLanes(VectorOperators.ADD));
+                out.set(F32, at + F + 2 * outStride, a12.reduceLanes(VectorOperators.ADD));
+                out.set(F32, at + F + 3 * outStride, a13.reduceLanes(VectorOperators.ADD));
+            }
+        }
+        // The columns past the last whole vector, added one by one.
+        for (; k < n; k++) {
+            for (int i = 0; i < rowsWritten; i++) {
+                float wk = half(bf16, w, row + i * rowStride + k * 2L);
+                for (int j = 0; j < inputs; j++) {
+                    long o = at + i * F + j * outStride;
+                    out.set(F32, o, out.get(F32, o) + wk * x.get(F32, input + j * inputStride + k * F));
+                }
+            }
+        }
+    }
+
     /** {@code sum_k a[k] * b[k]} over {@code n} f32. */
     private static float dotF32(MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n) {
         int upper = S.loopBound(n);

@@ -100,9 +100,6 @@ class ArgumentChecksTest {
                 "matmulQ6_K: x segment of 268 bytes is too small: 2048 bytes needed at xOffset = 12",
                 ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 2, 0, 1)));
         cases.add(new Case(
-                "matmul: no kernel for F16 weights (F32, Q8_0, Q8_0_X16, Q4_0, Q4_0_X16, Q4_K, Q4_K_X16, Q6_K and Q6_K_X16 have one)",
-                ops -> ops.matmul(TensorType.F16, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
-        cases.add(new Case(
                 "matmul: type is null", ops -> ops.matmul(null, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         cases.add(new Case("embed q4_0: token = 5 is outside [0, rows = 5)",
                 ops -> ops.embed(TensorType.Q4_0, A, PAD, C, PAD, 5, 32, 5)));

@@ -59,7 +59,8 @@ public record LlamaConfig(
             throw new IllegalArgumentException("normEps = " + normEps + " must be finite and >= 0");
         }
         if (weightType == null) {
-            throw new IllegalArgumentException("weightType must be F32, Q8_0, Q4_0 or Q4_K, was null");
+            throw new IllegalArgumentException("weightType must be one of " + java.util.Arrays.toString(WeightType.values())
+                    + ", was null");
         }
         if (weightType != WeightType.F32) {
             multipleOfBlock(weightType, "dim", dim);

@@ -6,6 +6,10 @@ import dev.tandem.kernels.TensorType;
 public enum WeightType {
     /** Little-endian f32, row-major. */
     F32(TensorType.F32),
+    /** IEEE half precision, row-major; the matmul widens each weight in its loop. */
+    F16(TensorType.F16),
+    /** bfloat16 (the upper half of an f32), row-major; the matmul widens each weight in its loop. */
+    BF16(TensorType.BF16),
     /** llama.cpp's q8_0: per 32 values, an f16 scale and 32 int8; rows of a multiple of 32. */
     Q8_0(TensorType.Q8_0),
     /** llama.cpp's q4_0: per 32 values, an f16 scale and 16 bytes of nibbles; rows of a multiple of 32. */
@@ -32,7 +36,7 @@ public enum WeightType {
         return tensorType;
     }
 
-    /** Values per block: 1, 32 or 256; every matrix width must be a multiple of it. */
+    /** Values per block: 1 (the float types), 32 or 256; every matrix width must be a multiple of it. */
     public int blockSize() {
         return tensorType.blockSize();
     }

@@ -20,13 +20,14 @@ import java.util.TreeSet;
  * qwen2 or qwen3), with every hyper-parameter read from the file.
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
- * {@link WeightType} chosen from the file's types: the one quantised type when every matrix has
- * it; else {@code Q8_0} (a label: nothing is converted) when every matrix is Q8_0, Q4_0, Q4_K or
- * Q6_K, all of which have kernels; else {@code F32} (F16 and BF16 widen exactly; 4 bytes a
- * weight). In a quantised model every matrix of every layer ({@link #type}) runs as stored, so
- * llama.cpp's Q4_K_M files, with Q6_K in the classifier and in half the layers' value and down
- * projections, run with the file's exact weights and bytes; an F32 model converts what is not
- * F32. Same-type tensors are handed out as read-only slices of the mapping, which
+ * {@link WeightType} chosen from the file's types: the one type when every matrix has it and it is
+ * not F32 (F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K); else {@code Q8_0} (a label: nothing is
+ * converted) when every matrix has one of those types, all of which have kernels; else
+ * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). In such a model every matrix of
+ * every layer ({@link #type}) runs as stored, so llama.cpp's Q4_K_M files, with Q6_K in the
+ * classifier and in half the layers' value and down projections, run with the file's exact
+ * weights and bytes, and an F16 file reads 2 bytes a weight per token; an F32 model (any F32
+ * matrix) converts what is not F32. Same-type tensors are handed out as read-only slices of the mapping, which
  * {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers; converted ones are
  * built in automatic arenas, which the collector frees once they are copied.
  *
@@ -215,7 +216,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         file.close();
     }
 
-    /** The quantised {@link WeightType} of ggml type {@code name} (Q8_0, Q4_0, Q4_K, Q6_K), else null. */
+    /** The {@link WeightType} of ggml type {@code name} other than F32 (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), else null. */
     private static WeightType quantisedKernelType(String name) {
         for (WeightType t : WeightType.values()) {
             if (t != WeightType.F32 && t.name().equals(name)) {

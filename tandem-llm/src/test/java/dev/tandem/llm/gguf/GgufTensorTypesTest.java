@@ -64,7 +64,9 @@ class GgufTensorTypesTest {
         Path p = write(typeName, SHAPE, type);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
             WeightType expected = switch (typeName) {
-                case "F32", "F16", "BF16" -> WeightType.F32;
+                case "F32" -> WeightType.F32;
+                case "F16" -> WeightType.F16;
+                case "BF16" -> WeightType.BF16;
                 case "Q4_0" -> WeightType.Q4_0;
                 case "Q4_K" -> WeightType.Q4_K;
                 case "Q6_K" -> WeightType.Q6_K;
@@ -119,9 +121,10 @@ class GgufTensorTypesTest {
         }
     }
 
+    /** F32, F16 and BF16 matrices reach the worker as stored (the kernels widen F16 and BF16 in their loops). */
     @ParameterizedTest
     @ValueSource(strings = {"F32", "F16", "BF16"})
-    void floatTypesLoadAsTheirExactlyWidenedValues(String typeName) throws IOException {
+    void floatTypesLoadAsStored(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
         RandomWeights random = new RandomWeights(SHAPE, 11);
@@ -129,20 +132,39 @@ class GgufTensorTypesTest {
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.W2, Tensor.OUTPUT}) {
                 float[] original = random.tensor(t, 1).toArray(F32);
                 MemorySegment stored = GgufCheckpointWriter.encode(original, type);
-                float[] loaded = weights.tensor(t, 1).toArray(F32);
-                assertThat(loaded).hasSameSizeAs(original);
-                for (int i = 0; i < loaded.length; i++) {
-                    float expected = switch (typeName) {
-                        case "F32" -> original[i];
-                        case "F16" -> Float.float16ToFloat(stored.getAtIndex(I16, i));
-                        default -> Float.intBitsToFloat(stored.getAtIndex(I16, i) << 16);
-                    };
-                    assertThat(loaded[i]).as("%s %s[%d]", typeName, t, i).isEqualTo(expected);
-                }
+                MemorySegment loaded = weights.tensor(t, 1);
+                assertThat(weights.type(t, 1).name()).isEqualTo(typeName);
+                assertThat(loaded.byteSize()).isEqualTo(stored.byteSize());
+                assertThat(loaded.mismatch(stored)).as("%s %s", typeName, t).isEqualTo(-1L);
             }
             // Norms stay f32, as written.
             assertThat(weights.tensor(Tensor.FFN_NORM, 1).toArray(F32))
                     .containsExactly(random.tensor(Tensor.FFN_NORM, 1).toArray(F32));
+        }
+    }
+
+    /** A file mixing F16 with F32 matrices runs as F32, every matrix widened exactly. */
+    @ParameterizedTest
+    @ValueSource(strings = {"F16", "BF16"})
+    void halvesMixedWithF32LoadAsTheirExactlyWidenedValues(String typeName) throws IOException {
+        GgmlType type = GgmlType.byName(typeName);
+        Path p = dir.resolve("mixed-" + typeName + ".gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(type).type("output.weight", GgmlType.F32)
+                .write(p);
+        RandomWeights random = new RandomWeights(SHAPE, 11);
+        try (GgufModel weights = GgufModel.open(p)) {
+            assertThat(weights.config().weightType()).isEqualTo(WeightType.F32);
+            for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.W2}) {
+                float[] original = random.tensor(t, 1).toArray(F32);
+                MemorySegment stored = GgufCheckpointWriter.encode(original, type);
+                float[] loaded = weights.tensor(t, 1).toArray(F32);
+                assertThat(loaded).hasSameSizeAs(original);
+                for (int i = 0; i < loaded.length; i++) {
+                    float expected = typeName.equals("F16") ? Float.float16ToFloat(stored.getAtIndex(I16, i))
+                            : Float.intBitsToFloat(stored.getAtIndex(I16, i) << 16);
+                    assertThat(loaded[i]).as("%s %s[%d]", typeName, t, i).isEqualTo(expected);
+                }
+            }
         }
     }
 
