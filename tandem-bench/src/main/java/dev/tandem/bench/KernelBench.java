@@ -37,6 +37,10 @@ public final class KernelBench {
     /** The kernels measured. */
     public enum Kernel {
         F32(TensorType.F32),
+        /** f16 weights widened to f32 inside the matmul. */
+        F16(TensorType.F16),
+        /** bf16 weights widened to f32 inside the matmul. */
+        BF16(TensorType.BF16),
         Q8_0(TensorType.Q8_0),
         /** q8_0 interleaved by 16 rows, f32 inputs: how the decoder runs a q8_0 matrix. */
         Q8_0_X16(TensorType.Q8_0_X16),
@@ -205,9 +209,16 @@ public final class KernelBench {
 
     /**
      * {@code rows} rows of {@link #COLS} random values of a block type: random quants and packed
-     * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite.
+     * scales, with every f16 scale ({@code d}, and q4_K's {@code dmin}) small and finite; of f16
+     * or bf16, random floats rounded to them.
      */
     private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
+        if (type == TensorType.F16 || type == TensorType.BF16) { // random floats rounded: no NaN or infinity
+            MemorySegment values = randomF32(arena, (long) rows * COLS, random);
+            MemorySegment halves = arena.allocate(type.rowBytes(COLS) * rows, 64);
+            Ops.preferred().quantize(type, values, 0, halves, 0, (long) rows * COLS);
+            return halves;
+        }
         TensorType plain = type.source();
         if (plain != null) {
             MemorySegment stored = randomBlocks(arena, plain, rows, random);

@@ -556,7 +556,8 @@ public final class BenchCommand implements Runnable {
     }
 
     @Command(name = "kernels", mixinStandardHelpOptions = true,
-            description = "The matmul kernels (f32, q8_0, q8_0_x16, q4_0, q4_0_x16, q4_K, q4_K_x16, q6_K, q6_K_x16; batch 1 and 8;"
+            description = "The matmul kernels (f32, f16, bf16, q8_0, q8_0_x16, q4_0, q4_0_x16, q4_K, q4_K_x16, q6_K, q6_K_x16;"
+                    + " batch 1 and 8;"
                     + " 1 and 2 threads) in GB/s of weights read, against a plain read of as many bytes in the same"
                     + " run. Under a minute.")
     static final class Kernels implements Runnable {

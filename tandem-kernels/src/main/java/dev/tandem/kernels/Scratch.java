@@ -21,7 +21,6 @@ final class Scratch {
     private float[] factors = new float[0];
     private byte[] bytes = new byte[0];
     private short[] shorts = new short[0];
-    private short[] halfBits = new short[0];
     private float[] wide = new float[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
 
@@ -101,14 +100,6 @@ final class Scratch {
             shorts = new short[n];
         }
         return shorts;
-    }
-
-    /** At least {@code n} shorts for the bits of f16 weights. */
-    short[] halfBits(int n) {
-        if (halfBits.length < n) {
-            halfBits = new short[n];
-        }
-        return halfBits;
     }
 
     /** At least {@code n} floats for weights widened to f32. */

@@ -246,7 +246,6 @@ final class VectorOps implements KernelOps {
         long inputBytes = (long) cols * F;
         long outStride = (long) rows * F;
         Scratch scratch = bf16 ? null : Scratch.get();
-        short[] bits = bf16 ? null : scratch.halfBits(2 * cols);
         float[] wide = bf16 ? null : scratch.wide(2 * cols);
         int r = rowStart;
         while (r < rowEnd) {
@@ -254,10 +253,9 @@ final class VectorOps implements KernelOps {
             long row = weightsOffset + r * rowBytes;
             long at = outOffset + r * F;
             if (!bf16) {
-                // The Vector API has no f16 conversion, but C2 compiles this loop over arrays to
-                // the processor's (vcvtph2ps): the rows' bits are copied to the heap for it.
-                copyHalves(weights, row, bits, pair * cols);
-                halvesToFloats(bits, wide, pair * cols);
+                // The Vector API has no f16 conversion, but C2 compiles a counted loop of
+                // Float.float16ToFloat into a heap array to the processor's (vcvtph2ps).
+                halvesToFloats(weights, row, wide, pair * cols);
             }
             int b = 0;
             for (; b + 4 <= batch; b += 4) {
@@ -282,32 +280,17 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    private static final VectorSpecies<Short> SHORTS = ShortVector.SPECIES_PREFERRED;
-
     /**
-     * {@code n} halves at {@code from} into {@code bits}, a vector at a time: where the weights
-     * are read from memory, and {@code MemorySegment.copy} of a few KB read them at half the
-     * rate (its copy stub, 38% of a large f16 decode's samples).
+     * {@code n} f16 at {@code from} to floats, exactly: a loop with an int counter into an array,
+     * on its own, which C2 compiles to the processor's conversion (vcvtph2ps, 16 a time; 0.02 ns a
+     * value against 0.3 with a long counter, which is no counted loop). Inlined into the matmul's
+     * loops it stayed scalar in some compilations (a large f16 decode at half the speed); through
+     * a heap copy of the bits ({@code MemorySegment.copy}), the copy's stub read the weights at
+     * half the rate.
      */
-    private static void copyHalves(MemorySegment w, long from, short[] bits, int n) {
-        int upper = SHORTS.loopBound(n);
-        int i = 0;
-        for (; i < upper; i += SHORTS.length()) {
-            ShortVector.fromMemorySegment(SHORTS, w, from + 2L * i, LE).intoArray(bits, i);
-        }
-        for (; i < n; i++) {
-            bits[i] = w.get(LittleEndian.F16, from + 2L * i);
-        }
-    }
-
-    /**
-     * {@code n} f16 bits to floats, exactly: a counted loop over arrays on its own, which C2
-     * compiles to the processor's conversion (vcvtph2ps, 16 a time); inlined into the matmul's
-     * loops it stayed scalar in some compilations (a large f16 decode at half the speed).
-     */
-    static void halvesToFloats(short[] bits, float[] wide, int n) {
+    static void halvesToFloats(MemorySegment w, long from, float[] wide, int n) {
         for (int i = 0; i < n; i++) {
-            wide[i] = Float.float16ToFloat(bits[i]);
+            wide[i] = Float.float16ToFloat(w.get(LittleEndian.F16, from + 2L * i));
         }
     }
 
