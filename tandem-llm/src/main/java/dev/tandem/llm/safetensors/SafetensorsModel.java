@@ -37,10 +37,13 @@ import java.util.TreeSet;
  * {@link LlamaWeights.Tensor#ROPE_FREQS}, computed as llama.cpp's converter computes
  * {@code rope_freqs.weight} ({@link #llama3RopeFactors}); any other scaling is an error.
  *
- * <p><b>Weight types.</b> Every matrix reaches the worker as {@link WeightType#F32}: F32 tensors
- * are handed out as read-only slices of the mapping, F16 and BF16 ones widen exactly through the
- * kernels' dequantisers (in an automatic arena, dropped once {@link dev.tandem.llm.LlamaModel} has
- * copied them). That costs 4 bytes a weight on the worker, twice the file's bf16.
+ * <p><b>Weight types.</b> When every matrix is BF16 (the usual checkpoint), or every one F16, the
+ * model is {@link WeightType#BF16} (or {@link WeightType#F16}) and its matrices are handed out as
+ * read-only slices of the mapping, which the kernels widen in their loops: 2 bytes a weight on
+ * the worker. Otherwise the model is {@link WeightType#F32}: F32 tensors as slices, F16 and BF16
+ * ones widened exactly through the kernels' dequantisers (in an automatic arena, dropped once
+ * {@link dev.tandem.llm.LlamaModel} has copied them). Norms, biases and rope factors are f32
+ * either way.
  *
  * <p><b>{@code config.json}.</b> Required: {@code model_type}, {@code hidden_size},
  * {@code num_hidden_layers}, {@code num_attention_heads}, {@code intermediate_size},
@@ -133,6 +136,7 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
         } catch (IllegalArgumentException e) {
             throw configFail("hyper-parameters do not form a model: " + e.getMessage(), e);
         }
+        c = c.withWeightType(matrixType(c));
         this.config = c;
         for (Tensor t : Tensor.values()) {
             if (!t.present(c) || t == Tensor.ROPE_FREQS || (t == Tensor.OUTPUT && tied)) {
@@ -386,13 +390,35 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
         }
         SafetensorsTensor t = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
         MemorySegment bytes = where.get(t.name()).data(t);
-        if (t.dtype() == SafetensorsDtype.F32) {
-            return bytes;
+        if (t.dtype() == SafetensorsDtype.F32 || (!tensor.norm() && config.weightType() != WeightType.F32)) {
+            return bytes; // an f32 tensor, or a matrix of an all-F16 or all-BF16 model: as stored
         }
         long elements = t.elements();
         MemorySegment f32 = Arena.ofAuto().allocate(elements * Float.BYTES, 64);
         Ops.preferred().dequantize(t.dtype().kernelType(), bytes, 0, f32, 0, elements);
         return f32;
+    }
+
+    /**
+     * The model's {@link WeightType}: BF16 (or F16) when every matrix is stored in it, which the
+     * kernels widen in their loops; else F32, every matrix widened at load.
+     */
+    private WeightType matrixType(LlamaConfig c) {
+        SafetensorsDtype common = null;
+        for (Tensor tensor : Tensor.values()) {
+            if (tensor.norm() || !tensor.present(c) || (tensor == Tensor.OUTPUT && c.tiedEmbeddings())) {
+                continue;
+            }
+            for (int l = 0; l < (tensor.perLayer() ? c.layers() : 1); l++) {
+                SafetensorsDtype dtype = tensorNamed(name(tensor, l)).dtype();
+                if (common != null && dtype != common) {
+                    return WeightType.F32;
+                }
+                common = dtype;
+            }
+        }
+        return common == SafetensorsDtype.BF16 ? WeightType.BF16
+                : common == SafetensorsDtype.F16 ? WeightType.F16 : WeightType.F32;
     }
 
     /** Unmaps every file. */

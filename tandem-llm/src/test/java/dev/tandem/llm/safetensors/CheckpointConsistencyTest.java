@@ -51,7 +51,7 @@ class CheckpointConsistencyTest {
         LlamaConfig plain = new LlamaConfig(64, 2, 4, 2, 16, 96, 128, 64, 10000f, RopeStyle.NEOX, false, 1e-5f,
                 WeightType.F32, false, false, false);
         return switch (variant) {
-            case "llama", "mistral", "llama3-rope" -> plain;
+            case "llama", "mistral", "llama3-rope", "llama-bf16" -> plain;
             case "llama-bias-tied" -> plain.withVariants(true, false, true);
             case "qwen2" -> plain.withVariants(true, false, false);
             case "qwen3" -> new LlamaConfig(64, 2, 4, 2, 32, 96, 128, 64, 1_000_000f, RopeStyle.NEOX, false, 1e-6f,
@@ -61,15 +61,23 @@ class CheckpointConsistencyTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"llama", "llama-bias-tied", "mistral", "llama3-rope", "qwen2", "qwen3"})
+    @ValueSource(strings = {"llama", "llama-bias-tied", "mistral", "llama3-rope", "qwen2", "qwen3", "llama-bf16"})
     void ggufAndSafetensorsOfTheSameModelGiveTheSameLogits(String variant) throws IOException {
         LlamaConfig config = hf(variant);
-        LlamaWeights weights = new RandomWeights(config, 1234 + variant.hashCode());
+        LlamaWeights random = new RandomWeights(config, 1234 + variant.hashCode());
+        // The bf16 variant: every value rounded to bf16 first, so the GGUF's f32 norms hold what
+        // the safetensors file's bf16 norms widen to, and both files hold one model.
+        LlamaWeights weights = variant.equals("llama-bf16") ? bf16Rounded(random) : random;
         String arch = variant.startsWith("qwen") ? variant : variant.equals("mistral") ? "mistral" : "llama";
         boolean interleaved = !arch.startsWith("qwen");
         Path gguf = dir.resolve(variant + ".gguf");
         GgufCheckpointWriter g = new GgufCheckpointWriter(weights).architecture(arch).fromHuggingFace(interleaved);
         HuggingFaceDirectoryWriter h = new HuggingFaceDirectoryWriter(weights).modelType(arch);
+        if (variant.equals("llama-bf16")) {
+            // Both files in bf16, the usual checkpoint dtype: both models run their matrices as stored.
+            g.matrixType(dev.tandem.llm.gguf.GgmlType.BF16);
+            h.dtype(SafetensorsDtype.BF16);
+        }
         if (variant.equals("llama3-rope")) {
             // A short original context so the 8 pairs of a 16-wide head cover all three regimes.
             g.ropeFactors(converterFactors(16, 10000, 8, 1, 4, 1024));
@@ -86,6 +94,9 @@ class CheckpointConsistencyTest {
             assertThat(b.config().ropeStyle()).isEqualTo(RopeStyle.NEOX);
             assertThat(a.config().withRope(RopeStyle.NEOX, b.config().ropeFactors())).isEqualTo(b.config());
             assertThat(b.config().ropeFactors()).isEqualTo(variant.equals("llama3-rope"));
+            WeightType stored = variant.equals("llama-bf16") ? WeightType.BF16 : WeightType.F32;
+            assertThat(a.config().weightType()).isEqualTo(stored);
+            assertThat(b.config().weightType()).isEqualTo(stored);
             LlamaModel ma = LlamaModel.load(worker, a, Ops.preferred(), LlamaModel.Options.defaults());
             LlamaModel mb = LlamaModel.load(worker, b, Ops.preferred(), LlamaModel.Options.defaults());
             for (int[] prompt : PROMPTS) {
@@ -106,6 +117,28 @@ class CheckpointConsistencyTest {
                 }
             }
         }
+    }
+
+    /** {@code source} with every value rounded to the nearest bf16 (kept as f32). */
+    static LlamaWeights bf16Rounded(LlamaWeights source) {
+        return new LlamaWeights() {
+            @Override
+            public LlamaConfig config() {
+                return source.config();
+            }
+
+            @Override
+            public java.lang.foreign.MemorySegment tensor(Tensor tensor, int layer) {
+                float[] values = source.tensor(tensor, layer).toArray(java.lang.foreign.ValueLayout.JAVA_FLOAT);
+                for (int i = 0; i < values.length; i++) {
+                    short bits = HuggingFaceDirectoryWriter.encode(
+                            java.lang.foreign.MemorySegment.ofArray(new float[] {values[i]}), SafetensorsDtype.BF16)
+                            .get(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, 0);
+                    values[i] = Float.intBitsToFloat(bits << 16);
+                }
+                return java.lang.foreign.MemorySegment.ofArray(values);
+            }
+        };
     }
 
     /** The check has teeth: the same GGUF written without the converter's permutation disagrees. */
