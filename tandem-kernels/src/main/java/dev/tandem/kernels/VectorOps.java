@@ -237,8 +237,9 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * Two rows at a time against four inputs, or against one; each weight vector widened in the
-     * loop ({@link #halves}) once for all the inputs it meets.
+     * Two rows at a time against four inputs, or against one, each weight widened once for all the
+     * inputs it meets: bf16 in the loop ({@link #bf16Tile}), f16 first into this thread's scratch
+     * ({@link #halvesToFloats}, then {@link #wideTile}).
      */
     private static void matmulHalves(boolean bf16, MemorySegment weights, long weightsOffset, MemorySegment x,
             long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd) {
@@ -260,8 +261,8 @@ final class VectorOps implements KernelOps {
             int b = 0;
             for (; b + 4 <= batch; b += 4) {
                 if (bf16) {
-                    halvesTile(true, weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, inputBytes, 4,
-                            cols, out, at + b * outStride, outStride);
+                    bf16Tile(weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, inputBytes, 4, cols,
+                            out, at + b * outStride, outStride);
                 } else {
                     wideTile(wide, pair == 2 ? cols : 0, x, xOffset + b * inputBytes, inputBytes, 4, cols, out,
                             at + b * outStride, outStride);
@@ -269,8 +270,8 @@ final class VectorOps implements KernelOps {
             }
             for (; b < batch; b++) {
                 if (bf16) {
-                    halvesTile(true, weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, 0, 1, cols,
-                            out, at + b * outStride, outStride);
+                    bf16Tile(weights, row, pair == 2 ? rowBytes : 0, x, xOffset + b * inputBytes, 0, 1, cols, out,
+                            at + b * outStride, outStride);
                 } else {
                     wideTile(wide, pair == 2 ? cols : 0, x, xOffset + b * inputBytes, 0, 1, cols, out,
                             at + b * outStride, outStride);
@@ -295,7 +296,7 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link #halvesTile} on two rows already widened into {@code w} (the second {@code second}
+     * {@link #bf16Tile} on two rows already widened into {@code w} (the second {@code second}
      * floats on; 0: one row, computed twice and written once).
      */
     private static void wideTile(float[] w, int second, MemorySegment x, long input, long inputStride, int inputs,
@@ -358,52 +359,19 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    /**
-     * {@link #L} f16 (or bf16) weights at {@code at}, widened exactly as {@link HalfFloats#f16ToF32}
-     * (or {@link HalfFloats#bf16ToF32}) does. An f16's magnitude bits moved into a float's place,
-     * with its sign on top, are the value times 2^-112, exactly, subnormals too; times 2^112 is the
-     * value. Infinities and NaNs (never in a model's weights) are blended in where a vector holds
-     * one. One reinterpretation, bits to float: a chain of them (bits to float, a multiply, back to
-     * bits and to float) was boxed in every compilation tried, an object per 16 weights; and the
-     * constants made once by the caller, not broadcast per operation.
-     */
-    private static FloatVector halves(boolean bf16, MemorySegment w, long at, IntVector magnitude, IntVector sign,
-            IntVector exponent, FloatVector scale) {
-        IntVector h = loadHalves(w, at); // sign-extended
-        if (bf16) {
-            return h.lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
-        }
-        IntVector bits = h.lanewise(VectorOperators.LSHL, 13).and(magnitude).or(h.and(sign));
-        FloatVector value = bits.reinterpretAsFloats().mul(scale);
-        VectorMask<Integer> special = h.and(exponent).compare(VectorOperators.EQ, exponent);
-        if (special.anyTrue()) {
-            // An infinity, or a NaN made quiet with its payload kept, as widenF16 gives them.
-            FloatVector infinite = bits.or(0x7f80_0000)
-                    .lanewise(VectorOperators.OR, 0x0040_0000, h.and(0x3ff).compare(VectorOperators.NE, 0))
-                    .reinterpretAsFloats();
-            value = value.blend(infinite, special.cast(S));
-        }
-        return value;
-    }
-
-    private static float half(boolean bf16, MemorySegment w, long at) {
-        short bits = w.get(LittleEndian.F16, at);
-        return bf16 ? HalfFloats.bf16ToF32(bits) : HalfFloats.f16ToF32(bits);
+    /** {@link #L} bf16 weights at {@code at}, widened exactly (a 16-bit shift, as {@link HalfFloats#bf16ToF32}). */
+    private static FloatVector bf16s(MemorySegment w, long at) {
+        return loadHalves(w, at).lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
     }
 
     /**
-     * Two rows ({@code rowStride} bytes of halves apart; 0: one row, computed twice and written
-     * once) against {@code inputs} inputs (4, or 1: the others then alias it), each weight vector
-     * widened once: eight chains of FMAs at most, two widenings a pass (four were past C2's
-     * inlining budget, and it boxed the vectors). Row {@code i} with input {@code j} is written
-     * at {@code at + i * 4 + j * outStride}.
+     * Two bf16 rows ({@code rowStride} bytes of halves apart; 0: one row, computed twice and
+     * written once) against {@code inputs} inputs (4, or 1: the others then alias it), each weight
+     * vector widened once: eight chains of FMAs at most. Row {@code i} with input {@code j} is
+     * written at {@code at + i * 4 + j * outStride}.
      */
-    private static void halvesTile(boolean bf16, MemorySegment w, long row, long rowStride, MemorySegment x,
-            long input, long inputStride, int inputs, int n, MemorySegment out, long at, long outStride) {
-        IntVector magnitude = IntVector.broadcast(INTS, 0x0fff_e000);
-        IntVector sign = IntVector.broadcast(INTS, 0x8000_0000);
-        IntVector exponent = IntVector.broadcast(INTS, 0x7c00);
-        FloatVector scale = FloatVector.broadcast(S, 0x1p112f);
+    private static void bf16Tile(MemorySegment w, long row, long rowStride, MemorySegment x, long input,
+            long inputStride, int inputs, int n, MemorySegment out, long at, long outStride) {
         long w1 = row + rowStride;
         long x1 = input + inputStride;
         long x2 = x1 + inputStride;
@@ -421,8 +389,8 @@ final class VectorOps implements KernelOps {
         for (; k < upper; k += L) {
             long kh = k * 2L;
             long kb = k * F;
-            FloatVector r0 = halves(bf16, w, row + kh, magnitude, sign, exponent, scale);
-            FloatVector r1 = halves(bf16, w, w1 + kh, magnitude, sign, exponent, scale);
+            FloatVector r0 = bf16s(w, row + kh);
+            FloatVector r1 = bf16s(w, w1 + kh);
             FloatVector v0 = load(x, input + kb);
             a00 = r0.fma(v0, a00);
             a10 = r1.fma(v0, a10);
@@ -456,7 +424,7 @@ final class VectorOps implements KernelOps {
         // The columns past the last whole vector, added one by one.
         for (; k < n; k++) {
             for (int i = 0; i < rowsWritten; i++) {
-                float wk = half(bf16, w, row + i * rowStride + k * 2L);
+                float wk = HalfFloats.bf16ToF32(w.get(LittleEndian.F16, row + i * rowStride + k * 2L));
                 for (int j = 0; j < inputs; j++) {
                     long o = at + i * F + j * outStride;
                     out.set(F32, o, out.get(F32, o) + wk * x.get(F32, input + j * inputStride + k * F));
