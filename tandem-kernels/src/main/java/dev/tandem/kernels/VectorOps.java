@@ -289,7 +289,7 @@ final class VectorOps implements KernelOps {
      * a heap copy of the bits ({@code MemorySegment.copy}), the copy's stub read the weights at
      * half the rate.
      */
-    static void halvesToFloats(MemorySegment w, long from, float[] wide, int n) {
+    private static void halvesToFloats(MemorySegment w, long from, float[] wide, int n) {
         for (int i = 0; i < n; i++) {
             wide[i] = Float.float16ToFloat(w.get(LittleEndian.F16, from + 2L * i));
         }
@@ -1968,13 +1968,14 @@ final class VectorOps implements KernelOps {
                     long from = group + part * X16_PART_BYTES;
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     for (int b = 0; b < batch; b++) {
-                        long to = at + b * outStride;
-                        FloatVector.zero(X16_FLOATS).intoMemorySegment(out, to, LE);
-                        for (int s = 0; s < supers; s += X16_K_CHUNK) {
-                            int end = Math.min(supers, s + X16_K_CHUNK);
-                            x16Q6Factors(weights, from, part, s, end, factors);
+                        FloatVector.zero(X16_FLOATS).intoMemorySegment(out, at + b * outStride, LE);
+                    }
+                    for (int s = 0; s < supers; s += X16_K_CHUNK) {
+                        int end = Math.min(supers, s + X16_K_CHUNK);
+                        x16Q6Factors(weights, from, part, s, end, factors); // once for every input
+                        for (int b = 0; b < batch; b++) {
                             x16Q6Dots(weights, from, s, end, in.pairs(), (b * cols) / 2, sums);
-                            x16Q6Scale(s, end, in.d(), b * blocks, sums, factors, out, to);
+                            x16Q6Scale(s, end, in.d(), b * blocks, sums, factors, out, at + b * outStride);
                         }
                     }
                 }
@@ -2071,7 +2072,7 @@ final class VectorOps implements KernelOps {
         FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
         for (int b = from; b < end; b++) {
             for (int n = 0; n < 16; n++) {
-                int s = 8 * (n >> 3) + 2 * (n & 3) + ((n >> 2) & 1); // Q6_KX16.subBlock(n)
+                int s = Q6_KX16.subBlock(n);
                 FloatVector factor = FloatVector.fromArray(X16_FLOATS, factors, ((b - from) * 16 + s) * lanes);
                 acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, ((b - from) * 16 + n) * shorts), 0)
                         .fma(factor.mul(ds[i + b * 8 + s / 2]), acc);
