@@ -871,8 +871,6 @@ public final class LlamaModel {
             int qRows = qBlocks + 2 * kvBlocks;
             int extra = qRows + 1 + 2 * n;
             MemorySegment q = c.region(qRows);
-            float[] cos = new float[headDim / 2];
-            float[] sin = new float[headDim / 2];
             for (int i = 0; i < n; i++) {
                 int position = (int) c.scalar(6 + i);
                 long qAt = (long) i * qDim * F;
@@ -897,9 +895,9 @@ public final class LlamaModel {
                         ops.rmsnorm(key, at, c.region(normAt + 1), 0, key, at, headDim, eps);
                     }
                 }
-                rope.angles(position, cos, sin);
-                rope.apply(q, qAt, heads, cos, sin);
-                rope.apply(key, 0, kvHeads, cos, sin);
+                Rope.Angles angles = rope.angles(position);
+                rope.apply(q, qAt, heads, angles);
+                rope.apply(key, 0, kvHeads, angles);
             }
         });
     }

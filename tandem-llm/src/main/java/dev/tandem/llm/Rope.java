@@ -37,17 +37,47 @@ final class Rope {
         }
     }
 
-    /** The cosines and sines of {@code position}'s angles, {@code headDim / 2} of each. */
-    void angles(int position, float[] cos, float[] sin) {
+    /** One position's cosines and sines, {@code headDim / 2} of each; never written after it is made. */
+    record Angles(int position, float[] cos, float[] sin) {}
+
+    /** Slots of {@link #recent}: a power of two. */
+    static final int RECENT = 256;
+
+    /**
+     * The angles of recent positions, slot {@code position % RECENT}: every layer of a step rotates
+     * its rows by the same positions, and 64 sines and cosines of large angles cost a row more than
+     * its rotation. Cores read and fill it without locks: an {@link Angles}' fields are final, so a
+     * core that sees one sees its arrays filled, and two cores making the same position's make
+     * equal ones.
+     */
+    private final Angles[] recent = new Angles[RECENT];
+
+    /** The cosines and sines of {@code position}'s angles (made once for recent positions). */
+    Angles angles(int position) {
+        int slot = position & (RECENT - 1);
+        Angles angles = recent[slot];
+        if (angles == null || angles.position() != position) {
+            angles = compute(position);
+            recent[slot] = angles;
+        }
+        return angles;
+    }
+
+    private Angles compute(int position) {
+        float[] cos = new float[frequencies.length];
+        float[] sin = new float[frequencies.length];
         for (int i = 0; i < frequencies.length; i++) {
             double angle = position * frequencies[i];
             cos[i] = (float) Math.cos(angle);
             sin[i] = (float) Math.sin(angle);
         }
+        return new Angles(position, cos, sin);
     }
 
-    /** Rotates {@code heads} heads of f32 values at {@code offset} by the angles {@link #angles} gave. */
-    void apply(MemorySegment x, long offset, int heads, float[] cos, float[] sin) {
+    /** Rotates {@code heads} heads of f32 values at {@code offset} by {@code angles}. */
+    void apply(MemorySegment x, long offset, int heads, Angles angles) {
+        float[] cos = angles.cos();
+        float[] sin = angles.sin();
         int pairs = frequencies.length;
         for (int h = 0; h < heads; h++) {
             long base = offset + (long) h * headDim * Float.BYTES;
