@@ -128,12 +128,11 @@ public final class DecodeBench {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, SEED));
             // Warm-up, batch 1 and batch 8, for at least WARM_UP_NANOS: C2 needs seconds of
             // wall time on two busy cores to compile the kernels, and a short run measured the
-            // interpreter and C1 code at half the full run's figures.
-            long warmUntil = System.nanoTime() + WARM_UP_NANOS;
-            do {
+            // interpreter and C1 code at half the full run's figures. Then on while the JIT is busy.
+            WarmUp.run(() -> {
                 measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2));
                 measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
-            } while (System.nanoTime() < warmUntil);
+            }, WARM_UP_NANOS, PeerDecodeBench.MAX_WARM_UP_FACTOR * WARM_UP_NANOS);
             int[][] shapes = {{1, 1}, {1, 8}, {4, 1}};
             for (int[] shape : shapes) {
                 for (int runAhead : new int[] {1, 2}) {

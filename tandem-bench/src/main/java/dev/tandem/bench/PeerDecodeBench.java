@@ -38,7 +38,7 @@ public final class PeerDecodeBench {
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
             double tandemBatch8, double tandemFourRequests, double heapBytesPerToken, double llamaCpp,
-            String llamaCppMissing, double tandemPrompt, double llamaCppPrompt) {
+            String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp) {
 
         public double tandemBest() {
             return Math.max(tandemRa1, tandemRa2);
@@ -73,6 +73,8 @@ public final class PeerDecodeBench {
             out.put("tandem_prompt_tokens_per_s", tandemPrompt);
             out.put("llamacpp_prompt_tokens_per_s", Double.isNaN(llamaCppPrompt) ? null : llamaCppPrompt);
             out.put("prompt_ratio", Double.isNaN(llamaCppPrompt) ? null : promptRatio());
+            out.put("tandem_warm_up_s", warmUp.seconds());
+            out.put("tandem_warm_up_jit_quiet", warmUp.quiet());
             if (llamaCppMissing != null) {
                 out.put("llamacpp_missing", llamaCppMissing);
             }
@@ -81,6 +83,9 @@ public final class PeerDecodeBench {
     }
 
     private PeerDecodeBench() {}
+
+    /** A file's warm-up ends at this many times the least, quiet JIT or not. */
+    public static final int MAX_WARM_UP_FACTOR = 3;
 
     /**
      * The prompt of the prompt-processing figures: tandem's time to the first token of a request
@@ -110,7 +115,8 @@ public final class PeerDecodeBench {
      *                     measured rounds, so that they measure compiled code, not the JIT: on 2
      *                     cores C2 is still compiling the kernels 4 s into a run, and a small-shape
      *                     Q8_0 decode after a 64-token warm-up measured 211 tokens/s against 580
-     *                     steady
+     *                     steady; after it, the warm-up goes on while the JIT is busy
+     *                     ({@link WarmUp}), up to {@link #MAX_WARM_UP_FACTOR} times as long
      */
     public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
             long warmUpNanos) {
@@ -124,6 +130,7 @@ public final class PeerDecodeBench {
         long tandemBytes;
         long fileBytes = 0;
         String type;
+        WarmUp.Result warmUp;
         try (Worker worker = Worker.create(CpuDevice.withCores(cores)); GgufModel weights = GgufModel.open(path, 1024)) {
             for (GgufTensor t : weights.file().tensors()) {
                 fileBytes += t.bytes();
@@ -131,12 +138,11 @@ public final class PeerDecodeBench {
             type = dominantType(weights);
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
             tandemBytes = model.weightBytes();
-            long warmUntil = System.nanoTime() + warmUpNanos;
-            do {
+            warmUp = WarmUp.run(() -> {
                 DecodeBench.measure(worker, model, 1, 1, 2, tokens);
                 DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
                 DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
-            } while (System.nanoTime() < warmUntil);
+            }, warmUpNanos, MAX_WARM_UP_FACTOR * warmUpNanos);
             for (int r = 0; r < rounds; r++) {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 long allocated = allocatedBytes();
@@ -161,7 +167,7 @@ public final class PeerDecodeBench {
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
                 Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing,
-                Stats.median(tandem[4]), Stats.median(llamaPrompt));
+                Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp);
     }
 
     /**
@@ -197,10 +203,8 @@ public final class PeerDecodeBench {
         try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
                 GgufModel weights = GgufModel.open(path, 1024)) {
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            long warmUntil = System.nanoTime() + warmUpNanos;
-            do {
-                DecodeBench.measure(worker, model, 1, 1, 2, tokens);
-            } while (System.nanoTime() < warmUntil);
+            WarmUp.run(() -> DecodeBench.measure(worker, model, 1, 1, 2, tokens), warmUpNanos,
+                    MAX_WARM_UP_FACTOR * warmUpNanos);
             for (int r = 0; r < requests; r++) {
                 rates[r] = DecodeBench.measure(worker, model, 1, 1, 2, tokens).tokensPerSecond();
             }

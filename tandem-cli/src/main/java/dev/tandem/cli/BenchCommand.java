@@ -251,8 +251,9 @@ public final class BenchCommand implements Runnable {
             List<PeerDecodeBench.Row> rows = new java.util.ArrayList<>();
             out.printf(Locale.ROOT,
                     "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds after %.0f s of"
-                            + " warm-up per file%n",
-                    withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds, warmUp / 1e9);
+                            + " warm-up per file, longer while the JIT is busy (up to %.0f s)%n",
+                    withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds, warmUp / 1e9,
+                    PeerDecodeBench.MAX_WARM_UP_FACTOR * warmUp / 1e9);
             if (file) {
                 java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
                 String label = dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME
@@ -269,13 +270,15 @@ public final class BenchCommand implements Runnable {
             // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
             long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
             double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
-            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s%n", "model", "type", "tandem",
-                    "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp", "pp ratio");
+            out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s %7s%n", "model", "type", "tandem",
+                    "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp", "pp ratio",
+                    "warm s");
             for (PeerDecodeBench.Row r : rows) {
-                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f%n",
+                out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f %6.1f%s%n",
                         r.model(), r.type(), r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(),
                         r.tandemFourRequests(), r.llamaCpp(), r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9,
-                        kilobytes(r.heapBytesPerToken()), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio());
+                        kilobytes(r.heapBytesPerToken()), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio(),
+                        r.warmUp().seconds(), r.warmUp().quiet() ? "" : "!");
                 if (r.llamaCppMissing() != null && withPeer) {
                     out.println("  llama.cpp: " + r.llamaCppMissing());
                 }
@@ -285,6 +288,8 @@ public final class BenchCommand implements Runnable {
                     + " region views, plus whatever a kernel C2 compiled without its vector intrinsics boxed)");
             out.printf(Locale.ROOT, "(prompt: tokens/s of a %d-token prompt to its first token; llama pp: llama-bench -p %d"
                     + " -n 0)%n", PeerDecodeBench.PROMPT_TOKENS, PeerDecodeBench.PROMPT_TOKENS);
+            out.printf(Locale.ROOT, "(warm s: the file's warm-up; ! where the JIT was still compiling for more than %.0f%% of"
+                    + " a warm-up round when it ended)%n", 100 * dev.tandem.bench.WarmUp.QUIET_SHARE);
             PeerDecodeBench.TracedRun traced = null;
             if (common.trace != null) {
                 traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
