@@ -552,7 +552,8 @@ public final class Batcher implements AutoCloseable {
                 samplers[i] = plan.members[i].sampler;
                 slots[i] = plan.members[i].slot;
             }
-            int blocks = llama.logitBlocks();
+            List<Access> accesses = new ArrayList<>();
+            int blocks = llama.addLogitReads(accesses, a, n);
             Kernel sample = Kernel.of("batch_sample", k -> {
                 MemorySegment tokens = k.region(blocks);
                 MemorySegment nextTokens = k.region(blocks + 1);
@@ -565,8 +566,6 @@ public final class Batcher implements AutoCloseable {
                     nextTokens.setAtIndex(I32, slots[i], token);
                 }
             });
-            List<Access> accesses = new ArrayList<>();
-            llama.addLogitReads(accesses, a, n);
             accesses.add(write(out.region(0, (long) n * Integer.BYTES)));
             accesses.add(readWrite(next.region()));
             accesses.add(write(rowLogits.region(0, (long) n * vocab * F)));

@@ -486,14 +486,13 @@ public final class LlamaModel {
         matmul(o, a, Tensor.OUTPUT, 0, a.xf, logitRows.length);
     }
 
-    /** The classifier's row blocks: the {@code Pick}-style kernels take one region per block. */
-    int logitBlocks() {
-        return blocks.get(Tensor.OUTPUT).count();
-    }
-
-    /** Adds reads of the {@code n} logit rows of the last {@link #forward}'s classifier, one region per block. */
-    void addLogitReads(List<Access> accesses, Activations a, int n) {
-        addBlockReads(accesses, a.logits, blocks.get(Tensor.OUTPUT), n, 0, n);
+    /**
+     * Adds reads of the {@code n} logit rows of the last {@link #forward}'s classifier, as
+     * {@link #addBlockReads} declares them, and returns how many regions that is (the
+     * {@code Pick}-style kernels take one region per block, {@link #gatherRow}).
+     */
+    int addLogitReads(List<Access> accesses, Activations a, int n) {
+        return addBlockReads(accesses, a.logits, blocks.get(Tensor.OUTPUT), n, 0, n);
     }
 
     private void norm(Orchestrator o, Activations a, Tensor weight, int layer, int rows) {
@@ -531,8 +530,8 @@ public final class LlamaModel {
         RowBlocks qSplit = blocks.get(Tensor.WQ);
         RowBlocks kvSplit = blocks.get(Tensor.WK);
         List<Access> accesses = new ArrayList<>();
-        addBlockReads(accesses, a.outputs.get(Tensor.WQ), qSplit, rows, r0, n);
-        addBlockReads(accesses, a.outputs.get(Tensor.WK), kvSplit, rows, r0, n);
+        int qBlocks = addBlockReads(accesses, a.outputs.get(Tensor.WQ), qSplit, rows, r0, n);
+        int kvBlocks = addBlockReads(accesses, a.outputs.get(Tensor.WK), kvSplit, rows, r0, n);
         addBlockReads(accesses, a.outputs.get(Tensor.WV), kvSplit, rows, r0, n);
         int qDim = config.qDim();
         accesses.add(write(a.q.region((long) r0 * qDim * F, (long) n * qDim * F)));
@@ -556,8 +555,8 @@ public final class LlamaModel {
         }
         long[] scalars = new long[6 + n];
         scalars[0] = n;
-        scalars[1] = qSplit.count();
-        scalars[2] = kvSplit.count();
+        scalars[1] = qBlocks;
+        scalars[2] = kvBlocks;
         scalars[3] = config.heads();
         scalars[4] = config.kvHeads();
         scalars[5] = Float.floatToRawIntBits(config.ropeTheta());
@@ -579,14 +578,14 @@ public final class LlamaModel {
             int n = Math.min(ROW_CHUNK, rows - r0);
             List<Access> accesses = new ArrayList<>();
             accesses.add(readWrite(a.x.region((long) r0 * dim * F, (long) n * dim * F)));
-            addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
+            int deltas = addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
             if (norm == null) {
                 o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
                 continue;
             }
             accesses.add(read(buffers.get(norm)[normLayer]));
             accesses.add(write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
-            o.submit(residualNorm, Orchestrator.scalars(n, dim, split.count(), Float.floatToRawIntBits(config.normEps())),
+            o.submit(residualNorm, Orchestrator.scalars(n, dim, deltas, Float.floatToRawIntBits(config.normEps())),
                     accesses.toArray(Access[]::new));
         }
     }
@@ -636,11 +635,24 @@ public final class LlamaModel {
                 write(a.hb.region(0, (long) rows * ffn * F)));
     }
 
-    /** Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows. */
-    private static void addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0, int n) {
+    /**
+     * Reads rows {@code [r0, r0 + n)} of every block of a block-major output of {@code rows} rows,
+     * a region per block, and returns how many regions it added. A pass of one row is the plain
+     * layout, its blocks side by side: one region of the whole output, which the kernels read as
+     * one block. (At batch 1 on the large Q8_0 shape, a layer's rope_store and residual tasks read
+     * 5 regions instead of 24, and the sample task one instead of one per classifier block: one
+     * dependency lookup each on the host, which builds the next step on one of the cores'
+     * processors.)
+     */
+    private static int addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0, int n) {
+        if (rows == 1) {
+            accesses.add(read(output.region(0, (long) split.rows() * F)));
+            return 1;
+        }
         for (int k = 0; k < split.count(); k++) {
             accesses.add(read(output.region(split.offset(k, rows, r0), split.length(k, n))));
         }
+        return split.count();
     }
 
     // ---- one request ----------------------------------------------------------------------------
@@ -751,12 +763,12 @@ public final class LlamaModel {
 
         private void submitSample(Orchestrator o, int step) {
             List<Access> accesses = new ArrayList<>();
-            addLogitReads(accesses, a, batch);
+            int logitRegions = addLogitReads(accesses, a, batch);
             accesses.add(readWrite(out.region()));
             accesses.add(write(input.region()));
             accesses.add(write(probs.region()));
             Sampling s = request.sampling();
-            o.submit(samplerKernel != null ? samplerKernel : sample, Orchestrator.scalars(batch, logitBlocks(),
+            o.submit(samplerKernel != null ? samplerKernel : sample, Orchestrator.scalars(batch, logitRegions,
                             request.stopToken(), step, Float.floatToRawIntBits(s.temperature()),
                             Float.floatToRawIntBits(s.topP()), s.seed()),
                     accesses.toArray(Access[]::new));
