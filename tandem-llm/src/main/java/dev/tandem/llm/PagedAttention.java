@@ -223,9 +223,9 @@ final class PagedAttention {
      * Per core thread, a tile's scores, block stats, partial, running stats and running output
      * for a task whose rows have one partition each: it normalizes each row into the output
      * before the next, so nothing outside the task reads them, and declaring them as regions of
-     * the request's scratch cost the host five dependency lookups per row and task (80 of a
-     * batch-1 step's 420 regions on the large shape) and the cores a round trip through request
-     * memory. About 2.3 KiB a thread for 8 heads of 64; freed with the thread.
+     * the request's scratch cost the host five dependency lookups per row and task (80 a
+     * batch-1 step on the large shape) and the cores a round trip through request memory. A few
+     * KiB a thread (under 5 for 8 heads of 64), freed with the thread.
      */
     private final ThreadLocal<MemorySegment[]> local = ThreadLocal.withInitial(this::newLocal);
 
