@@ -69,6 +69,25 @@ class WarmUpTest {
     }
 
     @Test
+    void aLittleCompilingInALongRoundIsQuiet() {
+        AtomicLong jit = new AtomicLong();
+        // 1 ms of compiling in a round of at least 40 ms: 2.5%, under the 5% share
+        WarmUp.Result r = WarmUp.run(() -> {
+            jit.addAndGet(1);
+            LockSupport.parkNanos(40 * MS);
+        }, 0, 10_000 * MS, jit::get);
+        assertThat(r.rounds()).isEqualTo(1);
+        assertThat(r.quiet()).isTrue();
+        assertThat(r.lastCompileMs()).isEqualTo(1);
+    }
+
+    @Test
+    void thisJvmTellsItsCompileTime() {
+        WarmUp.Result r = WarmUp.run(() -> {}, 0, 0);
+        assertThat(r.lastCompileMs()).isNotNaN().isGreaterThanOrEqualTo(0);
+    }
+
+    @Test
     void badBoundsAreRefused() {
         assertThatThrownBy(() -> WarmUp.run(() -> {}, -1, 0)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("minNanos = -1");

@@ -75,6 +75,20 @@ class RopeTest {
     }
 
     @Test
+    void factorsMustBeFiniteAndPositive() {
+        LlamaConfig c = config(RopeStyle.INTERLEAVED);
+        for (float bad : new float[] {0f, -1f, Float.NaN, Float.POSITIVE_INFINITY}) {
+            float[] factors = new float[c.headDim() / 2];
+            java.util.Arrays.fill(factors, 1f);
+            factors[3] = bad;
+            org.assertj.core.api.Assertions.assertThatThrownBy(() -> new Rope(c, factors))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("rope factor 3 = " + bad);
+        }
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> new Rope(c, new float[3]))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("3 given");
+    }
+
+    @Test
     void applyRotatesThePairsOfEachStyle() {
         for (RopeStyle style : RopeStyle.values()) {
             LlamaConfig c = config(style);
