@@ -65,8 +65,8 @@ class TensorMapCompactionTest {
             }
             most = Math.max(most, TensorMap.segmentCount(cache));
         }
-        // One segment per position would be 1,000; compaction runs when the count passes 64.
-        assertThat(most).as("most segments at once").isLessThanOrEqualTo(70);
+        // One segment per position would be 1,000; compaction runs when the count passes 8.
+        assertThat(most).as("most segments at once").isLessThanOrEqualTo(12);
     }
 
     /**
@@ -76,7 +76,7 @@ class TensorMapCompactionTest {
      */
     @Test
     void piecesWrittenAndNotReadSinceKeepTheirBoundariesUntilRead() {
-        int pieces = 100; // past the 64 segments at which compaction first runs
+        int pieces = 100; // past the 8 segments at which compaction first runs
         DeviceBuffer buffer = buffer(4 * pieces * SLOT);
         TensorMap map = new TensorMap();
         long index = 0;
