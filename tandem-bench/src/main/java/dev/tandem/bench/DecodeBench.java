@@ -132,7 +132,7 @@ public final class DecodeBench {
             WarmUp.run(() -> {
                 measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2));
                 measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
-            }, WARM_UP_NANOS, PeerDecodeBench.MAX_WARM_UP_FACTOR * WARM_UP_NANOS);
+            }, WARM_UP_NANOS);
             int[][] shapes = {{1, 1}, {1, 8}, {4, 1}};
             for (int[] shape : shapes) {
                 for (int runAhead : new int[] {1, 2}) {

@@ -84,9 +84,6 @@ public final class PeerDecodeBench {
 
     private PeerDecodeBench() {}
 
-    /** A file's warm-up ends at this many times the least, quiet JIT or not. */
-    public static final int MAX_WARM_UP_FACTOR = 3;
-
     /**
      * The prompt of the prompt-processing figures: tandem's time to the first token of a request
      * with this many prompt tokens, llama.cpp's {@code llama-bench -p} of as many.
@@ -116,7 +113,7 @@ public final class PeerDecodeBench {
      *                     cores C2 is still compiling the kernels 4 s into a run, and a small-shape
      *                     Q8_0 decode after a 64-token warm-up measured 211 tokens/s against 580
      *                     steady; after it, the warm-up goes on while the JIT is busy
-     *                     ({@link WarmUp}), up to {@link #MAX_WARM_UP_FACTOR} times as long
+     *                     ({@link WarmUp}), up to {@link WarmUp#MAX_FACTOR} times as long
      */
     public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
             long warmUpNanos) {
@@ -142,7 +139,7 @@ public final class PeerDecodeBench {
                 DecodeBench.measure(worker, model, 1, 1, 2, tokens);
                 DecodeBench.measure(worker, model, 1, 8, 2, Math.max(8, tokens / 2));
                 DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
-            }, warmUpNanos, MAX_WARM_UP_FACTOR * warmUpNanos);
+            }, warmUpNanos);
             for (int r = 0; r < rounds; r++) {
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 long allocated = allocatedBytes();
@@ -203,8 +200,7 @@ public final class PeerDecodeBench {
         try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
                 GgufModel weights = GgufModel.open(path, 1024)) {
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            WarmUp.run(() -> DecodeBench.measure(worker, model, 1, 1, 2, tokens), warmUpNanos,
-                    MAX_WARM_UP_FACTOR * warmUpNanos);
+            WarmUp.run(() -> DecodeBench.measure(worker, model, 1, 1, 2, tokens), warmUpNanos);
             for (int r = 0; r < requests; r++) {
                 rates[r] = DecodeBench.measure(worker, model, 1, 1, 2, tokens).tokensPerSecond();
             }

@@ -29,6 +29,14 @@ public final class WarmUp {
 
     private WarmUp() {}
 
+    /** A warm-up ends at this many times its least time, quiet JIT or not ({@link #run(Runnable, long)}). */
+    public static final int MAX_FACTOR = 3;
+
+    /** {@link #run(Runnable, long, long)} for at most {@link #MAX_FACTOR} times {@code minNanos}. */
+    public static Result run(Runnable round, long minNanos) {
+        return run(round, minNanos, MAX_FACTOR * minNanos);
+    }
+
     /** {@link #run(Runnable, long, long, LongSupplier)} with this JVM's compile time. */
     public static Result run(Runnable round, long minNanos, long maxNanos) {
         CompilationMXBean jit = ManagementFactory.getCompilationMXBean();

@@ -253,7 +253,7 @@ public final class BenchCommand implements Runnable {
                     "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds after %.0f s of"
                             + " warm-up per file, longer while the JIT is busy (up to %.0f s)%n",
                     withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds, warmUp / 1e9,
-                    PeerDecodeBench.MAX_WARM_UP_FACTOR * warmUp / 1e9);
+                    dev.tandem.bench.WarmUp.MAX_FACTOR * warmUp / 1e9);
             if (file) {
                 java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
                 String label = dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME

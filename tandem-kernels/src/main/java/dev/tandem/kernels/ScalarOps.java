@@ -196,16 +196,8 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_0_X16,
+        int8Rows(TensorType.Q4_0_X16, (w, at, n, c, r, in, q, k) -> Q4_0X16.row(w, at, n, c / 32, r, in, q, k),
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
-        for (int r = rowStart; r < rowEnd; r++) {
-            for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        Q4_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
-            }
-        }
     }
 
     /** Each row's blocks in order ({@link Q8_0X16#row}). */
@@ -292,16 +284,8 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q6_K_X16,
+        int8Rows(TensorType.Q6_K_X16, (w, at, n, c, r, in, q, k) -> Q6_KX16.row(w, at, n, c / 256, r, in, q, k),
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
-        for (int r = rowStart; r < rowEnd; r++) {
-            for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        Q6_KX16.row(weights, weightsOffset, rows, cols / 256, r, in, b * cols, b * blocks));
-            }
-        }
     }
 
     /** Each input quantized block by block, then each row's superblocks in order ({@link Q4_KX16#row}). */
@@ -318,14 +302,33 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_K_X16,
+        int8Rows(TensorType.Q4_K_X16, (w, at, n, c, r, in, q, k) -> Q4_KX16.row(w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** One row of an interleaved type against one quantized input, its {@code row} method's scalar sum. */
+    @FunctionalInterface
+    private interface Int8Row {
+        float row(MemorySegment weights, long weightsOffset, int rows, int cols, int r, Q4_0X16.Inputs in, int qBase,
+                int blockBase);
+    }
+
+    /**
+     * The interleaved types with int8 inputs ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16},
+     * {@link TensorType#Q6_K_X16}): each input quantized block by block, then each row's sum by
+     * {@code row}, in row order.
+     */
+    private static void int8Rows(TensorType type, Int8Row row, MemorySegment weights, long weightsOffset,
+            MemorySegment x, long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch,
+            int rowStart, int rowEnd) {
+        ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
         Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        Q4_KX16.row(weights, weightsOffset, rows, cols / 256, r, in, b * cols, b * blocks));
+                        row.row(weights, weightsOffset, rows, cols, r, in, b * cols, b * blocks));
             }
         }
     }

@@ -53,7 +53,8 @@ import java.util.function.LongFunction;
  * <p>Each task declares exactly what it touches in request memory, row by row: its rows of the
  * scratch slab of its partition (scores, block stats and partial of the block in hand, the
  * partition's running state; a task whose rows have one partition each keeps those in its
- * core's own scratch instead, {@link #local()}, as no other task reads them), its rows of the query, the positions the row attends to in each run of KV blocks
+ * core's own scratch instead, {@link #local}, as no other task reads them), its rows of the query,
+ * the positions the row attends to in each run of KV blocks
  * adjacent in the cache (one region per run, so a sequence whose blocks are in order costs one
  * read region however long its context; all KV heads of them: a tile of fewer heads reads only its share, strided, which no region can
  * describe; nothing writes those positions while attention reads them, so the wider read costs
@@ -130,16 +131,16 @@ final class PagedAttention {
             int h0 = (int) c.scalar(1);
             boolean last = c.scalar(2) != 0;
             // One partition: the running state stays in this core's own scratch (nothing else reads it).
-            MemorySegment[] local = last ? local() : null;
+            MemorySegment[] own = last ? local.get() : null;
             int cells = last ? 0 : 5;
             int at = 0;
             for (int i = 0; 3 + i < c.scalarCount(); i++) {
                 int runs = (int) c.scalar(3 + i);
-                MemorySegment scores = last ? local[0] : c.region(at);
-                MemorySegment blockStats = last ? local[1] : c.region(at + 1);
-                MemorySegment partial = last ? local[2] : c.region(at + 2);
-                MemorySegment runningStats = last ? local[3] : c.region(at + 3);
-                MemorySegment runningOut = last ? local[4] : c.region(at + 4);
+                MemorySegment scores = last ? own[0] : c.region(at);
+                MemorySegment blockStats = last ? own[1] : c.region(at + 1);
+                MemorySegment partial = last ? own[2] : c.region(at + 2);
+                MemorySegment runningStats = last ? own[3] : c.region(at + 3);
+                MemorySegment runningOut = last ? own[4] : c.region(at + 4);
                 MemorySegment q = c.region(at + cells);
                 int keysAt = at + cells + 1;
                 int valuesAt = keysAt + runs;
@@ -228,10 +229,6 @@ final class PagedAttention {
      * KiB a thread (under 5 for 8 heads of 64), freed with the thread.
      */
     private final ThreadLocal<MemorySegment[]> local = ThreadLocal.withInitial(this::newLocal);
-
-    private MemorySegment[] local() {
-        return local.get();
-    }
 
     private MemorySegment[] newLocal() {
         long scores = (long) tileHeads * blockSize * F;
@@ -357,7 +354,7 @@ final class PagedAttention {
                     }
                 }
                 scalars[3 + active++] = runs;
-                if (!single) { // a single partition's running state is its core's own (local())
+                if (!single) { // a single partition's running state is its core's own (local)
                     accesses.add(write(cell(s.scores(), maxRows, p, h0, tile, r, blockSize)));
                     accesses.add(write(cell(s.blockStats(), maxRows, p, h0, tile, r, STATS)));
                     accesses.add(write(cell(s.partial(), maxRows, p, h0, tile, r, headDim)));
