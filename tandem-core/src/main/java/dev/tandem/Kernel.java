@@ -15,9 +15,12 @@ public interface Kernel {
 
     void run(TaskContext context) throws Exception;
 
+    /** The most parts a task can split into ({@link #parts}). */
+    int MAX_PARTS = 0xffff;
+
     /**
-     * How many parts the task splits into, at least 1; asked once per task, with its context
-     * bound, before any part runs. The device then calls {@link #run} once per part, with
+     * How many parts the task splits into, 1 to {@link #MAX_PARTS}; asked once per task, with its
+     * context bound, before any part runs. The device then calls {@link #run} once per part, with
      * {@link TaskContext#part()} saying which, and may run different parts at once on different
      * units (cores): a task that is one phase of a step (a matmul's rows, say) then keeps every
      * unit busy and finishes when the slowest unit's last part does, not its last whole task.

@@ -343,8 +343,8 @@ final class CpuCores implements Device {
                             context.bind(task);
                             Kernel kernel = task.kernel();
                             int parts = kernel.parts(context);
-                            if (parts > 1) {
-                                task.openParts(parts);
+                            if (parts > 1 && parts <= Kernel.MAX_PARTS) {
+                                task.openParts(parts, cores.length);
                                 share(task);
                                 if (!runParts(task, true)) {
                                     recordTask(task, begin, false);
@@ -354,7 +354,7 @@ final class CpuCores implements Device {
                                 kernel.run(context);
                             } else {
                                 throw new IllegalStateException("kernel " + kernel.name() + " returned " + parts
-                                        + " parts; a task has at least 1");
+                                        + " parts; a task has 1 to " + Kernel.MAX_PARTS);
                             }
                         }
                         case UPLOAD -> {

@@ -492,6 +492,30 @@ class DeviceContractTest {
         assertThat(group.failures).singleElement().satisfies(f -> assertThat(f)
                 .isInstanceOf(IllegalStateException.class).hasMessageContaining("kernel none returned 0 parts"));
         assertThat(group.done).hasValue(1);
+
+        Group tooMany = new Group(1);
+        Kernel huge = Kernel.ofParts("huge", c -> Kernel.MAX_PARTS + 1, c -> ran.incrementAndGet());
+        submit(device, new TaskNode(huge, new Access[0], new long[0], tooMany, 0, null));
+        tooMany.await();
+        assertThat(ran).hasValue(before);
+        assertThat(tooMany.failures).singleElement().satisfies(f -> assertThat(f)
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("kernel huge returned 65536 parts; a task has 1 to 65535"));
+        assertThat(tooMany.done).hasValue(1);
+    }
+
+    @Test
+    void aTaskOfTheMostPartsRunsEveryPartOnce() throws InterruptedException {
+        java.util.concurrent.atomic.AtomicIntegerArray runs = new java.util.concurrent.atomic.AtomicIntegerArray(
+                Kernel.MAX_PARTS);
+        Group group = new Group(1);
+        Kernel most = Kernel.ofParts("most", c -> Kernel.MAX_PARTS, c -> runs.incrementAndGet(c.part()));
+        submit(device, new TaskNode(most, new Access[0], new long[0], group, 0, null));
+        group.await();
+        assertThat(group.failures).isEmpty();
+        for (int p = 0; p < Kernel.MAX_PARTS; p++) {
+            assertThat(runs.get(p)).as("part " + p).isEqualTo(1);
+        }
     }
 
     @Test

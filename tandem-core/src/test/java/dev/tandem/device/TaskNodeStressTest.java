@@ -484,7 +484,7 @@ class TaskNodeStressTest {
                 race -> race.finish(race.p2, "finish2"));
     }
 
-    /** A task opened with three parts, which three cores claim (one from the front, two from the back) and count down at once. */
+    /** A task opened with three parts for two units, which three cores claim (the opener and two helpers) and count down at once. */
     static final class PartsRace {
         final TaskNode task = new TaskNode(Kernel.of("split", c -> { }), null, null, null, 0, null);
         final AtomicIntegerArray claimed = new AtomicIntegerArray(3);
@@ -492,7 +492,7 @@ class TaskNodeStressTest {
         final int[] byActor = new int[3];
 
         PartsRace() {
-            task.openParts(3);
+            task.openParts(3, 2);
         }
 
         void work(int actor) {
