@@ -119,7 +119,7 @@ public final class LlamaModel {
         }
 
         /** Weight bytes per part of a matmul task by default. */
-        public static final long DEFAULT_PART_BYTES = 128 << 10;
+        public static final long DEFAULT_PART_BYTES = 256 << 10;
 
         public static Options defaults() {
             return new Options(16, 256 << 10, 0, DEFAULT_PART_BYTES);
