@@ -27,6 +27,10 @@ import java.util.Map;
  * rounds that alternate the contenders, medians of the rounds, ratios. tandem's rows are one
  * request of batch 1 at runAhead 1 and 2, one request of batch 8, and 4 concurrent requests of
  * batch 1; llama.cpp's is {@code llama-bench -p 0 -n tokens -t cores} (batch 1, generation only).
+ * Batch 1 and batch 8 are step rates (a request's steps from its first token to its last, as
+ * llama-bench times only its generation steps), so their ratio compares steps alone; the JSON
+ * also has batch 8 over the whole request (session, memory, prompt and steps), as the 4
+ * concurrent requests are.
  * Each row also has prompt processing: a request of {@link #PROMPT_TOKENS} prompt tokens to its
  * first token against {@code llama-bench -p PROMPT_TOKENS -n 0}.
  *
@@ -37,8 +41,8 @@ public final class PeerDecodeBench {
 
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
-            double tandemBatch8, double tandemFourRequests, double heapBytesPerToken, double llamaCpp,
-            String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp) {
+            double tandemBatch8, double tandemBatch8Request, double tandemFourRequests, double heapBytesPerToken,
+            double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp) {
 
         public double tandemBest() {
             return Math.max(tandemRa1, tandemRa2);
@@ -63,6 +67,7 @@ public final class PeerDecodeBench {
             out.put("tandem_run_ahead_1_tokens_per_s", tandemRa1);
             out.put("tandem_run_ahead_2_tokens_per_s", tandemRa2);
             out.put("tandem_batch_8_tokens_per_s", tandemBatch8);
+            out.put("tandem_batch_8_request_tokens_per_s", tandemBatch8Request);
             out.put("tandem_4_requests_tokens_per_s", tandemFourRequests);
             out.put("tandem_bytes_per_token", tandemBytes);
             out.put("tandem_heap_bytes_per_token", Double.isNaN(heapBytesPerToken) ? null : heapBytesPerToken);
@@ -118,7 +123,7 @@ public final class PeerDecodeBench {
     public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
             long warmUpNanos) {
         String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
-        double[][] tandem = new double[5][rounds];
+        double[][] tandem = new double[6][rounds];
         double[] llamaPrompt = new double[rounds];
         Arrays.fill(llamaPrompt, Double.NaN);
         double[] heap = new double[rounds];
@@ -145,7 +150,9 @@ public final class PeerDecodeBench {
                 long allocated = allocatedBytes();
                 tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
                 heap[r] = allocated < 0 ? Double.NaN : (allocatedBytes() - allocated) / (double) tokens;
-                tandem[2][r] = DecodeBench.measure(worker, model, 1, 8, 2, tokens).tokensPerSecond();
+                DecodeBench.Row batch8 = DecodeBench.measure(worker, model, 1, 8, 2, tokens);
+                tandem[2][r] = 8 * 1e3 / batch8.msPerStep();
+                tandem[5][r] = batch8.tokensPerSecond();
                 tandem[3][r] = DecodeBench.measure(worker, model, 4, 1, 2, tokens).tokensPerSecond();
                 tandem[4][r] = DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
                 if (missing == null) {
@@ -163,7 +170,7 @@ public final class PeerDecodeBench {
             }
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
-                Stats.median(tandem[2]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing,
+                Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing,
                 Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp);
     }
 

@@ -52,6 +52,10 @@ class PeerDecodeBenchTest {
         assertThat(row.heapBytesPerToken()).isPositive().isFinite();
         assertThat(row.toJson()).containsEntry("tandem_heap_bytes_per_token", row.heapBytesPerToken());
         assertThat(row.tandemRa2()).isPositive();
+        // Batch 8 by steps leaves out the session, the memory and the prompt that a whole request counts.
+        assertThat(row.tandemBatch8()).isPositive().isFinite().isGreaterThan(row.tandemBatch8Request());
+        assertThat(row.toJson()).containsEntry("tandem_batch_8_tokens_per_s", row.tandemBatch8())
+                .containsEntry("tandem_batch_8_request_tokens_per_s", row.tandemBatch8Request());
         // Prompt processing is measured without the peer too; its peer figure and ratio are absent.
         assertThat(row.tandemPrompt()).isPositive().isFinite();
         assertThat(row.toJson()).containsEntry("tandem_prompt_tokens_per_s", row.tandemPrompt())

@@ -284,6 +284,8 @@ public final class BenchCommand implements Runnable {
                 }
             }
             out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
+            out.println("(tandem, ra1, ra2, batch8: from a request's step rate, first token to last, as llama-bench times"
+                    + " its steps alone; 4 req: whole requests; the JSON has batch 8 over the whole request too)");
             out.println("(heap/tok: bytes the JVM allocated per batch-1 token, runAhead 2: the step's tasks and"
                     + " region views, plus whatever a kernel C2 compiled without its vector intrinsics boxed)");
             out.printf(Locale.ROOT, "(prompt: tokens/s of a %d-token prompt to its first token; llama pp: llama-bench -p %d"
