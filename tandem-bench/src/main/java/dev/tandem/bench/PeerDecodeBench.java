@@ -170,8 +170,8 @@ public final class PeerDecodeBench {
             }
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
-                Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap), Stats.median(llama), missing,
-                Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp);
+                Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap),
+                Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp);
     }
 
     /**

@@ -274,9 +274,10 @@ public final class TaskNode extends Edge {
      * opened it ({@code opener}) claims its share from the front, then the helpers' from the back;
      * helpers claim theirs from the front, then the opener's from the back. So each unit walks
      * adjacent rows in ascending order, which its prefetcher has fetched ahead, and the units
-     * meet only at the end: with one shared range claimed from both ends, a helper's walk went
-     * backwards a part at a time (matmul phases of a large-shape decode step, emulated on two
-     * cores with the q8_0_x16 kernel: 28-31 GB/s so, 30-33 with two ascending shares).
+     * meet only at the end. With one shared range claimed from both ends, a helper walked
+     * backwards a part at a time: the matmul phases of a large-shape decode step, emulated on
+     * two cores with the q8_0_x16 kernel, read 28-31 GB/s that way and 30-33 with two ascending
+     * shares. With more than two units the helpers share one range, claimed from its front.
      */
     public int claimPart(boolean opener) {
         while (true) {
