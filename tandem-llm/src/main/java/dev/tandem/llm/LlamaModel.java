@@ -167,6 +167,12 @@ public final class LlamaModel {
     private final Map<Tensor, int[]> parts = new EnumMap<>(Tensor.class);
     /** The matmul kernel of each matrix that has tasks of its own (see {@link #FUSED_PROJECTIONS}). */
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
+    /**
+     * Every weight buffer's read, per copy (layer), made once: steps declare the same ones every
+     * time (a batch-1 decode step of the large shape about 75), and an {@link Access} and its
+     * {@link dev.tandem.Region} are immutable.
+     */
+    private final Map<Tensor, Access[]> weightReads = new EnumMap<>(Tensor.class);
 
     /** Matrices computed inside the {@code matmul_qkv} and {@code matmul_w1_w3} tasks, not by {@link #matmul}. */
     private static final Set<Tensor> FUSED_PROJECTIONS =
@@ -244,6 +250,11 @@ public final class LlamaModel {
                 array[l] = buffer.freeze();
             }
             buffers.put(tensor, array);
+            Access[] reads = new Access[copies];
+            for (int l = 0; l < copies; l++) {
+                reads[l] = read(array[l]);
+            }
+            weightReads.put(tensor, reads);
         }
         // One split of each matrix's rows for every layer (the block-major outputs that later
         // tasks read must not change shape between layers), sized by its widest rows; the gate and
@@ -340,6 +351,11 @@ public final class LlamaModel {
     /** Bytes of the weights: the matrices in their own types, the norms in f32. */
     public long weightBytes() {
         return config.weightBytes(this::weightType);
+    }
+
+    /** The read of the whole of weight {@code tensor}'s copy {@code copy} (its layer, or 0). */
+    private Access weightRead(Tensor tensor, int copy) {
+        return weightReads.get(tensor)[copy];
     }
 
     /** How matrix {@code tensor} of layer {@code layer} is stored on the worker ({@code layer} ignored if not per layer). */
@@ -448,7 +464,7 @@ public final class LlamaModel {
             int[] position, int[][] rowTables, int[] logitRows) {
         int dim = config.dim();
         o.submit(embed, Orchestrator.scalars(rows, dim, config.vocab()),
-                read(buffers.get(Tensor.TOKEN_EMBEDDING)[0]),
+                weightRead(Tensor.TOKEN_EMBEDDING, 0),
                 read(tokenSource.region(0, (long) rows * Integer.BYTES)),
                 write(a.x.region(0, (long) rows * dim * F)));
         int[] contexts = new int[rows];
@@ -476,7 +492,7 @@ public final class LlamaModel {
             return;
         }
         List<Access> accesses = new ArrayList<>();
-        accesses.add(read(buffers.get(Tensor.OUTPUT_NORM)[0]));
+        accesses.add(weightRead(Tensor.OUTPUT_NORM, 0));
         accesses.add(write(a.xf.region(0, (long) logitRows.length * dim * F)));
         for (int row : logitRows) {
             accesses.add(read(a.x.region((long) row * dim * F, dim * F)));
@@ -500,7 +516,7 @@ public final class LlamaModel {
         for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
             int n = Math.min(ROW_CHUNK, rows - r0);
             o.submit(rmsnorm, Orchestrator.scalars(n, dim, Float.floatToRawIntBits(config.normEps())),
-                    read(buffers.get(weight)[layer]),
+                    weightRead(weight, layer),
                     read(a.x.region((long) r0 * dim * F, (long) n * dim * F)),
                     write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
         }
@@ -514,12 +530,10 @@ public final class LlamaModel {
     private void matmul(Orchestrator o, Activations a, Tensor weight, int layer, Buffer in, int rows) {
         int cols = weight.cols(config);
         int matrixRows = weight.rows(config);
-        WeightType type = weightType(weight, layer);
-        Buffer w = buffers.get(weight)[layer];
         Buffer target = weight == Tensor.OUTPUT ? a.logits : a.outputs.get(weight);
         o.submit(matmuls.get(weight),
                 Orchestrator.scalars(cols, rows, kernelType(weight, layer).ordinal(), inputKeys.incrementAndGet()),
-                read(w.region(0, matrixRows * type.rowBytes(cols))),
+                weightRead(weight, layer),
                 read(in.region(0, (long) rows * cols * F)),
                 write(target.region(0, (long) matrixRows * rows * F)));
     }
@@ -545,13 +559,13 @@ public final class LlamaModel {
             }
         }
         if (config.attentionBias()) {
-            accesses.add(read(buffers.get(Tensor.BQ)[layer]));
-            accesses.add(read(buffers.get(Tensor.BK)[layer]));
-            accesses.add(read(buffers.get(Tensor.BV)[layer]));
+            accesses.add(weightRead(Tensor.BQ, layer));
+            accesses.add(weightRead(Tensor.BK, layer));
+            accesses.add(weightRead(Tensor.BV, layer));
         }
         if (config.qkNorm()) {
-            accesses.add(read(buffers.get(Tensor.Q_NORM)[layer]));
-            accesses.add(read(buffers.get(Tensor.K_NORM)[layer]));
+            accesses.add(weightRead(Tensor.Q_NORM, layer));
+            accesses.add(weightRead(Tensor.K_NORM, layer));
         }
         long[] scalars = new long[6 + n];
         scalars[0] = n;
@@ -583,7 +597,7 @@ public final class LlamaModel {
                 o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
                 continue;
             }
-            accesses.add(read(buffers.get(norm)[normLayer]));
+            accesses.add(weightRead(norm, normLayer));
             accesses.add(write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
             o.submit(residualNorm, Orchestrator.scalars(n, dim, deltas, Float.floatToRawIntBits(config.normEps())),
                     accesses.toArray(Access[]::new));
@@ -605,10 +619,9 @@ public final class LlamaModel {
         scalars[0] = cols;
         scalars[1] = rows;
         for (int i = 0; i < projections.length; i++) {
-            WeightType type = weightType(projections[i], layer);
             int matrixRows = projections[i].rows(config);
             scalars[2 + i] = kernelType(projections[i], layer).ordinal();
-            accesses[1 + 2 * i] = read(buffers.get(projections[i])[layer].region(0, matrixRows * type.rowBytes(cols)));
+            accesses[1 + 2 * i] = weightRead(projections[i], layer);
             accesses[2 + 2 * i] = write(a.outputs.get(projections[i]).region(0, (long) matrixRows * rows * F));
         }
         scalars[2 + projections.length] = inputKeys.incrementAndGet();
@@ -623,12 +636,10 @@ public final class LlamaModel {
     private void gateUp(Orchestrator o, Activations a, int layer, int rows) {
         int cols = Tensor.W1.cols(config);
         int ffn = config.ffnDim();
-        WeightType gateType = weightType(Tensor.W1, layer);
-        WeightType upType = weightType(Tensor.W3, layer);
         o.submit(gateUp, Orchestrator.scalars(cols, rows, kernelType(Tensor.W1, layer).ordinal(),
                         kernelType(Tensor.W3, layer).ordinal(), inputKeys.incrementAndGet()),
-                read(buffers.get(Tensor.W1)[layer].region(0, ffn * gateType.rowBytes(cols))),
-                read(buffers.get(Tensor.W3)[layer].region(0, ffn * upType.rowBytes(cols))),
+                weightRead(Tensor.W1, layer),
+                weightRead(Tensor.W3, layer),
                 read(a.xn.region(0, (long) rows * cols * F)),
                 write(a.outputs.get(Tensor.W1).region(0, (long) ffn * rows * F)),
                 write(a.outputs.get(Tensor.W3).region(0, (long) ffn * rows * F)),
