@@ -161,16 +161,15 @@ public final class LlamaModel {
     private final LlamaConfig config;
     private final KernelOps ops;
     private final Options options;
-    private final Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class);
     private final Map<Tensor, RowBlocks> blocks = new EnumMap<>(Tensor.class);
     /** Per matrix, the parts its matmul task splits into: {@link RowBlocks#parts} triples. */
     private final Map<Tensor, int[]> parts = new EnumMap<>(Tensor.class);
     /** The matmul kernel of each matrix that has tasks of its own (see {@link #FUSED_PROJECTIONS}). */
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
     /**
-     * Every weight buffer's read, per copy (layer), made once: steps declare the same ones every
-     * time (a batch-1 decode step of the large shape about 75), and an {@link Access} and its
-     * {@link dev.tandem.Region} are immutable.
+     * Every weight buffer's read (the whole frozen buffer), per copy (layer), made once at load:
+     * steps declare the same ones every time (a batch-1 decode step of the large shape about 75),
+     * and an {@link Access} and its {@link dev.tandem.Region} are immutable.
      */
     private final Map<Tensor, Access[]> weightReads = new EnumMap<>(Tensor.class);
 
@@ -208,6 +207,7 @@ public final class LlamaModel {
         int parallelism = options.parallelism() == 0 ? worker.device().cores() : options.parallelism();
         this.options = options.withParallelism(parallelism);
         float[] ropeFactors = null;
+        Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class); // kept as weightReads
         for (Tensor tensor : Tensor.values()) {
             if (!tensor.present(config)) {
                 continue;
