@@ -1599,7 +1599,9 @@ final class VectorOps implements KernelOps {
      * {@link #matmulQ4_0_X16} does. Per group and part, {@link #X16_K_CHUNK} superblocks at a time:
      * {@link #x16KFactors} unpacks their rows' {@code d * sc} and {@code dmin * m} once for every
      * input, then {@link #x16KDots} runs each input over their nibbles (which the caches hold for
-     * the next input). The loops doing vector work are methods of more than 325 bytecodes
+     * the next input). With fewer than {@link #X16_INPUTS} inputs (a decode step's one), {@link
+     * #x16KUnpack} unpacks only the scales' bytes, {@link #X16_K_UNPACKED} superblocks at a time,
+     * and {@link #x16KDotsUnpacked} makes each factor where it is used. The loops doing vector work are methods of more than 325 bytecodes
      * ({@link #x16KSixBitFactors}, {@link #x16KDots}, {@link #x16KDots4}, {@link #x16KScale4}),
      * which C2 never inlines into a caller, and {@link #x16KHalves}, small enough to inline whole:
      * inlined into one method, they passed C2's node budget, and the vector operations it then
@@ -1642,9 +1644,9 @@ final class VectorOps implements KernelOps {
         Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
-        byte[] headers = scratch.bytes(X16_K_CHUNK * X16_K_HEADER);
+        byte[] headers = scratch.bytes(Math.max(X16_K_CHUNK, X16_K_UNPACKED) * X16_K_HEADER);
         short[] sums = batch >= X16_INPUTS ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
-        float[] factors = scratch.factors(X16_K_CHUNK * (8 + 1) * 2 * X16_FLOATS.length());
+        float[] factors = scratch.factors(Math.max(X16_K_CHUNK * (8 + 1), X16_K_UNPACKED) * 2 * X16_FLOATS.length());
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
@@ -1652,6 +1654,20 @@ final class VectorOps implements KernelOps {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    if (batch < X16_INPUTS) {
+                        for (int b = 0; b < batch; b++) {
+                            FloatVector.zero(X16_FLOATS).intoMemorySegment(out, at + b * outStride, LE);
+                        }
+                        for (int from = 0; from < supers; from += X16_K_UNPACKED) {
+                            int end = Math.min(supers, from + X16_K_UNPACKED);
+                            x16KUnpack(weights, group, part, from, end, factors, headers);
+                            for (int b = 0; b < batch; b++) {
+                                x16KDotsUnpacked(weights, group, part, from, end, in, b * cols, factors, headers,
+                                        out, at + b * outStride);
+                            }
+                        }
+                        continue;
+                    }
                     FloatVector zero = FloatVector.zero(X16_FLOATS);
                     for (int b = 0; b < batch; b++) {
                         zero.intoMemorySegment(out, at + b * outStride, LE);
@@ -1909,6 +1925,101 @@ final class VectorOps implements KernelOps {
                 acc = x16Sums(high, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f + 2 * lanes).mul(dy), acc);
                 acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i + 1] >> 3))
                         .fma(FloatVector.fromArray(X16_FLOATS, factors, f + 3 * lanes).mul(dy).neg(), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** Ints of a header's scale bytes, four rows' bytes an int, for {@link #x16KUnpack}. */
+    private static final VectorSpecies<Integer> X16_K_UNPACK = IntVector.SPECIES_PREFERRED;
+
+    /**
+     * Superblocks {@link #x16KUnpack} unpacks before {@link #x16KDotsUnpacked} runs over them.
+     * Four, measured on a matrix in memory, two threads, one input: against {@link #x16KFactors}'
+     * chunks, 1.11-1.24x the GB/s with 1024 or 2816 columns; one or two superblocks gained
+     * nothing, and a whole row's (11 at 2816 columns) lost, its headers read 2304 bytes apart
+     * ahead of their nibbles.
+     */
+    private static final int X16_K_UNPACKED = 4;
+
+    /**
+     * Per superblock of {@code [from, end)} of a group, its rows' {@code d} and {@code dmin}
+     * widened into {@code halves} (16 floats each, side by side) and its 6-bit scales and mins
+     * unpacked into {@code unpacked}, a byte each: 256 bytes a superblock, the 16 rows' scales of
+     * sub-block {@code t} at {@code 16t}, their mins at {@code 128 + 16t}. In int lanes, four
+     * rows a lane: the masks keep each byte's bits from its neighbours' ({@link
+     * ScalarOps#q4_KScale} and {@link ScalarOps#q4_KMin} unpack the same bits).
+     */
+    private static void x16KUnpack(MemorySegment w, long group, int part, int from, int end, float[] halves,
+            byte[] unpacked) {
+        int lanes = X16_FLOATS.length();
+        long offset = part * X16_PART_BYTES;
+        int step = X16_K_UNPACK.vectorByteSize();
+        for (int b = from; b < end; b++) {
+            long header = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
+            x16Scales(w, header + offset).intoArray(halves, 2 * (b - from) * lanes);
+            x16Scales(w, header + 32 + offset).intoArray(halves, (2 * (b - from) + 1) * lanes);
+            int u = (b - from) * 256;
+            for (int k = 0; k < 64; k += step) {
+                IntVector low = IntVector.fromMemorySegment(X16_K_UNPACK, w, header + 64 + k, LE);
+                IntVector mid = IntVector.fromMemorySegment(X16_K_UNPACK, w, header + 128 + k, LE);
+                IntVector top = IntVector.fromMemorySegment(X16_K_UNPACK, w, header + 192 + k, LE);
+                low.and(0x3f3f3f3f).reinterpretAsBytes().intoArray(unpacked, u + k);
+                top.and(0x0f0f0f0f).or(low.lanewise(VectorOperators.LSHR, 2).and(0x30303030))
+                        .reinterpretAsBytes().intoArray(unpacked, u + 64 + k);
+                mid.and(0x3f3f3f3f).reinterpretAsBytes().intoArray(unpacked, u + 128 + k);
+                top.lanewise(VectorOperators.LSHR, 4).and(0x0f0f0f0f)
+                        .or(mid.lanewise(VectorOperators.LSHR, 2).and(0x30303030))
+                        .reinterpretAsBytes().intoArray(unpacked, u + 192 + k);
+            }
+        }
+    }
+
+    /**
+     * {@link #x16KDots} for an input ({@code qBase} its first quant) over superblocks
+     * {@code [from, end)} unpacked by {@link #x16KUnpack}, each sub-block's factors made where they
+     * are used: {@code d * sc} and {@code dmin * m} in the same operations as {@link
+     * #x16KSixBitFactors}, so the same bits as every other path. For fewer inputs than
+     * {@link #X16_INPUTS}: it makes no floats of factors to store and load again, the work that
+     * made {@link #x16KFactors} a third of a superblock's time (one input, the matrix in the
+     * caches: 1.48x the GB/s with the factors left out altogether).
+     */
+    private static void x16KDotsUnpacked(MemorySegment w, long group, int part, int from, int end,
+            Q4_0X16.Inputs in, int qBase, float[] halvesOf, byte[] unpacked, MemorySegment out, long at) {
+        int lanes = X16_FLOATS.length();
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        long halves = part * X16_PART_BYTES;
+        FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        for (int b = from; b < end; b++) {
+            long header = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
+            FloatVector d = FloatVector.fromArray(X16_FLOATS, halvesOf, 2 * (b - from) * lanes);
+            FloatVector dmin = FloatVector.fromArray(X16_FLOATS, halvesOf, (2 * (b - from) + 1) * lanes);
+            long block = header + X16_K_HEADER + halves;
+            for (int g = 0; g < 4; g++) {
+                long quants = block + 512L * g;
+                int m = (qBase + b * 256 + g * 64) / 2;
+                ShortVector low = ShortVector.zero(X16_SHORTS);
+                ShortVector high = low;
+                for (int j = 0; j < 16; j++) {
+                    ShortVector packed = x16Load(w, quants + 32L * j);
+                    low = x16Low(packed).mul(x16Pair(pairs, m + j)).add(low);
+                    high = x16High(packed).mul(x16Pair(pairs, m + 16 + j)).add(high);
+                }
+                int i = (qBase + b * 256 + g * 64) / 32;
+                float dx = ds[i];
+                float dy = ds[i + 1];
+                int t = (b - from) * 256 + g * 32 + part * lanes;
+                FloatVector sc0 = x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, unpacked, t));
+                FloatVector sc1 = x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, unpacked, t + 16));
+                FloatVector m0 = x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, unpacked, t + 128));
+                FloatVector m1 = x16KSixBits(ByteVector.fromArray(X16_SCALE_BYTES, unpacked, t + 144));
+                acc = x16Sums(low, 0).fma(d.mul(sc0).mul(dx), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] >> 3)).fma(dmin.mul(m0).mul(dx).neg(), acc);
+                acc = x16Sums(high, 0).fma(d.mul(sc1).mul(dy), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i + 1] >> 3))
+                        .fma(dmin.mul(m1).mul(dy).neg(), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);

@@ -73,7 +73,7 @@ class Q4_KX16Test {
     /** Interleaved bytes, rows and range; the two implementations must agree on every bit. */
     @ParameterizedTest(name = "rows = {0}, cols = {1}, rows [{2}, {3})")
     @CsvSource({"16, 256, 0, 16", "48, 512, 0, 48", "37, 256, 0, 37", "37, 1024, 16, 37", "32, 4096, 0, 32",
-        "48, 256, 3, 35", "7, 512, 0, 7"})
+        "48, 256, 3, 35", "7, 512, 0, 7", "21, 1280, 0, 21", "16, 2816, 0, 16"})
     void vectorMatchesScalarBitForBit(int rows, int cols, int rowStart, int rowEnd) {
         try (Tensors t = new Tensors(rows * 5L + cols + rowStart)) {
             MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q4_K, (long) rows * cols), rows, cols);
