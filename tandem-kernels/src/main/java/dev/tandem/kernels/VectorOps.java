@@ -1460,12 +1460,13 @@ final class VectorOps implements KernelOps {
 
     /**
      * One part of a group of 16 rows (its weights from {@code part}, which is the group's start
-     * moved to the part) with one input: per block, each pair of nibble bytes less 8 times the
-     * pair of quants it meets, in short lanes (at most {@code 8 * 127} in magnitude, and each lane
-     * adds 16 of them), then one fused multiply-add per row. Taking the 8 off each nibble here, two
-     * operations a pair, measured faster at one input than taking {@code sum8} off once per block
-     * (8.4 against 6.5 GB/s on one thread), though it costs more operations; {@link #x16Dots4},
-     * where four inputs share them, takes {@code sum8} off.
+     * moved to the part) with one input: per block, each pair of nibble bytes times the pair of
+     * quants it meets, in short lanes (at most {@code 15 * 127} in magnitude, and each lane adds 16
+     * of them), then {@code sum8} taken off once per block (each nibble means itself less 8) and
+     * one fused multiply-add per row, as {@link #x16Dots4} does. Taking the 8 off each nibble
+     * instead, two operations a pair, once measured faster here (8.4 against 6.5 GB/s on one
+     * thread, before the launcher's compile commands); with them, two threads, both orders in one
+     * JVM, taking {@code sum8} off is 1.05-1.08x the GB/s, from the caches and from memory.
      */
     private static void x16Group(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int qBase, int blockBase,
             MemorySegment out, long at) {
@@ -1479,10 +1480,10 @@ final class VectorOps implements KernelOps {
             ShortVector sums = ShortVector.zero(X16_SHORTS);
             for (int j = 0; j < 8; j++) {
                 ShortVector packed = x16Bytes(w, block, j);
-                sums = x16Low(packed).sub((short) 8).mul(x16Pair(pairs, m + j)).add(sums);
-                sums = x16High(packed).sub((short) 8).mul(x16Pair(pairs, m + 8 + j)).add(sums);
+                sums = x16Low(packed).mul(x16Pair(pairs, m + j)).add(sums);
+                sums = x16High(packed).mul(x16Pair(pairs, m + 8 + j)).add(sums);
             }
-            acc = x16Sums(sums, 0).fma(x16Scales(w, block).mul(ds[blockBase + b]), acc);
+            acc = x16Sums(sums, sum8[blockBase + b]).fma(x16Scales(w, block).mul(ds[blockBase + b]), acc);
         }
         acc.intoMemorySegment(out, at, LE);
     }
