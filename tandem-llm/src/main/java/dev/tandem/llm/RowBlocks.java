@@ -93,4 +93,77 @@ record RowBlocks(int rows, int blockRows) {
         }
         return table;
     }
+
+    /**
+     * The part tables of one task ({@link #parts} triples; a fused task's tables in the order its
+     * parts are numbered) with the last part of each of two cores' shares cut into up to
+     * {@code pieces} parts of whole {@code align} rows, so that the core that finishes its share
+     * first takes little from the other's: a core's share is the first
+     * {@code ceil(parts / 2)} parts or the rest, each walked from its front, the other's taken
+     * from its back once its own is gone ({@code TaskNode.openParts}). Both tails are cut into
+     * as many pieces, so the shares' boundary stays after the first tail's last piece. Tables
+     * are returned as they are for other than two cores (their shares are not two halves), for
+     * a single part, or where a tail has fewer than {@code 2 * align} rows.
+     */
+    static int[][] cutShareTails(int[][] tables, int cores, int pieces, int align) {
+        if (pieces < 1 || align < 1) {
+            throw new IllegalArgumentException("row blocks: pieces = " + pieces + " and align = " + align
+                    + " must be >= 1");
+        }
+        int count = 0;
+        for (int[] table : tables) {
+            count += table.length / 3;
+        }
+        if (cores != 2 || count < 2) {
+            return tables;
+        }
+        int[] tails = {Math.ceilDiv(count, 2) - 1, count - 1};
+        int cut = pieces;
+        for (int tail : tails) {
+            int[] at = locate(tables, tail);
+            int rows = tables[at[0]][3 * at[1] + 2] - tables[at[0]][3 * at[1] + 1];
+            cut = Math.min(cut, rows / align);
+        }
+        if (cut < 2) {
+            return tables;
+        }
+        int[][] result = tables.clone();
+        // The later tail first, so that cutting it moves nothing the earlier one is found by.
+        for (int t = tails.length - 1; t >= 0; t--) {
+            int[] at = locate(result, tails[t]);
+            result[at[0]] = cut(result[at[0]], at[1], cut, align);
+        }
+        return result;
+    }
+
+    /** Table and entry of part {@code part} of tables numbered one after another. */
+    private static int[] locate(int[][] tables, int part) {
+        int table = 0;
+        while (part >= tables[table].length / 3) {
+            part -= tables[table].length / 3;
+            table++;
+        }
+        return new int[] {table, part};
+    }
+
+    /** {@code table} with entry {@code entry} cut into {@code pieces} parts of whole {@code align} rows, the last taking the rest. */
+    private static int[] cut(int[] table, int entry, int pieces, int align) {
+        int block = table[3 * entry];
+        int first = table[3 * entry + 1];
+        int end = table[3 * entry + 2];
+        int groups = (end - first) / align;
+        int[] result = new int[table.length + 3 * (pieces - 1)];
+        System.arraycopy(table, 0, result, 0, 3 * entry);
+        int at = 3 * entry;
+        int row = first;
+        for (int p = 0; p < pieces; p++) {
+            int next = p == pieces - 1 ? end : row + (groups / pieces + (p < groups % pieces ? 1 : 0)) * align;
+            result[at++] = block;
+            result[at++] = row;
+            result[at++] = next;
+            row = next;
+        }
+        System.arraycopy(table, 3 * entry + 3, result, at, table.length - 3 * entry - 3);
+        return result;
+    }
 }
