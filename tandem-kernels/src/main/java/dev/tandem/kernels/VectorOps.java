@@ -1589,7 +1589,7 @@ final class VectorOps implements KernelOps {
     /** The bytes {@link #x16KHalves} moves a header in: the preferred vector's. */
     private static final VectorSpecies<Byte> X16_HEADER_BYTES = ByteVector.SPECIES_PREFERRED;
 
-    /** Superblocks whose factors {@link #x16KFactors} unpacks before {@link #x16KDots} uses them. */
+    /** Superblocks whose factors {@link #x16KFactors} unpacks before {@link #x16KDots4} uses them. */
     private static final int X16_K_CHUNK = 2;
 
     /** Bytes of a q4_K_x16 superblock's header: 16 {@code d}, 16 {@code dmin}, 12 x 16 scale bytes. */
@@ -1597,13 +1597,15 @@ final class VectorOps implements KernelOps {
 
     /**
      * Groups of 16 rows by vector loops, the rest one row at a time by {@link Q4_KX16#row}, as
-     * {@link #matmulQ4_0_X16} does. Per group and part, {@link #X16_K_CHUNK} superblocks at a time:
-     * {@link #x16KFactors} unpacks their rows' {@code d * sc} and {@code dmin * m} once for every
-     * input, then {@link #x16KDots} runs each input over their nibbles (which the caches hold for
-     * the next input). With fewer than {@link #X16_INPUTS} inputs (a decode step's one), {@link
-     * #x16KUnpack} unpacks only the scales' bytes, {@link #X16_K_UNPACKED} superblocks at a time,
-     * and {@link #x16KDotsUnpacked} makes each factor where it is used. The loops doing vector work are methods of more than 325 bytecodes
-     * ({@link #x16KSixBitFactors}, {@link #x16KDots}, {@link #x16KDots4}, {@link #x16KScale4}),
+     * {@link #matmulQ4_0_X16} does. With fewer than {@link #X16_INPUTS} inputs (a decode step's
+     * one), per group and part, {@link #X16_K_UNPACKED} superblocks at a time: {@link #x16KUnpack}
+     * widens their {@code d} and {@code dmin} and unpacks their scales' bytes, then {@link
+     * #x16KDotsUnpacked} runs each input over their nibbles (which the caches hold for the next
+     * input), making each factor where it is used. With more, {@link #X16_K_CHUNK} superblocks at a
+     * time: {@link #x16KFactors} makes their rows' {@code d * sc} and {@code dmin * m} once for
+     * every four inputs ({@link #x16KDots4}, {@link #x16KScale4}), and the inputs left over unpack
+     * the chunk for themselves. The loops doing vector work are methods of more than 325 bytecodes
+     * ({@link #x16KSixBitFactors}, {@link #x16KDotsUnpacked}, {@link #x16KDots4}, {@link #x16KScale4}),
      * which C2 never inlines into a caller, and {@link #x16KHalves}, small enough to inline whole:
      * inlined into one method, they passed C2's node budget, and the vector operations it then
      * left out of line boxed every vector (0.2 to 1.6 GB/s).
@@ -1682,8 +1684,13 @@ final class VectorOps implements KernelOps {
                             x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out, at + b * outStride,
                                     outStride);
                         }
-                        for (; b < batch; b++) {
-                            x16KDots(weights, group, part, from, end, in, b * cols, factors, out, at + b * outStride);
+                        if (b < batch) {
+                            // The fours' factors are used: the rest unpack the chunk for themselves.
+                            x16KUnpack(weights, group, part, from, end, factors, headers);
+                            for (; b < batch; b++) {
+                                x16KDotsUnpacked(weights, group, part, from, end, in, b * cols, factors, headers,
+                                        out, at + b * outStride);
+                            }
                         }
                     }
                 }
@@ -1792,7 +1799,7 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link #x16KDots}' short sums for four inputs at once (their pairs of quants from {@code m}
+     * {@link #x16KDotsUnpacked}' short sums for four inputs at once (their pairs of quants from {@code m}
      * and {@code stride} ints apart), sharing each unpacked byte of the nibbles: into {@code sums},
      * per superblock and sub-block, the four inputs' sums in order. The nibbles' products for the
      * four inputs in one loop, their scaling in another ({@link #x16KScale4}): both in one passed
@@ -1847,8 +1854,8 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link #x16KDots4}'s four inputs (their outputs at {@code at} and {@code outStride} apart,
-     * their blocks of 32 from {@code i} and {@code stride} apart), scaled as {@link #x16KDots}
-     * scales its sums: two inputs a pass (four passed C2's node budget), both passes in this one
+     * their blocks of 32 from {@code i} and {@code stride} apart), scaled as {@link
+     * #x16KDotsUnpacked} scales its sums, with the factors {@link #x16KFactors} made: two inputs a pass (four passed C2's node budget), both passes in this one
      * method, which at more than 325 bytecodes C2 never inlines into its caller.
      */
     private static void x16KScale4(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums,
@@ -1885,50 +1892,6 @@ final class VectorOps implements KernelOps {
     /** A 6-bit scale or min per row, at most 63, as floats. */
     private static FloatVector x16KSixBits(ByteVector sixBits) {
         return (FloatVector) sixBits.convertShape(VectorOperators.B2F, X16_FLOATS, 0);
-    }
-
-    /**
-     * One input over superblocks {@code [from, end)} of a part of a group of 16 q4_K rows, added to
-     * its accumulators at {@code at}: per group of 64 values (two sub-blocks), each pair of nibble
-     * bytes times its pair of quants in short lanes, the low nibbles' products for the first
-     * sub-block and the high nibbles' for the second (16 products of at most {@code 15 * 127} a
-     * lane); then each sub-block's two fused multiply-adds as {@link Q4_KX16#row} does them: the
-     * integer dot products times {@code (d * sc) * dx}, then the input block's sum of quants times
-     * {@code -((dmin * m) * dx)}, the factors from {@link #x16KFactors}.
-     */
-    private static void x16KDots(MemorySegment w, long group, int part, int from, int end, Q4_0X16.Inputs in,
-            int qBase, float[] factors, MemorySegment out, long at) {
-        int lanes = X16_FLOATS.length();
-        int[] pairs = in.pairs();
-        float[] ds = in.d();
-        int[] sum8 = in.sum8();
-        long halves = part * X16_PART_BYTES;
-        FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
-        for (int b = from; b < end; b++) {
-            long block = group + b * Q4_KX16.GROUP_BLOCK_BYTES + X16_K_HEADER + halves;
-            for (int g = 0; g < 4; g++) {
-                long quants = block + 512L * g;
-                int m = (qBase + b * 256 + g * 64) / 2;
-                ShortVector low = ShortVector.zero(X16_SHORTS);
-                ShortVector high = low;
-                for (int j = 0; j < 16; j++) {
-                    ShortVector packed = x16Load(w, quants + 32L * j);
-                    low = x16Low(packed).mul(x16Pair(pairs, m + j)).add(low);
-                    high = x16High(packed).mul(x16Pair(pairs, m + 16 + j)).add(high);
-                }
-                int i = (qBase + b * 256 + g * 64) / 32;
-                int f = ((b - from) * 8 + 2 * g) * 2 * lanes;
-                float dx = ds[i];
-                acc = x16Sums(low, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f).mul(dx), acc);
-                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] >> 3))
-                        .fma(FloatVector.fromArray(X16_FLOATS, factors, f + lanes).mul(dx).neg(), acc);
-                float dy = ds[i + 1];
-                acc = x16Sums(high, 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f + 2 * lanes).mul(dy), acc);
-                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i + 1] >> 3))
-                        .fma(FloatVector.fromArray(X16_FLOATS, factors, f + 3 * lanes).mul(dy).neg(), acc);
-            }
-        }
-        acc.intoMemorySegment(out, at, LE);
     }
 
     /** Ints of a header's scale bytes, four rows' bytes an int, for {@link #x16KUnpack}. */
@@ -1977,13 +1940,18 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link #x16KDots} for an input ({@code qBase} its first quant) over superblocks
-     * {@code [from, end)} unpacked by {@link #x16KUnpack}, each sub-block's factors made where they
-     * are used: {@code d * sc} and {@code dmin * m} in the same operations as {@link
-     * #x16KSixBitFactors}, so the same bits as every other path. For fewer inputs than
-     * {@link #X16_INPUTS}: it makes no floats of factors to store and load again, the work that
-     * made {@link #x16KFactors} a third of a superblock's time (one input, the matrix in the
-     * caches: 1.48x the GB/s with the factors left out altogether).
+     * One input ({@code qBase} its first quant) over superblocks {@code [from, end)} of a part of a
+     * group of 16 q4_K rows, unpacked by {@link #x16KUnpack}, added to its accumulators at
+     * {@code at}: per group of 64 values (two sub-blocks), each pair of nibble bytes times its pair
+     * of quants in short lanes, the low nibbles' products for the first sub-block and the high
+     * nibbles' for the second (16 products of at most {@code 15 * 127} a lane); then each
+     * sub-block's two fused multiply-adds as {@link Q4_KX16#row} does them: the integer dot
+     * products times {@code (d * sc) * dx}, then the input block's sum of quants times
+     * {@code -((dmin * m) * dx)}, each factor made here in the same operations as {@link
+     * #x16KSixBitFactors}, so the same bits as the four inputs' path. It makes no floats of
+     * factors to store and load again, the work that made {@link #x16KFactors} a third of a
+     * superblock's time with one input (the matrix in the caches: 1.48x the GB/s with the
+     * factors left out altogether).
      */
     private static void x16KDotsUnpacked(MemorySegment w, long group, int part, int from, int end,
             Q4_0X16.Inputs in, int qBase, float[] halvesOf, byte[] unpacked, MemorySegment out, long at) {
