@@ -5,6 +5,7 @@ import static dev.tandem.Access.readWrite;
 import static dev.tandem.Access.write;
 
 import dev.tandem.Access;
+import dev.tandem.AccessMode;
 import dev.tandem.Buffer;
 import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
@@ -465,6 +466,43 @@ public final class LlamaModel {
             }
             scratch = attention.allocateScratch(allocate, maxRows);
         }
+
+        /** Slots of {@link #access}'s cache: a batch-1 step of the decoder declares about 100 accesses of these buffers. */
+        private static final int ACCESS_SLOTS = 256;
+
+        private final Access[] accesses = new Access[ACCESS_SLOTS];
+
+        Access read(Buffer buffer, long offset, long length) {
+            return access(buffer, AccessMode.READ, offset, length);
+        }
+
+        Access write(Buffer buffer, long offset, long length) {
+            return access(buffer, AccessMode.WRITE, offset, length);
+        }
+
+        Access readWrite(Buffer buffer, long offset, long length) {
+            return access(buffer, AccessMode.READ_WRITE, offset, length);
+        }
+
+        /**
+         * The access of {@code length} bytes at {@code offset} of {@code buffer} in {@code mode},
+         * made once and kept in a slot of a small cache (a record, immutable, so every step may
+         * declare the same one): a decode step declares the same accesses of these buffers every
+         * time, and made anew they were a sixth of its heap allocation. A slot holds the last
+         * access hashed to it; the program thread that builds this pass's steps is its only user.
+         */
+        private Access access(Buffer buffer, AccessMode mode, long offset, long length) {
+            int hash = System.identityHashCode(buffer) * 31 + Long.hashCode(offset * 31 + length) * 7 + mode.ordinal();
+            int slot = (hash ^ (hash >>> 16)) & (ACCESS_SLOTS - 1);
+            Access cached = accesses[slot];
+            if (cached != null && cached.mode() == mode && cached.region().buffer() == buffer
+                    && cached.region().offset() == offset && cached.region().length() == length) {
+                return cached;
+            }
+            Access made = new Access(buffer.region(offset, length), mode);
+            accesses[slot] = made;
+            return made;
+        }
     }
 
     /** Device bytes of the {@link Activations} of passes of {@code maxRows} rows and {@code maxLogits} logit rows. */
@@ -497,7 +535,7 @@ public final class LlamaModel {
         o.submit(embed, Orchestrator.scalars(rows, dim, config.vocab()),
                 weightRead(Tensor.TOKEN_EMBEDDING, 0),
                 read(tokenSource.region(0, (long) rows * Integer.BYTES)),
-                write(a.x.region(0, (long) rows * dim * F)));
+                a.write(a.x, 0, (long) rows * dim * F));
         int[] contexts = new int[rows];
         for (int r = 0; r < rows; r++) {
             contexts[r] = position[r] + 1;
@@ -524,9 +562,9 @@ public final class LlamaModel {
         }
         List<Access> accesses = new ArrayList<>();
         accesses.add(weightRead(Tensor.OUTPUT_NORM, 0));
-        accesses.add(write(a.xf.region(0, (long) logitRows.length * dim * F)));
+        accesses.add(a.write(a.xf, 0, (long) logitRows.length * dim * F));
         for (int row : logitRows) {
-            accesses.add(read(a.x.region((long) row * dim * F, dim * F)));
+            accesses.add(a.read(a.x, (long) row * dim * F, dim * F));
         }
         o.submit(finalNorm, Orchestrator.scalars(dim, Float.floatToRawIntBits(config.normEps())),
                 accesses.toArray(Access[]::new));
@@ -539,7 +577,7 @@ public final class LlamaModel {
      * {@code Pick}-style kernels take one region per block, {@link #gatherRow}).
      */
     int addLogitReads(List<Access> accesses, Activations a, int n) {
-        return addBlockReads(accesses, a.logits, blocks.get(Tensor.OUTPUT), n, 0, n);
+        return addBlockReads(a, accesses, a.logits, blocks.get(Tensor.OUTPUT), n, 0, n);
     }
 
     private void norm(Orchestrator o, Activations a, Tensor weight, int layer, int rows) {
@@ -548,8 +586,8 @@ public final class LlamaModel {
             int n = Math.min(ROW_CHUNK, rows - r0);
             o.submit(rmsnorm, Orchestrator.scalars(n, dim, Float.floatToRawIntBits(config.normEps())),
                     weightRead(weight, layer),
-                    read(a.x.region((long) r0 * dim * F, (long) n * dim * F)),
-                    write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
+                    a.read(a.x, (long) r0 * dim * F, (long) n * dim * F),
+                    a.write(a.xn, (long) r0 * dim * F, (long) n * dim * F));
         }
     }
 
@@ -565,8 +603,8 @@ public final class LlamaModel {
         o.submit(matmuls.get(weight),
                 Orchestrator.scalars(cols, rows, kernelType(weight, layer).ordinal(), inputKeys.incrementAndGet()),
                 weightRead(weight, layer),
-                read(in.region(0, (long) rows * cols * F)),
-                write(target.region(0, (long) matrixRows * rows * F)));
+                a.read(in, 0, (long) rows * cols * F),
+                a.write(target, 0, (long) matrixRows * rows * F));
     }
 
     private void ropeStore(Orchestrator o, Activations a, Buffer keyCache, Buffer valueCache, int layer, int rows,
@@ -575,11 +613,11 @@ public final class LlamaModel {
         RowBlocks qSplit = blocks.get(Tensor.WQ);
         RowBlocks kvSplit = blocks.get(Tensor.WK);
         List<Access> accesses = new ArrayList<>();
-        int qBlocks = addBlockReads(accesses, a.outputs.get(Tensor.WQ), qSplit, rows, r0, n);
-        int kvBlocks = addBlockReads(accesses, a.outputs.get(Tensor.WK), kvSplit, rows, r0, n);
-        addBlockReads(accesses, a.outputs.get(Tensor.WV), kvSplit, rows, r0, n);
+        int qBlocks = addBlockReads(a, accesses, a.outputs.get(Tensor.WQ), qSplit, rows, r0, n);
+        int kvBlocks = addBlockReads(a, accesses, a.outputs.get(Tensor.WK), kvSplit, rows, r0, n);
+        addBlockReads(a, accesses, a.outputs.get(Tensor.WV), kvSplit, rows, r0, n);
         int qDim = config.qDim();
-        accesses.add(write(a.q.region((long) r0 * qDim * F, (long) n * qDim * F)));
+        accesses.add(a.write(a.q, (long) r0 * qDim * F, (long) n * qDim * F));
         long slotBytes = (long) config.kvDim() * F;
         int bs = options.kvBlockSize();
         for (Buffer cache : new Buffer[] {keyCache, valueCache}) {
@@ -622,14 +660,14 @@ public final class LlamaModel {
         for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
             int n = Math.min(ROW_CHUNK, rows - r0);
             List<Access> accesses = new ArrayList<>();
-            accesses.add(readWrite(a.x.region((long) r0 * dim * F, (long) n * dim * F)));
-            int deltas = addBlockReads(accesses, a.outputs.get(weight), split, rows, r0, n);
+            accesses.add(a.readWrite(a.x, (long) r0 * dim * F, (long) n * dim * F));
+            int deltas = addBlockReads(a, accesses, a.outputs.get(weight), split, rows, r0, n);
             if (norm == null) {
                 o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
                 continue;
             }
             accesses.add(weightRead(norm, normLayer));
-            accesses.add(write(a.xn.region((long) r0 * dim * F, (long) n * dim * F)));
+            accesses.add(a.write(a.xn, (long) r0 * dim * F, (long) n * dim * F));
             o.submit(residualNorm, Orchestrator.scalars(n, dim, deltas, Float.floatToRawIntBits(config.normEps())),
                     accesses.toArray(Access[]::new));
         }
@@ -646,14 +684,14 @@ public final class LlamaModel {
         int cols = Tensor.WQ.cols(config);
         Access[] accesses = new Access[1 + 2 * projections.length];
         long[] scalars = new long[3 + projections.length];
-        accesses[0] = read(a.xn.region(0, (long) rows * cols * F));
+        accesses[0] = a.read(a.xn, 0, (long) rows * cols * F);
         scalars[0] = cols;
         scalars[1] = rows;
         for (int i = 0; i < projections.length; i++) {
             int matrixRows = projections[i].rows(config);
             scalars[2 + i] = kernelType(projections[i], layer).ordinal();
             accesses[1 + 2 * i] = weightRead(projections[i], layer);
-            accesses[2 + 2 * i] = write(a.outputs.get(projections[i]).region(0, (long) matrixRows * rows * F));
+            accesses[2 + 2 * i] = a.write(a.outputs.get(projections[i]), 0, (long) matrixRows * rows * F);
         }
         scalars[2 + projections.length] = inputKeys.incrementAndGet();
         o.submit(qkv, scalars, accesses);
@@ -671,10 +709,10 @@ public final class LlamaModel {
                         kernelType(Tensor.W3, layer).ordinal(), inputKeys.incrementAndGet()),
                 weightRead(Tensor.W1, layer),
                 weightRead(Tensor.W3, layer),
-                read(a.xn.region(0, (long) rows * cols * F)),
-                write(a.outputs.get(Tensor.W1).region(0, (long) ffn * rows * F)),
-                write(a.outputs.get(Tensor.W3).region(0, (long) ffn * rows * F)),
-                write(a.hb.region(0, (long) rows * ffn * F)));
+                a.read(a.xn, 0, (long) rows * cols * F),
+                a.write(a.outputs.get(Tensor.W1), 0, (long) ffn * rows * F),
+                a.write(a.outputs.get(Tensor.W3), 0, (long) ffn * rows * F),
+                a.write(a.hb, 0, (long) rows * ffn * F));
     }
 
     /**
@@ -686,13 +724,13 @@ public final class LlamaModel {
      * dependency lookup each on the host, which builds the next step on one of the cores'
      * processors.)
      */
-    private static int addBlockReads(List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0, int n) {
+    private static int addBlockReads(Activations a, List<Access> accesses, Buffer output, RowBlocks split, int rows, int r0, int n) {
         if (rows == 1) {
-            accesses.add(read(output.region(0, (long) split.rows() * F)));
+            accesses.add(a.read(output, 0, (long) split.rows() * F));
             return 1;
         }
         for (int k = 0; k < split.count(); k++) {
-            accesses.add(read(output.region(split.offset(k, rows, r0), split.length(k, n))));
+            accesses.add(a.read(output, split.offset(k, rows, r0), split.length(k, n)));
         }
         return split.count();
     }
