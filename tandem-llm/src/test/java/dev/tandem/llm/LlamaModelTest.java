@@ -255,4 +255,34 @@ class LlamaModelTest {
             assertThat(streamed.tokens().getFirst()).containsExactly(box(reference.generate(request, 0).tokens()));
         }
     }
+
+    /**
+     * The accesses of a pass's own buffers come from a cache of 256 slots: asked for the same
+     * access again, it returns the same object; asked for 2,000 different ones (so that slots
+     * collide), every access it returns is exactly the buffer, range and mode asked for.
+     */
+    @Test
+    void activationAccessesAreMadeOnceAndAlwaysWhatWasAskedFor() {
+        var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, WeightType.F32);
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 3));
+            LlamaModel.Activations a = model.new Activations(4, 1, worker::allocate);
+            dev.tandem.Access first = a.read(a.x, 0, 64);
+            assertThat(a.read(a.x, 0, 64)).isSameAs(first);
+            assertThat(a.write(a.x, 0, 64)).isNotSameAs(first).satisfies(
+                    w -> assertThat(w.mode()).isEqualTo(dev.tandem.AccessMode.WRITE));
+            dev.tandem.Buffer[] buffers = {a.x, a.xn, a.q, a.hb};
+            java.util.Random random = new java.util.Random(7);
+            for (int i = 0; i < 2000; i++) {
+                dev.tandem.Buffer buffer = buffers[random.nextInt(buffers.length)];
+                long offset = 4L * random.nextInt(16);
+                long length = 4L * (1 + random.nextInt(16));
+                int mode = random.nextInt(3);
+                dev.tandem.Access access = mode == 0 ? a.read(buffer, offset, length)
+                        : mode == 1 ? a.write(buffer, offset, length) : a.readWrite(buffer, offset, length);
+                assertThat(access.region()).as("access %d", i).isEqualTo(new dev.tandem.Region(buffer, offset, length));
+                assertThat(access.mode()).as("access %d", i).isEqualTo(dev.tandem.AccessMode.values()[mode]);
+            }
+        }
+    }
 }
