@@ -175,13 +175,6 @@ public final class LlamaModel {
     private final Map<Tensor, Access[]> weightReads = new EnumMap<>(Tensor.class);
 
     /** Matrices computed inside the {@code matmul_qkv} and {@code matmul_w1_w3} tasks, not by {@link #matmul}. */
-    /**
-     * Pieces the last part of each core's share of a matmul task is cut into
-     * ({@link RowBlocks#cutShareTails}): the core done first then waits for at most a piece of the
-     * other's, not a whole part.
-     */
-    static final int TAIL_PIECES = 4;
-
     private static final Set<Tensor> FUSED_PROJECTIONS =
             EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
@@ -267,7 +260,6 @@ public final class LlamaModel {
         // One split of each matrix's rows for every layer (the block-major outputs that later
         // tasks read must not change shape between layers), sized by its widest rows; the gate and
         // up projections share theirs, since one task computes a block of both.
-        Map<Tensor, Integer> aligns = new EnumMap<>(Tensor.class);
         for (Tensor tensor : types.keySet()) {
             if (tensor != Tensor.TOKEN_EMBEDDING) {
                 Tensor[] sharing = tensor == Tensor.W1 || tensor == Tensor.W3
@@ -287,29 +279,6 @@ public final class LlamaModel {
                 long partRowBytes = tensor == Tensor.W1 || tensor == Tensor.W3 ? 2 * rowBytes : rowBytes;
                 int partRows = (int) Math.max(1, Math.min(Integer.MAX_VALUE, options.partBytes() / partRowBytes));
                 parts.put(tensor, split.parts(Math.ceilDiv(partRows, align) * align));
-                aligns.put(tensor, align);
-            }
-        }
-        // The last part of each core's share of a task cut into pieces (the tasks' tables: q, k and
-        // v together, gate and up as one, every other matrix alone).
-        for (Tensor[] task : new Tensor[][] {{Tensor.WQ, Tensor.WK, Tensor.WV}, {Tensor.W1}}) {
-            if (parts.containsKey(task[0])) {
-                int[][] tables = new int[task.length][];
-                int align = 1;
-                for (int i = 0; i < task.length; i++) {
-                    tables[i] = parts.get(task[i]);
-                    align = Math.max(align, aligns.get(task[i]));
-                }
-                tables = RowBlocks.cutShareTails(tables, parallelism, TAIL_PIECES, align);
-                for (int i = 0; i < task.length; i++) {
-                    parts.put(task[i], tables[i]);
-                }
-            }
-        }
-        for (Tensor tensor : aligns.keySet()) {
-            if (!FUSED_PROJECTIONS.contains(tensor)) {
-                parts.put(tensor, RowBlocks.cutShareTails(new int[][] {parts.get(tensor)}, parallelism, TAIL_PIECES,
-                        aligns.get(tensor))[0]);
             }
         }
         for (Tensor tensor : types.keySet()) {
