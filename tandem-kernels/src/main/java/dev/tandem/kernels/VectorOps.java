@@ -1648,8 +1648,10 @@ final class VectorOps implements KernelOps {
         long rowBytes = supers * 144L;
         long outStride = (long) rows * F;
         byte[] headers = scratch.bytes(Math.max(X16_K_CHUNK, X16_K_UNPACKED) * X16_K_HEADER);
-        short[] sums = batch >= X16_INPUTS ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
+        int fours = batch - batch % X16_INPUTS;
+        short[] sums = fours > 0 ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
         float[] factors = scratch.factors(Math.max(X16_K_CHUNK * (8 + 1), X16_K_UNPACKED) * 2 * X16_FLOATS.length());
+        int chunk = fours > 0 ? X16_K_CHUNK : X16_K_UNPACKED;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
@@ -1657,37 +1659,24 @@ final class VectorOps implements KernelOps {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
-                    if (batch < X16_INPUTS) {
-                        for (int b = 0; b < batch; b++) {
-                            FloatVector.zero(X16_FLOATS).intoMemorySegment(out, at + b * outStride, LE);
-                        }
-                        for (int from = 0; from < supers; from += X16_K_UNPACKED) {
-                            int end = Math.min(supers, from + X16_K_UNPACKED);
-                            x16KUnpack(weights, group, part, from, end, factors, headers);
-                            for (int b = 0; b < batch; b++) {
-                                x16KDotsUnpacked(weights, group, part, from, end, in, b * cols, factors, headers,
-                                        out, at + b * outStride);
-                            }
-                        }
-                        continue;
-                    }
                     FloatVector zero = FloatVector.zero(X16_FLOATS);
                     for (int b = 0; b < batch; b++) {
                         zero.intoMemorySegment(out, at + b * outStride, LE);
                     }
-                    for (int from = 0; from < supers; from += X16_K_CHUNK) {
-                        int end = Math.min(supers, from + X16_K_CHUNK);
-                        x16KFactors(weights, group, part, from, end, headers, factors);
-                        int b = 0;
-                        for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
-                            x16KDots4(weights, group, part, from, end, in.pairs(), b * cols / 2, cols / 2, sums);
-                            x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out, at + b * outStride,
-                                    outStride);
+                    for (int from = 0; from < supers; from += chunk) {
+                        int end = Math.min(supers, from + chunk);
+                        if (fours > 0) {
+                            x16KFactors(weights, group, part, from, end, headers, factors);
+                            for (int b = 0; b < fours; b += X16_INPUTS) {
+                                x16KDots4(weights, group, part, from, end, in.pairs(), b * cols / 2, cols / 2, sums);
+                                x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out,
+                                        at + b * outStride, outStride);
+                            }
                         }
-                        if (b < batch) {
-                            // The fours' factors are used: the rest unpack the chunk for themselves.
+                        if (fours < batch) {
+                            // After the fours (their factors used), the rest unpack the chunk for themselves.
                             x16KUnpack(weights, group, part, from, end, factors, headers);
-                            for (; b < batch; b++) {
+                            for (int b = fours; b < batch; b++) {
                                 x16KDotsUnpacked(weights, group, part, from, end, in, b * cols, factors, headers,
                                         out, at + b * outStride);
                             }
@@ -1855,8 +1844,9 @@ final class VectorOps implements KernelOps {
     /**
      * {@link #x16KDots4}'s four inputs (their outputs at {@code at} and {@code outStride} apart,
      * their blocks of 32 from {@code i} and {@code stride} apart), scaled as {@link
-     * #x16KDotsUnpacked} scales its sums, with the factors {@link #x16KFactors} made: two inputs a pass (four passed C2's node budget), both passes in this one
-     * method, which at more than 325 bytecodes C2 never inlines into its caller.
+     * #x16KDotsUnpacked} scales its sums, with the factors {@link #x16KFactors} made: two inputs a
+     * pass (four passed C2's node budget), both passes in this one method, which at more than 325
+     * bytecodes C2 never inlines into its caller.
      */
     private static void x16KScale4(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums,
             float[] factors, MemorySegment out, long at, long outStride) {
