@@ -60,11 +60,13 @@ import java.util.Locale;
  *   <li>{@link #Q6_K_X16}: the same for q6_K, in tandem's memory only: 210 bytes per 256 values per
  *       row, each group of 16 rows interleaved superblock by superblock. For superblock {@code b}
  *       of the group, its 3360 bytes at {@code b * 3360} from the group's start hold row {@code i}'s
- *       f16 {@code d} at {@code 2 * i}, its int8 scale {@code s} at {@code 32 + 16 * s + i}, byte
- *       {@code k} of its 128 {@code ql} bytes at {@code 288 + 32 * (k / 2) + 2 * i + k % 2} and byte
- *       {@code k} of its 64 {@code qh} bytes at {@code 2336 + 32 * (k / 2) + 2 * i + k % 2} (pairs
- *       side by side, as in {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K
- *       layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
+ *       f16 {@code d} at {@code 2 * i}, its int8 scale {@code s} at {@code 32 + 16 * s + i}, then
+ *       its quants in 32 runs of 96 bytes, in the order the kernel reads them: run
+ *       {@code p = 16 * h + 8 * s + t} ({@code h, s} in 0..1, {@code t} in 0..7) at
+ *       {@code 288 + 96 * p} holds, 32 bytes each, the pairs of {@code ql} bytes
+ *       {@code 2 * (32 * h + 8 * s + t)} and 16 pairs after them, then the pair of {@code qh} bytes
+ *       {@code 2 * p}, each pair of the 16 rows side by side (row {@code i}'s at {@code 2 * i}, as in
+ *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
  * </ul>
  */
 public enum TensorType {

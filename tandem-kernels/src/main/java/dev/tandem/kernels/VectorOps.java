@@ -2082,16 +2082,16 @@ final class VectorOps implements KernelOps {
             long block = part + b * Q6_KX16.GROUP_BLOCK_BYTES;
             for (int n = 0; n < 4; n++) { // half n / 2, sub-block half n % 2
                 int p = m + b * 128 + 64 * (n >> 1) + 8 * (n & 1);
-                long ql = block + Q6_KX16.QL + 32L * (32 * (n >> 1) + 8 * (n & 1));
-                long qh = block + Q6_KX16.QH + 32L * (16 * (n >> 1) + 8 * (n & 1));
+                long run = block + Q6_KX16.QUANTS + (long) Q6_KX16.RUN * 8 * n;
                 ShortVector s0 = ShortVector.zero(X16_SHORTS);
                 ShortVector s1 = s0;
                 ShortVector s2 = s0;
                 ShortVector s3 = s0;
                 for (int j = 0; j < 8; j++) {
-                    ShortVector a = x16Load(w, ql + 32L * j);
-                    ShortVector c = x16Load(w, ql + 32L * (16 + j));
-                    ShortVector top = x16Load(w, qh + 32L * j);
+                    long at = run + (long) Q6_KX16.RUN * j;
+                    ShortVector a = x16Load(w, at);
+                    ShortVector c = x16Load(w, at + 32);
+                    ShortVector top = x16Load(w, at + 64);
                     s0 = a.and(low).or(top.lanewise(VectorOperators.LSHL, 4).and(high)).sub(offset)
                             .mul(x16Pair(pairs, p + j)).add(s0);
                     s1 = c.and(low).or(top.lanewise(VectorOperators.LSHL, 2).and(high)).sub(offset)

@@ -48,11 +48,13 @@ class Q6_KX16Test {
                         if (r < grouped) {
                             long block = (r - r % 16) * rowBytes + b * 3360L;
                             int i = r % 16;
-                            if (j < 128) { // ql
-                                to = block + 288 + 32L * (j / 2) + 2L * i + j % 2;
-                            } else if (j < 192) { // qh
+                            if (j < 128) { // ql pair j / 2 = 32h + 16u + 8s + t: run 16h + 8s + t, slot u
+                                int pair = j / 2;
+                                int run = 16 * (pair / 32) + pair % 16;
+                                to = block + 288 + 96L * run + 32L * (pair % 32 / 16) + 2L * i + j % 2;
+                            } else if (j < 192) { // qh pair k / 2: its own run, slot 2
                                 int k = j - 128;
-                                to = block + 2336 + 32L * (k / 2) + 2L * i + k % 2;
+                                to = block + 288 + 96L * (k / 2) + 64 + 2L * i + k % 2;
                             } else if (j < 208) { // scales
                                 to = block + 32 + 16L * (j - 192) + i;
                             } else { // d
