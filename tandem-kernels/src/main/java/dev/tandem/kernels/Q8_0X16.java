@@ -18,9 +18,31 @@ final class Q8_0X16 {
 
     private Q8_0X16() {}
 
-    /** Offset of quant {@code k} of row {@code row}'s block within the group's block: 16 rows side by side. */
-    static int quantByte(int k, int row) {
-        return 32 + 16 * k + row;
+    /** Blocks of a row of {@code blocks} that lie in pairs: all but a last odd one. */
+    static int paired(int blocks) {
+        return blocks - blocks % 2;
+    }
+
+    /**
+     * Offset of row {@code row}'s f16 scale of block {@code b} (of {@code blocks}) within its group.
+     * A pair of blocks {@code b, b + 1} ({@code b} even) takes their 1088 bytes at {@code b * 544}:
+     * block {@code b}'s 16 scales, block {@code b + 1}'s, then quant {@code k} of block {@code b}
+     * and quant {@code k} of block {@code b + 1} of the 16 rows, 16 bytes each, for {@code k} from
+     * 0 to 31. A last odd block takes its 544 bytes alone: scales, then quant {@code k} at
+     * {@code 32 + 16 * k}. In pairs, one pass front to back runs two blocks' chains of
+     * multiply-adds side by side (see {@code VectorOps.q8x16Group}).
+     */
+    static long scaleAt(int b, int blocks, int row) {
+        int odd = b % 2;
+        long pair = (long) (b - odd) * GROUP_BLOCK_BYTES;
+        return b < paired(blocks) ? pair + 32L * odd + 2L * row : pair + 2L * row;
+    }
+
+    /** Offset of row {@code row}'s quant {@code k} of block {@code b} (of {@code blocks}) within its group, as {@link #scaleAt} lays them out. */
+    static long quantAt(int b, int blocks, int k, int row) {
+        int odd = b % 2;
+        long pair = (long) (b - odd) * GROUP_BLOCK_BYTES;
+        return b < paired(blocks) ? pair + 64 + 32L * k + 16L * odd + row : pair + 32 + 16L * k + row;
     }
 
     /**
@@ -37,12 +59,11 @@ final class Q8_0X16 {
         long plain = weights0 + (long) r * rowBytes;
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
-            long block = group + b * GROUP_BLOCK_BYTES;
-            long scaleAt = interleaved ? block + 2L * lane : plain + b * 34L;
+            long scaleAt = interleaved ? group + scaleAt(b, blocks, lane) : plain + b * 34L;
             long xb = x0 + b * 32L * Float.BYTES;
             float sum = 0f;
             for (int k = 0; k < 32; k++) {
-                long at = interleaved ? block + quantByte(k, lane) : scaleAt + 2 + k;
+                long at = interleaved ? group + quantAt(b, blocks, k, lane) : scaleAt + 2 + k;
                 sum = Math.fma((float) weights.get(I8, at), x.get(F32, xb + (long) k * Float.BYTES), sum);
             }
             acc = Math.fma(sum, HalfFloats.f16ToF32(weights.get(F16, scaleAt)), acc);

@@ -105,11 +105,29 @@ public interface QuantOps {
     default void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
-        interleaveScaledBlocks(TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols, Q8_0X16::quantByte);
+        long rowBytes = TensorType.Q8_0.rowBytes(cols);
+        int blocks = cols / 32;
+        int grouped = rows - rows % TensorType.X16_ROWS;
+        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
+            long from = srcOffset + group * rowBytes;
+            long to = dstOffset + group * rowBytes;
+            for (int b = 0; b < blocks; b++) {
+                for (int i = 0; i < TensorType.X16_ROWS; i++) {
+                    long source = from + i * rowBytes + b * 34L;
+                    dst.set(LittleEndian.F16, to + Q8_0X16.scaleAt(b, blocks, i), src.get(LittleEndian.F16, source));
+                    for (int k = 0; k < 32; k++) {
+                        dst.set(LittleEndian.I8, to + Q8_0X16.quantAt(b, blocks, k, i),
+                                src.get(LittleEndian.I8, source + 2 + k));
+                    }
+                }
+            }
+        }
+        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
+                (rows - grouped) * rowBytes);
     }
 
     /**
-     * The interleaving of a type whose blocks are an f16 scale and then quant bytes (q4_0, q8_0):
+     * The interleaving of a type whose blocks are an f16 scale and then quant bytes (q4_0):
      * per group of 16 rows and block, the 16 scales at {@code 2 * row}, byte {@code k} of each
      * row's quants at {@code byteAt(k, row)}, the group's blocks as many bytes apart as 16 of the
      * type's; the last {@code rows % 16} rows copied as they are.

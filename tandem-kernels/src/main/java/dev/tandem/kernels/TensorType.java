@@ -52,10 +52,14 @@ import java.util.Locale;
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q4_K layout.
  *       {@link QuantOps#interleaveQ4_K} makes it; {@link MatmulOps#matmulQ4_K_X16} reads it.
  *   <li>{@link #Q8_0_X16}: the same for q8_0, in tandem's memory only: 34 bytes per 32 values per
- *       row, each group of 16 rows interleaved block by block. For block {@code b} of the group,
- *       its 544 bytes at {@code b * 544} from the group's start hold row {@code i}'s f16 scale at
- *       {@code 2 * i} and its quant {@code k} at {@code 32 + 16 * k + i}, so one 16-byte load holds
- *       quant {@code k} of all 16 rows. The last {@code rows % 16} rows stay in the q8_0 layout.
+ *       row, each group of 16 rows interleaved a pair of blocks at a time. For blocks {@code b}
+ *       and {@code b + 1} ({@code b} even) of the group, their 1088 bytes at {@code b * 544} from
+ *       the group's start hold row {@code i}'s f16 scale of block {@code b + u} at
+ *       {@code 32 * u + 2 * i} and its quant {@code k} of block {@code b + u} at
+ *       {@code 64 + 32 * k + 16 * u + i}, so one 16-byte load holds quant {@code k} of a block of
+ *       all 16 rows, and the next one the same quant of the next block. A last odd block of a row
+ *       takes its 544 bytes alone: scales at {@code 2 * i}, quant {@code k} at
+ *       {@code 32 + 16 * k + i}. The last {@code rows % 16} rows stay in the q8_0 layout.
  *       {@link QuantOps#interleaveQ8_0} makes it; {@link MatmulOps#matmulQ8_0_X16} reads it.
  *   <li>{@link #Q6_K_X16}: the same for q6_K, in tandem's memory only: 210 bytes per 256 values per
  *       row, each group of 16 rows interleaved superblock by superblock. For superblock {@code b}

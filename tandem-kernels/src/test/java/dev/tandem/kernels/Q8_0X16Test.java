@@ -51,8 +51,16 @@ class Q8_0X16Test {
                         long from = r * rowBytes + b * 34L + j;
                         long to;
                         if (r < grouped) {
-                            long block = (r - r % 16) * rowBytes + b * 544L;
-                            to = j < 2 ? block + 2L * (r % 16) + j : block + 32 + 16L * (j - 2) + r % 16;
+                            int i = r % 16;
+                            long groupStart = (r - i) * rowBytes;
+                            if (b % 2 == 0 && b + 1 == cols / 32) { // a last odd block, alone
+                                long block = groupStart + b * 544L;
+                                to = j < 2 ? block + 2L * i + j : block + 32 + 16L * (j - 2) + i;
+                            } else { // a pair: both blocks' scales, then their quants k side by side
+                                long pair = groupStart + (b - b % 2) * 544L;
+                                to = j < 2 ? pair + 32L * (b % 2) + 2L * i + j
+                                        : pair + 64 + 32L * (j - 2) + 16L * (b % 2) + i;
+                            }
                         } else {
                             to = from;
                         }
