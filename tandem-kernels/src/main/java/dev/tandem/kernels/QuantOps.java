@@ -1,7 +1,6 @@
 package dev.tandem.kernels;
 
 import java.lang.foreign.MemorySegment;
-import java.util.function.IntBinaryOperator;
 
 /**
  * Conversion between f32 and the GGUF tensor types of {@link TensorType}: dequantizing any of them
@@ -89,15 +88,16 @@ public interface QuantOps {
     default void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
-        interleaveScaledBlocks(TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols,
-                (k, row) -> 32 + (int) Q4_0X16.pairByte(k, row));
+        Interleaving.groups(TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * 16L * 18 + (j < 2 ? 2L * row + j : 32 + Q4_0X16.pairByte(j - 2, row)));
     }
 
     /**
      * Copies the q8_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
-     * {@link TensorType#Q8_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
-     * block (quant {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
-     * are. A load-time step, once per matrix.
+     * {@link TensorType#Q8_0_X16} layout: the same bytes, each group of 16 rows interleaved a pair
+     * of blocks at a time (quant {@code k} of the 16 rows side by side, then the same quant of the
+     * pair's other block), the last {@code rows % 16} rows as they are. A load-time step, once per
+     * matrix.
      *
      * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
      *     not a multiple of 32, or either segment is too small
@@ -105,55 +105,8 @@ public interface QuantOps {
     default void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
-        long rowBytes = TensorType.Q8_0.rowBytes(cols);
-        int blocks = cols / 32;
-        int grouped = rows - rows % TensorType.X16_ROWS;
-        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
-            long from = srcOffset + group * rowBytes;
-            long to = dstOffset + group * rowBytes;
-            for (int b = 0; b < blocks; b++) {
-                for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + b * 34L;
-                    dst.set(LittleEndian.F16, to + Q8_0X16.scaleAt(b, blocks, i), src.get(LittleEndian.F16, source));
-                    for (int k = 0; k < 32; k++) {
-                        dst.set(LittleEndian.I8, to + Q8_0X16.quantAt(b, blocks, k, i),
-                                src.get(LittleEndian.I8, source + 2 + k));
-                    }
-                }
-            }
-        }
-        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
-                (rows - grouped) * rowBytes);
-    }
-
-    /**
-     * The interleaving of a type whose blocks are an f16 scale and then quant bytes (q4_0):
-     * per group of 16 rows and block, the 16 scales at {@code 2 * row}, byte {@code k} of each
-     * row's quants at {@code byteAt(k, row)}, the group's blocks as many bytes apart as 16 of the
-     * type's; the last {@code rows % 16} rows copied as they are.
-     */
-    private static void interleaveScaledBlocks(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst,
-            long dstOffset, int rows, int cols, IntBinaryOperator byteAt) {
-        long rowBytes = type.rowBytes(cols);
-        int blockBytes = type.blockBytes();
-        int blocks = cols / type.blockSize();
-        int grouped = rows - rows % TensorType.X16_ROWS;
-        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
-            long from = srcOffset + group * rowBytes;
-            long to = dstOffset + group * rowBytes;
-            for (int b = 0; b < blocks; b++) {
-                long block = to + (long) b * TensorType.X16_ROWS * blockBytes;
-                for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + (long) b * blockBytes;
-                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
-                    for (int k = 0; k < blockBytes - 2; k++) {
-                        dst.set(LittleEndian.I8, block + byteAt.applyAsInt(k, i), src.get(LittleEndian.I8, source + 2 + k));
-                    }
-                }
-            }
-        }
-        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
-                (rows - grouped) * rowBytes);
+        Interleaving.groups(TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                j < 2 ? Q8_0X16.scaleAt(b, blocks, row) + j : Q8_0X16.quantAt(b, blocks, j - 2, row));
     }
 
     /**
@@ -167,30 +120,10 @@ public interface QuantOps {
     default void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
-        long rowBytes = TensorType.Q4_K.rowBytes(cols);
-        int blocks = cols / 256;
-        int grouped = rows - rows % TensorType.X16_ROWS;
-        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
-            long from = srcOffset + group * rowBytes;
-            long to = dstOffset + group * rowBytes;
-            for (int b = 0; b < blocks; b++) {
-                long block = to + b * Q4_KX16.GROUP_BLOCK_BYTES;
-                for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + b * 144L;
-                    dst.set(LittleEndian.F16, block + 2L * i, src.get(LittleEndian.F16, source));
-                    dst.set(LittleEndian.F16, block + 32 + 2L * i, src.get(LittleEndian.F16, source + 2));
-                    for (int k = 0; k < 12; k++) {
-                        dst.set(LittleEndian.I8, block + 64 + 16L * k + i, src.get(LittleEndian.I8, source + 4 + k));
-                    }
-                    for (int k = 0; k < 128; k++) {
-                        dst.set(LittleEndian.I8, block + 256 + Q4_0X16.pairByte(k, i),
-                                src.get(LittleEndian.I8, source + 16 + k));
-                    }
-                }
-            }
-        }
-        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
-                (rows - grouped) * rowBytes);
+        Interleaving.groups(TensorType.Q4_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * Q4_KX16.GROUP_BLOCK_BYTES + (j < 4 ? 32L * (j / 2) + 2L * row + j % 2 // d, then dmin
+                        : j < 16 ? 64 + 16L * (j - 4) + row // the 12 scale bytes
+                        : 256 + Q4_0X16.pairByte(j - 16, row))); // the nibbles
     }
 
     /**
@@ -204,23 +137,7 @@ public interface QuantOps {
     default void interleaveQ6_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
-        long rowBytes = TensorType.Q6_K.rowBytes(cols);
-        int blocks = cols / 256;
-        int grouped = rows - rows % TensorType.X16_ROWS;
-        for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
-            long from = srcOffset + group * rowBytes;
-            long to = dstOffset + group * rowBytes;
-            for (int b = 0; b < blocks; b++) {
-                long block = to + b * Q6_KX16.GROUP_BLOCK_BYTES;
-                for (int i = 0; i < TensorType.X16_ROWS; i++) {
-                    long source = from + i * rowBytes + b * 210L;
-                    for (int j = 0; j < 210; j++) {
-                        dst.set(LittleEndian.I8, block + Q6_KX16.byteAt(j, i), src.get(LittleEndian.I8, source + j));
-                    }
-                }
-            }
-        }
-        MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
-                (rows - grouped) * rowBytes);
+        Interleaving.groups(TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * Q6_KX16.GROUP_BLOCK_BYTES + Q6_KX16.byteAt(j, row));
     }
 }
