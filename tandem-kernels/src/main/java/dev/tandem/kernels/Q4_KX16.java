@@ -15,7 +15,33 @@ final class Q4_KX16 {
     /** Bytes of one superblock of a group: 16 f16 {@code d}, 16 f16 {@code dmin}, 12 x 16 scale bytes, 128 x 16 nibble bytes. */
     static final long GROUP_BLOCK_BYTES = 16 * 144;
 
+    /** Bytes of the 16 rows' header of a superblock: their {@code d}, {@code dmin} and scale bytes. */
+    static final int HEADER_BYTES = 256;
+
+    /**
+     * Superblocks of a row that the layout keeps together: their headers side by side, then their
+     * nibbles, so that a kernel reading a chunk's headers and then its nibbles reads front to back.
+     */
+    static final int CHUNK = 4;
+
     private Q4_KX16() {}
+
+    /**
+     * Offset from its group's start of superblock {@code b}'s header (of {@code supers} a row): in
+     * the chunk of {@link #CHUNK} superblocks (fewer for a row's last) that holds it, its header is
+     * the {@code b % CHUNK}-th of the chunk's headers, which come first.
+     */
+    static long headerAt(int b, int supers) {
+        int first = b - b % CHUNK;
+        return first * GROUP_BLOCK_BYTES + (long) HEADER_BYTES * (b - first);
+    }
+
+    /** Offset from its group's start of superblock {@code b}'s 2048 nibble bytes, after its chunk's headers. */
+    static long nibblesAt(int b, int supers) {
+        int first = b - b % CHUNK;
+        int chunk = Math.min(CHUNK, supers - first);
+        return first * GROUP_BLOCK_BYTES + (long) HEADER_BYTES * chunk + 2048L * (b - first);
+    }
 
     /**
      * Row {@code r} of a matrix of {@code rows} rows and {@code blocks} superblocks per row at
@@ -38,11 +64,11 @@ final class Q4_KX16 {
             long step;
             long quants;
             if (interleaved) {
-                long block = group + b * GROUP_BLOCK_BYTES;
-                d0 = block + 2L * lane;
-                scales = block + 64 + lane;
+                long header = group + headerAt(b, blocks);
+                d0 = header + 2L * lane;
+                scales = header + 64 + lane;
                 step = 16;
-                quants = block + 256;
+                quants = group + nibblesAt(b, blocks);
             } else {
                 long block = plain + b * 144L;
                 d0 = block;

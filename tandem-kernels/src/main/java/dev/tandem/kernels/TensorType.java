@@ -44,12 +44,15 @@ import java.util.Locale;
  *       {@code k} of row {@code i}'s block is at {@code 32 + 32 * (k / 2) + 2 * i + k % 2}. The last {@code rows % 16} rows stay in the q4_0
  *       layout. {@link QuantOps#interleaveQ4_0} makes it; {@link MatmulOps#matmulQ4_0_X16} reads it.
  *   <li>{@link #Q4_K_X16}: the same for q4_K, in tandem's memory only: 144 bytes per 256 values
- *       per row, each group of 16 rows interleaved superblock by superblock. For superblock
- *       {@code b} of the group, its 2304 bytes at {@code b * 2304} from the group's start hold
- *       row {@code i}'s f16 {@code d} at {@code 2 * i}, its f16 {@code dmin} at {@code 32 + 2 * i},
- *       byte {@code k} of its 12 scale bytes at {@code 64 + 16 * k + i}, and byte {@code k} of its
- *       128 nibble bytes at {@code 256 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
- *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q4_K layout.
+ *       per row, each group of 16 rows interleaved four superblocks at a time. The superblocks
+ *       {@code 4c} to {@code 4c + n - 1} of the group ({@code n} = 4, or what is left of a row),
+ *       at {@code 4c * 2304} from the group's start, are first their {@code n} 256-byte headers,
+ *       then their {@code n} 2048-byte nibble blocks. Superblock {@code b}'s header (the
+ *       {@code b % 4}-th) holds row {@code i}'s f16 {@code d} at {@code 2 * i}, its f16
+ *       {@code dmin} at {@code 32 + 2 * i} and byte {@code k} of its 12 scale bytes at
+ *       {@code 64 + 16 * k + i}; its nibble block holds byte {@code k} of its 128 nibble bytes at
+ *       {@code 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in {@link #Q4_0_X16}). The
+ *       last {@code rows % 16} rows stay in the q4_K layout.
  *       {@link QuantOps#interleaveQ4_K} makes it; {@link MatmulOps#matmulQ4_K_X16} reads it.
  *   <li>{@link #Q8_0_X16}: the same for q8_0, in tandem's memory only: 34 bytes per 32 values per
  *       row, each group of 16 rows interleaved a pair of blocks at a time. For blocks {@code b}

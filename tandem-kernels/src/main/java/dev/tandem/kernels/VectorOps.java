@@ -1635,7 +1635,7 @@ final class VectorOps implements KernelOps {
     private static final int X16_K_CHUNK = 2;
 
     /** Bytes of a q4_K_x16 superblock's header: 16 {@code d}, 16 {@code dmin}, 12 x 16 scale bytes. */
-    private static final int X16_K_HEADER = 256;
+    private static final int X16_K_HEADER = Q4_KX16.HEADER_BYTES;
 
     /**
      * Groups of 16 rows by vector loops, the rest one row at a time by {@link Q4_KX16#row}, as
@@ -1708,18 +1708,19 @@ final class VectorOps implements KernelOps {
                     for (int from = 0; from < supers; from += chunk) {
                         int end = Math.min(supers, from + chunk);
                         if (fours > 0) {
-                            x16KFactors(weights, group, part, from, end, headers, factors);
+                            x16KFactors(weights, group, part, from, end, supers, headers, factors);
                             for (int b = 0; b < fours; b += X16_INPUTS) {
-                                x16KDots4(weights, group, part, from, end, in.pairs(), b * cols / 2, cols / 2, sums);
+                                x16KDots4(weights, group, part, from, end, supers, in.pairs(), b * cols / 2, cols / 2,
+                                        sums);
                                 x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out,
                                         at + b * outStride, outStride);
                             }
                         }
                         if (fours < batch) {
                             // After the fours (their factors used), the rest unpack the chunk for themselves.
-                            x16KUnpack(weights, group, part, from, end, factors, headers);
+                            x16KUnpack(weights, group, part, from, end, supers, factors, headers);
                             for (int b = fours; b < batch; b++) {
-                                x16KDotsUnpacked(weights, group, part, from, end, in, b * cols, factors, headers,
+                                x16KDotsUnpacked(weights, group, part, from, end, supers, in, b * cols, factors, headers,
                                         out, at + b * outStride);
                             }
                         }
@@ -1744,15 +1745,15 @@ final class VectorOps implements KernelOps {
      * from a segment), and the widening of {@code d} and {@code dmin}, sub-blocks 0-3 and 4-7 are
      * three loops of their own: in fewer, C2 passed its node budget and boxed the vectors.
      */
-    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, byte[] headers,
+    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, int supers, byte[] headers,
             float[] factors) {
-        x16KHalves(w, group, part, from, end, headers, factors);
+        x16KHalves(w, group, part, from, end, supers, headers, factors);
         x16KSixBitFactors(true, part, from, end, headers, factors);
         x16KSixBitFactors(false, part, from, end, headers, factors);
     }
 
     /** Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors. */
-    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, byte[] headers,
+    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, int supers, byte[] headers,
             float[] factors) {
         int lanes = X16_FLOATS.length();
         int halves = part * 2 * lanes;
@@ -1761,7 +1762,7 @@ final class VectorOps implements KernelOps {
             int h = (b - from) * X16_K_HEADER;
             // Vector moves, not MemorySegment.copy: its checks per call cost as much as a
             // superblock's dot products on narrow rows (9% of a decode's samples).
-            long from16 = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
+            long from16 = group + Q4_KX16.headerAt(b, supers);
             for (int k = 0; k < X16_K_HEADER; k += X16_HEADER_BYTES.length()) {
                 ByteVector.fromMemorySegment(X16_HEADER_BYTES, w, from16 + k, LE).intoArray(headers, h + k);
             }
@@ -1836,7 +1837,7 @@ final class VectorOps implements KernelOps {
      * four inputs in one loop, their scaling in another ({@link #x16KScale4}): both in one passed
      * C2's node budget, as in {@link #x16Group4}.
      */
-    private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int[] pairs, int m,
+    private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int supers, int[] pairs, int m,
             int stride, short[] sums) {
         int lanes = X16_SHORTS.length();
         long halves = part * X16_PART_BYTES;
@@ -1844,7 +1845,7 @@ final class VectorOps implements KernelOps {
         int m2 = m1 + stride;
         int m3 = m2 + stride;
         for (int b = from; b < end; b++) {
-            long block = group + b * Q4_KX16.GROUP_BLOCK_BYTES + X16_K_HEADER + halves;
+            long block = group + Q4_KX16.nibblesAt(b, supers) + halves;
             for (int g = 0; g < 4; g++) {
                 long quants = block + 512L * g;
                 int o = b * 128 + g * 32;
@@ -1936,7 +1937,7 @@ final class VectorOps implements KernelOps {
      * nothing, and a whole row's (11 at 2816 columns) lost, its headers read 2304 bytes apart
      * ahead of their nibbles.
      */
-    private static final int X16_K_UNPACKED = 4;
+    private static final int X16_K_UNPACKED = Q4_KX16.CHUNK;
 
     /**
      * Per superblock of {@code [from, end)} of a group, its rows' {@code d} and {@code dmin}
@@ -1946,13 +1947,13 @@ final class VectorOps implements KernelOps {
      * rows a lane: the masks keep each byte's bits from its neighbours' ({@link
      * ScalarOps#q4_KScale} and {@link ScalarOps#q4_KMin} unpack the same bits).
      */
-    private static void x16KUnpack(MemorySegment w, long group, int part, int from, int end, float[] halves,
+    private static void x16KUnpack(MemorySegment w, long group, int part, int from, int end, int supers, float[] halves,
             byte[] unpacked) {
         int lanes = X16_FLOATS.length();
         long offset = part * X16_PART_BYTES;
         int step = X16_K_UNPACK.vectorByteSize();
         for (int b = from; b < end; b++) {
-            long header = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
+            long header = group + Q4_KX16.headerAt(b, supers);
             x16Scales(w, header + offset).intoArray(halves, 2 * (b - from) * lanes);
             x16Scales(w, header + 32 + offset).intoArray(halves, (2 * (b - from) + 1) * lanes);
             int u = (b - from) * 256;
@@ -1985,7 +1986,7 @@ final class VectorOps implements KernelOps {
      * superblock's time with one input (the matrix in the caches: 1.48x the GB/s with the
      * factors left out altogether).
      */
-    private static void x16KDotsUnpacked(MemorySegment w, long group, int part, int from, int end,
+    private static void x16KDotsUnpacked(MemorySegment w, long group, int part, int from, int end, int supers,
             Q4_0X16.Inputs in, int qBase, float[] halvesOf, byte[] unpacked, MemorySegment out, long at) {
         int lanes = X16_FLOATS.length();
         int[] pairs = in.pairs();
@@ -1994,10 +1995,9 @@ final class VectorOps implements KernelOps {
         long halves = part * X16_PART_BYTES;
         FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
         for (int b = from; b < end; b++) {
-            long header = group + b * Q4_KX16.GROUP_BLOCK_BYTES;
             FloatVector d = FloatVector.fromArray(X16_FLOATS, halvesOf, 2 * (b - from) * lanes);
             FloatVector dmin = FloatVector.fromArray(X16_FLOATS, halvesOf, (2 * (b - from) + 1) * lanes);
-            long block = header + X16_K_HEADER + halves;
+            long block = group + Q4_KX16.nibblesAt(b, supers) + halves;
             for (int g = 0; g < 4; g++) {
                 long quants = block + 512L * g;
                 int m = (qBase + b * 256 + g * 64) / 2;

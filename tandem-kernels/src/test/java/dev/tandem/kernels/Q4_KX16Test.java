@@ -31,7 +31,7 @@ class Q4_KX16Test {
     }
 
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
-    @CsvSource({"1, 256", "15, 512", "16, 256", "17, 768", "37, 512"})
+    @CsvSource({"1, 256", "15, 512", "16, 256", "17, 768", "37, 512", "17, 1536", "16, 2816"})
     void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
         try (Tensors t = new Tensors(rows * 13L + cols)) {
             MemorySegment q4k = GgufBlocks.random(t, TensorType.Q4_K, (long) rows * cols);
@@ -45,7 +45,13 @@ class Q4_KX16Test {
                         long from = r * rowBytes + b * 144L + j;
                         long to;
                         if (r < grouped) {
-                            long block = (r - r % 16) * rowBytes + b * 2304L;
+                            // Chunks of 4 superblocks (a row's last may have fewer): the chunk's
+                            // 256-byte headers one after another, then its 2048-byte nibble blocks.
+                            int chunkFirst = b / 4 * 4;
+                            int inChunk = Math.min(4, cols / 256 - chunkFirst);
+                            long chunk = (r - r % 16) * rowBytes + chunkFirst * 2304L;
+                            long block = chunk + 256L * (b - chunkFirst);
+                            long nibbles = chunk + 256L * inChunk + 2048L * (b - chunkFirst);
                             int i = r % 16;
                             if (j < 2) {
                                 to = block + 2L * i + j;
@@ -55,7 +61,7 @@ class Q4_KX16Test {
                                 to = block + 64 + 16L * (j - 4) + i;
                             } else {
                                 int k = j - 16;
-                                to = block + 256 + 32L * (k / 2) + 2L * i + k % 2;
+                                to = nibbles + 32L * (k / 2) + 2L * i + k % 2;
                             }
                         } else {
                             to = from;
