@@ -368,6 +368,11 @@ final class ArgumentChecks {
             throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "
                     + type.ggmlName() + " block size " + type.blockSize());
         }
+        long groupBytes = TensorType.X16_ROWS * type.rowBytes(cols);
+        if (groupBytes > Interleaving.MAX_GROUP_BYTES) {
+            throw new IllegalArgumentException(kernel + ": cols = " + cols + " makes a group of 16 rows " + groupBytes
+                    + " bytes, more than the " + Interleaving.MAX_GROUP_BYTES + " an interleaved layout takes");
+        }
         long bytes = product(kernel, "rows * cols bytes", rows, type.rowBytes(cols));
         fits(kernel, "src", src, srcOffset, bytes);
         fits(kernel, "dst", dst, dstOffset, bytes);

@@ -172,6 +172,11 @@ class Q8_0X16Test {
                         .hasMessageStartingWith("dequantize: type = Q8_0_X16 interleaves whole groups of rows");
                 assertThatThrownBy(() -> ops.interleaveQ8_0(a, PAD, a, PAD, 1, 48))
                         .hasMessage("interleaveQ8_0: cols = 48 must be a multiple of the q8_0 block size 32");
+                // 16 rows of 16,000,000 values: 272 MB a group, more than the interleaving's table takes.
+                assertThatThrownBy(() -> ops.interleaveQ8_0(a, PAD, a, PAD, 16, 16_000_000))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("interleaveQ8_0: cols = 16000000 makes a group of 16 rows 272000000 bytes, more"
+                                + " than the 268435456 an interleaved layout takes");
                 assertThatThrownBy(() -> ops.interleaveQ8_0(a, PAD, t.allocate(100), PAD, 16, 32))
                         .hasMessage("interleaveQ8_0: dst segment of 112 bytes is too small: 544 bytes needed at"
                                 + " dstOffset = 12");
