@@ -27,16 +27,19 @@ final class Q4_KX16 {
     private Q4_KX16() {}
 
     /**
-     * Offset from its group's start of superblock {@code b}'s header (of {@code supers} a row): in
-     * the chunk of {@link #CHUNK} superblocks (fewer for a row's last) that holds it, its header is
-     * the {@code b % CHUNK}-th of the chunk's headers, which come first.
+     * Offset from its group's start of superblock {@code b}'s header: in the chunk of
+     * {@link #CHUNK} superblocks (fewer for a row's last) that holds it, its header is the
+     * {@code b % CHUNK}-th of the chunk's headers, which come first.
      */
-    static long headerAt(int b, int supers) {
+    static long headerAt(int b) {
         int first = b - b % CHUNK;
         return first * GROUP_BLOCK_BYTES + (long) HEADER_BYTES * (b - first);
     }
 
-    /** Offset from its group's start of superblock {@code b}'s 2048 nibble bytes, after its chunk's headers. */
+    /**
+     * Offset from its group's start of superblock {@code b}'s 2048 nibble bytes (of {@code supers}
+     * a row), after its chunk's headers.
+     */
     static long nibblesAt(int b, int supers) {
         int first = b - b % CHUNK;
         int chunk = Math.min(CHUNK, supers - first);
@@ -64,7 +67,7 @@ final class Q4_KX16 {
             long step;
             long quants;
             if (interleaved) {
-                long header = group + headerAt(b, blocks);
+                long header = group + headerAt(b);
                 d0 = header + 2L * lane;
                 scales = header + 64 + lane;
                 step = 16;

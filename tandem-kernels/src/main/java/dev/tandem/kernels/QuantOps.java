@@ -121,8 +121,8 @@ public interface QuantOps {
             int cols) {
         ArgumentChecks.interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q4_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
-                j < 4 ? Q4_KX16.headerAt(b, blocks) + 32L * (j / 2) + 2L * row + j % 2 // d, then dmin
-                        : j < 16 ? Q4_KX16.headerAt(b, blocks) + 64 + 16L * (j - 4) + row // the 12 scale bytes
+                j < 4 ? Q4_KX16.headerAt(b) + 32L * (j / 2) + 2L * row + j % 2 // d, then dmin
+                        : j < 16 ? Q4_KX16.headerAt(b) + 64 + 16L * (j - 4) + row // the 12 scale bytes
                         : Q4_KX16.nibblesAt(b, blocks) + Q4_0X16.pairByte(j - 16, row)); // the nibbles
     }
 

@@ -1212,6 +1212,7 @@ final class VectorOps implements KernelOps {
         FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < blocks; b += 2) {
             boolean pair = b + 1 < blocks;
+            // Q8_0X16.scaleAt and quantAt for b even, written out (through them: 0.93-0.95x).
             long block = group + b * Q8_0X16.GROUP_BLOCK_BYTES;
             long quants = block + (pair ? 64 : 32) + (long) part * lanes;
             long stride = pair ? 32 : 16;
@@ -1269,8 +1270,8 @@ final class VectorOps implements KernelOps {
         FloatVector a7 = a0;
         int paired = Q8_0X16.paired(blocks);
         for (int b = 0; b < blocks; b++) {
-            // Q8_0X16.scaleAt's layout: in a pair, the scales 32 bytes apart and the quants
-            // interleaved 16 bytes at a time; a last odd block alone.
+            // Q8_0X16.scaleAt and quantAt, written out: called here per block they cost 3-7%
+            // (batch 8 and batch 1, both orders in one JVM).
             int odd = b % 2;
             boolean inPair = b < paired;
             long block = group + (b - odd) * Q8_0X16.GROUP_BLOCK_BYTES + (inPair ? 32L * odd : 0);
@@ -1335,8 +1336,8 @@ final class VectorOps implements KernelOps {
         FloatVector a3 = a0;
         int paired = Q8_0X16.paired(blocks);
         for (int b = 0; b < blocks; b++) {
-            // Q8_0X16.scaleAt's layout: in a pair, the scales 32 bytes apart and the quants
-            // interleaved 16 bytes at a time; a last odd block alone.
+            // Q8_0X16.scaleAt and quantAt, written out: called here per block they cost 3-7%
+            // (batch 8 and batch 1, both orders in one JVM).
             int odd = b % 2;
             boolean inPair = b < paired;
             long block = group + (b - odd) * Q8_0X16.GROUP_BLOCK_BYTES + (inPair ? 32L * odd : 0);
@@ -1708,7 +1709,7 @@ final class VectorOps implements KernelOps {
                     for (int from = 0; from < supers; from += chunk) {
                         int end = Math.min(supers, from + chunk);
                         if (fours > 0) {
-                            x16KFactors(weights, group, part, from, end, supers, headers, factors);
+                            x16KFactors(weights, group, part, from, end, headers, factors);
                             for (int b = 0; b < fours; b += X16_INPUTS) {
                                 x16KDots4(weights, group, part, from, end, supers, in.pairs(), b * cols / 2, cols / 2,
                                         sums);
@@ -1718,7 +1719,7 @@ final class VectorOps implements KernelOps {
                         }
                         if (fours < batch) {
                             // After the fours (their factors used), the rest unpack the chunk for themselves.
-                            x16KUnpack(weights, group, part, from, end, supers, factors, headers);
+                            x16KUnpack(weights, group, part, from, end, factors, headers);
                             for (int b = fours; b < batch; b++) {
                                 x16KDotsUnpacked(weights, group, part, from, end, supers, in, b * cols, factors, headers,
                                         out, at + b * outStride);
@@ -1745,15 +1746,15 @@ final class VectorOps implements KernelOps {
      * from a segment), and the widening of {@code d} and {@code dmin}, sub-blocks 0-3 and 4-7 are
      * three loops of their own: in fewer, C2 passed its node budget and boxed the vectors.
      */
-    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, int supers, byte[] headers,
+    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, byte[] headers,
             float[] factors) {
-        x16KHalves(w, group, part, from, end, supers, headers, factors);
+        x16KHalves(w, group, part, from, end, headers, factors);
         x16KSixBitFactors(true, part, from, end, headers, factors);
         x16KSixBitFactors(false, part, from, end, headers, factors);
     }
 
     /** Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors. */
-    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, int supers, byte[] headers,
+    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, byte[] headers,
             float[] factors) {
         int lanes = X16_FLOATS.length();
         int halves = part * 2 * lanes;
@@ -1762,7 +1763,7 @@ final class VectorOps implements KernelOps {
             int h = (b - from) * X16_K_HEADER;
             // Vector moves, not MemorySegment.copy: its checks per call cost as much as a
             // superblock's dot products on narrow rows (9% of a decode's samples).
-            long from16 = group + Q4_KX16.headerAt(b, supers);
+            long from16 = group + Q4_KX16.headerAt(b);
             for (int k = 0; k < X16_K_HEADER; k += X16_HEADER_BYTES.length()) {
                 ByteVector.fromMemorySegment(X16_HEADER_BYTES, w, from16 + k, LE).intoArray(headers, h + k);
             }
@@ -1947,13 +1948,13 @@ final class VectorOps implements KernelOps {
      * rows a lane: the masks keep each byte's bits from its neighbours' ({@link
      * ScalarOps#q4_KScale} and {@link ScalarOps#q4_KMin} unpack the same bits).
      */
-    private static void x16KUnpack(MemorySegment w, long group, int part, int from, int end, int supers, float[] halves,
+    private static void x16KUnpack(MemorySegment w, long group, int part, int from, int end, float[] halves,
             byte[] unpacked) {
         int lanes = X16_FLOATS.length();
         long offset = part * X16_PART_BYTES;
         int step = X16_K_UNPACK.vectorByteSize();
         for (int b = from; b < end; b++) {
-            long header = group + Q4_KX16.headerAt(b, supers);
+            long header = group + Q4_KX16.headerAt(b);
             x16Scales(w, header + offset).intoArray(halves, 2 * (b - from) * lanes);
             x16Scales(w, header + 32 + offset).intoArray(halves, (2 * (b - from) + 1) * lanes);
             int u = (b - from) * 256;
