@@ -37,6 +37,8 @@ public final class KernelBench {
     /** The kernels measured. */
     public enum Kernel {
         F32(TensorType.F32),
+        /** f32 interleaved by 16 rows: how the decoder runs an f32 matrix. */
+        F32_X16(TensorType.F32_X16),
         /** f16 weights widened to f32 inside the matmul. */
         F16(TensorType.F16),
         /** bf16 weights widened to f32 inside the matmul. */
@@ -213,6 +215,9 @@ public final class KernelBench {
      * or bf16, random floats rounded to them.
      */
     private static MemorySegment randomBlocks(Arena arena, TensorType type, int rows, Random random) {
+        if (type == TensorType.F32) {
+            return randomF32(arena, (long) rows * COLS, random);
+        }
         if (type == TensorType.F16 || type == TensorType.BF16) { // random floats rounded: no NaN or infinity
             MemorySegment values = randomF32(arena, (long) rows * COLS, random);
             MemorySegment halves = arena.allocate(type.rowBytes(COLS) * rows, 64);

@@ -183,6 +183,26 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with f32 weights in the {@link TensorType#F32_X16} layout ({@link
+     * QuantOps#interleaveF32}) and f32 inputs: per row and input, {@code acc = fma(w_k, x_k, acc)}
+     * for {@code k} from 0 in order, starting from {@code 0}; {@code out} is {@code acc}. Both
+     * implementations compute exactly that, so they agree bit for bit, at every batch and wherever
+     * a range cuts the rows. Row ranges and offsets as for {@link #matmulQ4_0_X16}.
+     */
+    void matmulF32_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q8_0 weights in the {@link TensorType#Q8_0_X16} layout ({@link
      * QuantOps#interleaveQ8_0}) and f32 inputs: per row and input, starting from {@code 0} and block
      * by block in order, {@code sum = fma(q_k, x_k, sum)} over the block's 32 values from
@@ -297,8 +317,8 @@ public interface MatmulOps {
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#F16},
      * {@link TensorType#BF16}, {@link TensorType#Q8_0},
      * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
-     * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K} or
-     * {@link TensorType#Q6_K_X16}: every type has one.
+     * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
+     * {@link TensorType#Q6_K_X16} or {@link TensorType#F32_X16}: every type has one.
      *
      * @throws IllegalArgumentException for a null type, and as the kernel does
      */
@@ -337,6 +357,8 @@ public interface MatmulOps {
             case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case F32_X16 -> matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }

@@ -59,7 +59,8 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0} or {@link #interleaveQ6_K}.
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K} or
+     * {@link #interleaveF32}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
      */
@@ -70,9 +71,10 @@ public interface QuantOps {
             case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0 and Q6_K have one)");
+                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K and F32 have one)");
         }
     }
 
@@ -90,6 +92,22 @@ public interface QuantOps {
         ArgumentChecks.interleaveQ4_0(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
                 b * 16L * 18 + (j < 2 ? 2L * row + j : 32 + Q4_0X16.pairByte(j - 2, row)));
+    }
+
+    /**
+     * Copies the f32 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#F32_X16} layout: the same bytes, each group of 16 rows interleaved value by
+     * value (value {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
+     * are. A load-time step, once per matrix.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, or either
+     *     segment is too small
+     */
+    default void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
+                F32X16.valueAt(k, row) + j);
     }
 
     /**

@@ -74,6 +74,11 @@ import java.util.Locale;
  *       {@code 2 * (32 * h + 8 * s + t)} and 16 pairs after them, then the pair of {@code qh} bytes
  *       {@code 2 * p}, each pair of the 16 rows side by side (row {@code i}'s at {@code 2 * i}, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
+ *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
+ *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
+ *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
+ *       of all 16 rows. The last {@code rows % 16} rows stay in the f32 layout.
+ *       {@link QuantOps#interleaveF32} makes it; {@link MatmulOps#matmulF32_X16} reads it.
  * </ul>
  */
 public enum TensorType {
@@ -87,7 +92,8 @@ public enum TensorType {
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
     Q8_0_X16(-1, "q8_0_x16", 32, 34),
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
-    Q6_K_X16(-1, "q6_K_x16", 256, 210);
+    Q6_K_X16(-1, "q6_K_x16", 256, 210),
+    F32_X16(-1, "f32_x16", 1, 4);
 
     /** Rows per interleaved group of {@link #Q4_0_X16}. */
     public static final int X16_ROWS = 16;
@@ -158,7 +164,7 @@ public enum TensorType {
 
     /**
      * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16},
-     * {@link #Q8_0_X16}, {@link #Q6_K_X16}),
+     * {@link #Q8_0_X16}, {@link #Q6_K_X16}, {@link #F32_X16}),
      * whose rows are woven together in groups of {@link #X16_ROWS}: a run of values in them is not
      * a run of bytes.
      */
@@ -169,8 +175,8 @@ public enum TensorType {
     /**
      * The interleaved layout a matrix of this type runs in ({@link #Q4_0_X16} for {@link #Q4_0},
      * {@link #Q4_K_X16} for {@link #Q4_K}, {@link #Q8_0_X16} for {@link #Q8_0}, {@link #Q6_K_X16}
-     * for {@link #Q6_K}; {@link QuantOps#interleave} makes it), or {@code null} for a type that runs
-     * as stored.
+     * for {@link #Q6_K}, {@link #F32_X16} for {@link #F32}; {@link QuantOps#interleave} makes it),
+     * or {@code null} for a type that runs as stored.
      */
     public TensorType interleaved() {
         return switch (this) {
@@ -178,6 +184,7 @@ public enum TensorType {
             case Q4_K -> Q4_K_X16;
             case Q8_0 -> Q8_0_X16;
             case Q6_K -> Q6_K_X16;
+            case F32 -> F32_X16;
             default -> null;
         };
     }
@@ -185,7 +192,7 @@ public enum TensorType {
     /**
      * The file type an interleaved layout is made from ({@link #Q4_0} for {@link #Q4_0_X16},
      * {@link #Q4_K} for {@link #Q4_K_X16}, {@link #Q8_0} for {@link #Q8_0_X16}, {@link #Q6_K} for
-     * {@link #Q6_K_X16}), or {@code null}
+     * {@link #Q6_K_X16}, {@link #F32} for {@link #F32_X16}), or {@code null}
      * for a type that is not interleaved.
      */
     public TensorType source() {
