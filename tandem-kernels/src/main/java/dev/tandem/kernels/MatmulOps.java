@@ -20,6 +20,14 @@ public interface MatmulOps {
     float F32_RELATIVE_TOLERANCE = 1e-5f;
 
     /**
+     * Rows of {@link TensorType#F32_X16} that {@link #matmulF32_X16} reads as four streams for one
+     * input (batch 1, and the inputs a batch leaves over four at a time): a caller that splits a
+     * matrix into row ranges of multiples of this runs every range that way. Smaller ranges run
+     * two groups or one at a time, the same bits, slower from memory.
+     */
+    int F32_X16_PASS_ROWS = 4 * TensorType.X16_ROWS;
+
+    /**
      * Vector and scalar {@code matmulF16} and {@code matmulBF16} agree within this fraction of the
      * sum of the absolute products of the widened weights and {@code x}, for {@code cols <= 4096}.
      */

@@ -1249,8 +1249,8 @@ final class VectorOps implements KernelOps {
                     }
                 }
                 int fours = batch - batch % 4;
-                int groups = X16_PARTS == 1 && fours < batch && r + F32X_GROUPS * TensorType.X16_ROWS <= groupEnd
-                        ? F32X_GROUPS : 1;
+                int whole = X16_PARTS == 1 && fours < batch ? (groupEnd - r) / TensorType.X16_ROWS : 1;
+                int groups = whole >= 4 ? 4 : whole >= 2 ? 2 : 1;
                 for (int g = 0; g < groups; g++) {
                     long group = weightsOffset + (r + g * TensorType.X16_ROWS) * rowBytes;
                     for (int part = 0; part < X16_PARTS; part++) {
@@ -1268,11 +1268,13 @@ final class VectorOps implements KernelOps {
                         }
                     }
                 }
-                if (groups == F32X_GROUPS) {
-                    long group = weightsOffset + r * rowBytes;
-                    for (int b = fours; b < batch; b++) {
-                        f32x16Groups4(weights, group, TensorType.X16_ROWS * rowBytes, cols, xs, b * cols, out,
-                                outOffset + b * outStride + r * F);
+                long group = weightsOffset + r * rowBytes;
+                for (int b = fours; groups > 1 && b < batch; b++) {
+                    long to = outOffset + b * outStride + r * F;
+                    if (groups == 4) {
+                        f32x16Groups4(weights, group, TensorType.X16_ROWS * rowBytes, cols, xs, b * cols, out, to);
+                    } else {
+                        f32x16Groups2(weights, group, TensorType.X16_ROWS * rowBytes, cols, xs, b * cols, out, to);
                     }
                 }
                 r += groups * TensorType.X16_ROWS;
@@ -1287,16 +1289,11 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * Groups of 16 rows {@link #f32x16Groups4} runs at once for one input: four streams of weights
-     * and four chains. One group at a time, batch 1 from memory (16384 x 2816, two threads) read
-     * 0.83-1.02x the GB/s of the row-major f32 loop in three alternating runs; four at a time
-     * 1.09-1.16x. The rows' sums are the same either way.
-     */
-    private static final int F32X_GROUPS = 4;
-
-    /**
-     * {@link #f32x16Group} for {@link #F32X_GROUPS} whole groups from {@code at}, {@code groupBytes}
-     * apart, with one input at {@code x0}; their 64 outputs at {@code to}.
+     * {@link #f32x16Group} for four whole groups from {@code at}, {@code groupBytes} apart, with one
+     * input at {@code x0}; their 64 outputs at {@code to}. Four streams of weights and four chains:
+     * one group at a time, batch 1 from memory (16384 x 2816, two threads) read 0.58-1.02x the
+     * GB/s of the row-major f32 loop, four at a time 1.09-1.16x. The rows' sums are the same
+     * either way.
      */
     private static void f32x16Groups4(MemorySegment w, long at, long groupBytes, int cols, float[] x, int x0,
             MemorySegment out, long to) {
@@ -1317,6 +1314,21 @@ final class VectorOps implements KernelOps {
         a1.intoMemorySegment(out, to + groupOut, LE);
         a2.intoMemorySegment(out, to + 2 * groupOut, LE);
         a3.intoMemorySegment(out, to + 3 * groupOut, LE);
+    }
+
+    /** {@link #f32x16Groups4} for two groups, where a range holds two or three. */
+    private static void f32x16Groups2(MemorySegment w, long at, long groupBytes, int cols, float[] x, int x0,
+            MemorySegment out, long to) {
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        for (int k = 0; k < cols; k++) {
+            long wk = at + k * F32X16.GROUP_VALUE_BYTES;
+            FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
+            a0 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk, LE).fma(xk, a0);
+            a1 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + groupBytes, LE).fma(xk, a1);
+        }
+        a0.intoMemorySegment(out, to, LE);
+        a1.intoMemorySegment(out, to + (long) TensorType.X16_ROWS * F, LE);
     }
 
     /** One part of a group of 16 rows at {@code w} with one input at {@code x0}: one chain of multiply-adds. */
