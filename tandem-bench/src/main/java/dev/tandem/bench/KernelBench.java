@@ -41,6 +41,8 @@ public final class KernelBench {
         F32_X16(TensorType.F32_X16),
         /** f16 weights widened to f32 inside the matmul. */
         F16(TensorType.F16),
+        /** f16 interleaved by 16 rows: how the decoder runs an f16 matrix. */
+        F16_X16(TensorType.F16_X16),
         /** bf16 weights widened to f32 inside the matmul. */
         BF16(TensorType.BF16),
         Q8_0(TensorType.Q8_0),

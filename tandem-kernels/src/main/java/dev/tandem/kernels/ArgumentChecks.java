@@ -100,6 +100,7 @@ final class ArgumentChecks {
             case Q6_K -> "matmulQ6_K";
             case Q6_K_X16 -> "matmulQ6_K_X16";
             case F32_X16 -> "matmulF32_X16";
+            case F16_X16 -> "matmulF16_X16";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
         matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
@@ -349,6 +350,11 @@ final class ArgumentChecks {
     static void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveF32", TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    static void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        interleave("interleaveF16", TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     static void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,

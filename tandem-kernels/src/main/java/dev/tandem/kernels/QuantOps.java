@@ -59,8 +59,8 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K} or
-     * {@link #interleaveF32}.
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K},
+     * {@link #interleaveF32} or {@link #interleaveF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
      */
@@ -72,9 +72,10 @@ public interface QuantOps {
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
+            case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K and F32 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32 and F16 have one)");
         }
     }
 
@@ -108,6 +109,22 @@ public interface QuantOps {
         ArgumentChecks.interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
                 F32X16.valueAt(k, row) + j);
+    }
+
+    /**
+     * Copies the f16 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#F16_X16} layout: the same bytes, each group of 16 rows interleaved value by
+     * value (value {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
+     * are. A load-time step, once per matrix.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, or either
+     *     segment is too small
+     */
+    default void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
+                F16X16.valueAt(k, row) + j);
     }
 
     /**
