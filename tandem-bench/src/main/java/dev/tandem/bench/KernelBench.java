@@ -45,6 +45,8 @@ public final class KernelBench {
         F16_X16(TensorType.F16_X16),
         /** bf16 weights widened to f32 inside the matmul. */
         BF16(TensorType.BF16),
+        /** bf16 interleaved by 16 rows: how the decoder runs a bf16 matrix. */
+        BF16_X16(TensorType.BF16_X16),
         Q8_0(TensorType.Q8_0),
         /** q8_0 interleaved by 16 rows, f32 inputs: how the decoder runs a q8_0 matrix. */
         Q8_0_X16(TensorType.Q8_0_X16),

@@ -101,6 +101,7 @@ final class ArgumentChecks {
             case Q6_K_X16 -> "matmulQ6_K_X16";
             case F32_X16 -> "matmulF32_X16";
             case F16_X16 -> "matmulF16_X16";
+            case BF16_X16 -> "matmulBF16_X16";
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
         matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
@@ -350,6 +351,11 @@ final class ArgumentChecks {
     static void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveF32", TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols);
+    }
+
+    static void interleaveBF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        interleave("interleaveBF16", TensorType.BF16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     static void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,

@@ -20,8 +20,8 @@ public interface MatmulOps {
     float F32_RELATIVE_TOLERANCE = 1e-5f;
 
     /**
-     * Rows of {@link TensorType#F32_X16} and {@link TensorType#F16_X16} that {@link #matmulF32_X16}
-     * and {@link #matmulF16_X16} read as four streams for one input (batch 1, and the inputs a
+     * Rows of {@link TensorType#F32_X16}, {@link TensorType#F16_X16} and {@link TensorType#BF16_X16}
+     * that their matmuls read as four streams for one input (batch 1, and the inputs a
      * batch leaves over four at a time): a caller that splits a matrix into row ranges of multiples
      * of this runs every range that way. Smaller ranges run two groups or one at a time, the same
      * bits, slower from memory.
@@ -233,6 +233,27 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with bf16 weights in the {@link TensorType#BF16_X16} layout ({@link
+     * QuantOps#interleaveBF16}) and f32 inputs: per row and input, {@code acc = fma(w_k, x_k, acc)}
+     * for {@code k} from 0 in order, starting from {@code 0}, each weight widened to f32 exactly;
+     * {@code out} is {@code acc}. Both implementations compute exactly that, so they agree bit for
+     * bit, at every batch and wherever a range cuts the rows. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; ranges of multiples of {@link #F32_X16_PASS_ROWS} rows run fastest.
+     */
+    void matmulBF16_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q8_0 weights in the {@link TensorType#Q8_0_X16} layout ({@link
      * QuantOps#interleaveQ8_0}) and f32 inputs: per row and input, starting from {@code 0} and block
      * by block in order, {@code sum = fma(q_k, x_k, sum)} over the block's 32 values from
@@ -348,8 +369,8 @@ public interface MatmulOps {
      * {@link TensorType#BF16}, {@link TensorType#Q8_0},
      * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
      * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
-     * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16} or {@link TensorType#F16_X16}: every
-     * type has one.
+     * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
+     * {@link TensorType#BF16_X16}: every type has one.
      *
      * @throws IllegalArgumentException for a null type, and as the kernel does
      */
@@ -392,6 +413,8 @@ public interface MatmulOps {
             case F32_X16 -> matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
             case F16_X16 -> matmulF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case BF16_X16 -> matmulBF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }

@@ -60,7 +60,7 @@ public interface QuantOps {
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
      * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K},
-     * {@link #interleaveF32} or {@link #interleaveF16}.
+     * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
      */
@@ -73,9 +73,10 @@ public interface QuantOps {
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
+            case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32 and F16 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
         }
     }
 
@@ -124,7 +125,23 @@ public interface QuantOps {
             int cols) {
         ArgumentChecks.interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
-                F16X16.valueAt(k, row) + j);
+                HalvesX16.valueAt(k, row) + j);
+    }
+
+    /**
+     * Copies the bf16 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#BF16_X16} layout: the same bytes, each group of 16 rows interleaved value by
+     * value (value {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
+     * are. A load-time step, once per matrix.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, or either
+     *     segment is too small
+     */
+    default void interleaveBF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.BF16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
+                HalvesX16.valueAt(k, row) + j);
     }
 
     /**

@@ -200,7 +200,7 @@ final class ScalarOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
-    /** Each row's values in order ({@link F16X16#row}). */
+    /** Each row's values in order ({@link HalvesX16#row}). */
     @Override
     public void matmulF16_X16(
             MemorySegment weights,
@@ -219,7 +219,31 @@ final class ScalarOps implements KernelOps {
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        F16X16.row(weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
+                        HalvesX16.row(false, weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
+            }
+        }
+    }
+
+    /** Each row's values in order ({@link HalvesX16#row}). */
+    @Override
+    public void matmulBF16_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        ArgumentChecks.matmulBlocks(TensorType.BF16_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        for (int r = rowStart; r < rowEnd; r++) {
+            for (int b = 0; b < batch; b++) {
+                out.set(F32, outOffset + ((long) b * rows + r) * F,
+                        HalvesX16.row(true, weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
             }
         }
     }

@@ -79,11 +79,10 @@ import java.util.Locale;
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
  *       of all 16 rows. The last {@code rows % 16} rows stay in the f32 layout.
  *       {@link QuantOps#interleaveF32} makes it; {@link MatmulOps#matmulF32_X16} reads it.
- *   <li>{@link #F16_X16}: the same for f16, 2 bytes per value: row {@code i}'s value {@code k} at
- *       {@code 32 * k + 2 * i}, the last {@code rows % 16} rows in the f16 layout.
- *       {@link QuantOps#interleaveF16} makes it; {@link MatmulOps#matmulF16_X16} reads it. (bf16
- *       runs as stored: widened through the same scratch, bf16_x16 read 0.71x and 0.79x the
- *       row-major bf16 loop's GB/s at batch 1 and 8.)
+ *   <li>{@link #F16_X16}, {@link #BF16_X16}: the same for f16 and bf16, 2 bytes per value: row
+ *       {@code i}'s value {@code k} at {@code 32 * k + 2 * i}, the last {@code rows % 16} rows in
+ *       the file's layout. {@link QuantOps#interleaveF16} and {@link QuantOps#interleaveBF16}
+ *       make them; {@link MatmulOps#matmulF16_X16} and {@link MatmulOps#matmulBF16_X16} read them.
  * </ul>
  */
 public enum TensorType {
@@ -99,7 +98,8 @@ public enum TensorType {
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
     Q6_K_X16(-1, "q6_K_x16", 256, 210),
     F32_X16(-1, "f32_x16", 1, 4),
-    F16_X16(-1, "f16_x16", 1, 2);
+    F16_X16(-1, "f16_x16", 1, 2),
+    BF16_X16(-1, "bf16_x16", 1, 2);
 
     /** Rows per interleaved group of {@link #Q4_0_X16}. */
     public static final int X16_ROWS = 16;
@@ -170,7 +170,7 @@ public enum TensorType {
 
     /**
      * Whether this is one of tandem's interleaved layouts ({@link #Q4_0_X16}, {@link #Q4_K_X16},
-     * {@link #Q8_0_X16}, {@link #Q6_K_X16}, {@link #F32_X16}, {@link #F16_X16}),
+     * {@link #Q8_0_X16}, {@link #Q6_K_X16}, {@link #F32_X16}, {@link #F16_X16}, {@link #BF16_X16}),
      * whose rows are woven together in groups of {@link #X16_ROWS}: a run of values in them is not
      * a run of bytes.
      */
@@ -181,8 +181,8 @@ public enum TensorType {
     /**
      * The interleaved layout a matrix of this type runs in ({@link #Q4_0_X16} for {@link #Q4_0},
      * {@link #Q4_K_X16} for {@link #Q4_K}, {@link #Q8_0_X16} for {@link #Q8_0}, {@link #Q6_K_X16}
-     * for {@link #Q6_K}, {@link #F32_X16} for {@link #F32}, {@link #F16_X16} for {@link #F16};
-     * {@link QuantOps#interleave} makes it),
+     * for {@link #Q6_K}, {@link #F32_X16} for {@link #F32}, {@link #F16_X16} for {@link #F16},
+     * {@link #BF16_X16} for {@link #BF16}; {@link QuantOps#interleave} makes it),
      * or {@code null} for a type that runs as stored.
      */
     public TensorType interleaved() {
@@ -193,6 +193,7 @@ public enum TensorType {
             case Q6_K -> Q6_K_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;
+            case BF16 -> BF16_X16;
             default -> null;
         };
     }
@@ -200,8 +201,8 @@ public enum TensorType {
     /**
      * The file type an interleaved layout is made from ({@link #Q4_0} for {@link #Q4_0_X16},
      * {@link #Q4_K} for {@link #Q4_K_X16}, {@link #Q8_0} for {@link #Q8_0_X16}, {@link #Q6_K} for
-     * {@link #Q6_K_X16}, {@link #F32} for {@link #F32_X16}, {@link #F16} for {@link #F16_X16}), or
-     * {@code null}
+     * {@link #Q6_K_X16}, {@link #F32} for {@link #F32_X16}, {@link #F16} for {@link #F16_X16},
+     * {@link #BF16} for {@link #BF16_X16}), or {@code null}
      * for a type that is not interleaved.
      */
     public TensorType source() {

@@ -144,8 +144,10 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case F32_X16 -> matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case F16_X16 -> matmulF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd, inputKey);
+            case F16_X16 -> matmulHalvesX16(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd, inputKey);
+            case BF16_X16 -> matmulHalvesX16(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
         }
@@ -1414,21 +1416,42 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        matmulF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+        matmulHalvesX16(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                rowEnd, 0);
+    }
+
+    @Override
+    public void matmulBF16_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulHalvesX16(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                rowEnd, 0);
     }
 
     /** Values of a group that the f16_x16 loops widen at a time: four groups' are 16 KB of floats. */
     private static final int HALVES_CHUNK = 64;
 
     /**
-     * {@link #matmulF32_X16}'s passes for f16 weights: {@link #HALVES_CHUNK} values of a group (of
-     * the four or two groups of a pass for one input) at a time widened into this thread's scratch
-     * by {@link #f16sToFloats} (the f16 bit arithmetic in vectors instead: 0.77-0.94x), then
-     * multiplied as f32_x16's are, one chain per (row, input) in the order of the values. Against
-     * the row-major f16 loop (two threads, in-JVM): batch 1 from memory in 64-row parts 1.33x,
-     * batch 8 1.09x, batch 64 1.22x.
+     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, one chain per (row, input) in the
+     * order of the values. f16: {@link #HALVES_CHUNK} values of a group (of the four or two groups
+     * of a pass for one input) at a time widened into this thread's scratch by
+     * {@link #f16sToFloats} (the f16 bit arithmetic in vectors instead: 0.77-0.94x; in the loop,
+     * four widenings boxed), then multiplied as f32_x16's are; against the row-major f16 loop (two
+     * threads, in-JVM): batch 1 from memory in 64-row parts 1.12-1.33x, batch 8 1.09x, batch 64
+     * 1.22x. bf16: widened in the loop by one shift ({@link #bf16x16}); through the scratch it read
+     * 0.71x and 0.79x the row-major bf16 loop at batch 1 and 8.
      */
-    private static void matmulF16_X16(
+    private static void matmulHalvesX16(
+            boolean bf16,
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -1441,7 +1464,7 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
-        ArgumentChecks.matmulBlocks(TensorType.F16_X16,
+        ArgumentChecks.matmulBlocks(bf16 ? TensorType.BF16_X16 : TensorType.F16_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         long rowBytes = (long) cols * Short.BYTES;
         long outStride = (long) rows * F;
@@ -1455,7 +1478,7 @@ final class VectorOps implements KernelOps {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 if (xs == null) {
                     Scratch scratch = Scratch.get();
-                    wide = scratch.wide(4 * HALVES_CHUNK * TensorType.X16_ROWS);
+                    wide = bf16 ? null : scratch.wide(4 * HALVES_CHUNK * TensorType.X16_ROWS);
                     xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
                     if (xs == null) {
                         xs = scratch.inputs(batch * cols);
@@ -1472,27 +1495,43 @@ final class VectorOps implements KernelOps {
                         long at = outOffset + (long) (r + g * TensorType.X16_ROWS + part * lanes) * F;
                         int b = 0;
                         for (; b + 8 <= batch; b += 8) {
-                            f16x16Group8(weights, group, cols, wide, part, xs, b * cols, out,
-                                    at + b * outStride, outStride);
+                            if (bf16) {
+                                bf16x16Group8(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
+                                        outStride);
+                            } else {
+                                f16x16Group8(weights, group, cols, wide, part, xs, b * cols, out,
+                                        at + b * outStride, outStride);
+                            }
                         }
                         for (; b < fours; b += 4) {
-                            f16x16Group4(weights, group, cols, wide, part, xs, b * cols, out,
-                                    at + b * outStride, outStride);
+                            if (bf16) {
+                                bf16x16Group4(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
+                                        outStride);
+                            } else {
+                                f16x16Group4(weights, group, cols, wide, part, xs, b * cols, out,
+                                        at + b * outStride, outStride);
+                            }
                         }
                     }
                 }
                 long group = weightsOffset + r * rowBytes;
                 for (int b = fours; b < batch; b++) {
                     for (int part = 0; part < X16_PARTS; part++) {
-                        f16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, wide, part,
-                                xs, b * cols, out, outOffset + b * outStride + (long) (r + part * lanes) * F);
+                        long to = outOffset + b * outStride + (long) (r + part * lanes) * F;
+                        if (bf16) {
+                            bf16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, part, xs,
+                                    b * cols, out, to);
+                        } else {
+                            f16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, wide, part,
+                                    xs, b * cols, out, to);
+                        }
                     }
                 }
                 r += groups * TensorType.X16_ROWS;
             } else {
                 for (int b = 0; b < batch; b++) {
                     out.set(F32, outOffset + b * outStride + r * F,
-                            F16X16.row(weights, weightsOffset, rows, cols, r, x, xOffset + b * xStride));
+                            HalvesX16.row(bf16, weights, weightsOffset, rows, cols, r, x, xOffset + b * xStride));
                 }
                 r++;
             }
@@ -1525,7 +1564,7 @@ final class VectorOps implements KernelOps {
         FloatVector a3 = a0;
         for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
             int n = Math.min(HALVES_CHUNK, cols - k0);
-            long from = at + k0 * F16X16.GROUP_VALUE_BYTES;
+            long from = at + k0 * HalvesX16.GROUP_VALUE_BYTES;
             for (int g = 0; g < groups; g++) {
                 f16sToFloats(w, from + g * groupBytes, wide, g * chunk, n * TensorType.X16_ROWS);
             }
@@ -1550,6 +1589,98 @@ final class VectorOps implements KernelOps {
         }
     }
 
+    /** Value {@code k} of one part's rows of a bf16_x16 group, at {@code at}, widened exactly: one 16-bit shift. */
+    private static FloatVector bf16x16(MemorySegment w, long at) {
+        return ((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, at, LE).castShape(X16_INTS, 0))
+                .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
+    }
+
+    /** {@link #f16x16Groups} for bf16, widened in the loop. */
+    private static void bf16x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
+            float[] x, int x0, MemorySegment out, long to) {
+        long p = at + 2L * part * X16_FLOATS.length();
+        long g1 = groups > 1 ? groupBytes : 0;
+        long g2 = groups > 2 ? 2 * groupBytes : 0;
+        long g3 = groups > 2 ? 3 * groupBytes : 0;
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        for (int k = 0; k < cols; k++) {
+            FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
+            long wk = p + k * HalvesX16.GROUP_VALUE_BYTES;
+            a0 = bf16x16(w, wk).fma(xk, a0);
+            a1 = bf16x16(w, wk + g1).fma(xk, a1);
+            a2 = bf16x16(w, wk + g2).fma(xk, a2);
+            a3 = bf16x16(w, wk + g3).fma(xk, a3);
+        }
+        long groupOut = (long) TensorType.X16_ROWS * F;
+        a0.intoMemorySegment(out, to, LE);
+        if (groups > 1) {
+            a1.intoMemorySegment(out, to + groupOut, LE);
+        }
+        if (groups > 2) {
+            a2.intoMemorySegment(out, to + 2 * groupOut, LE);
+            a3.intoMemorySegment(out, to + 3 * groupOut, LE);
+        }
+    }
+
+    /** {@link #f16x16Group4} for bf16, widened in the loop. */
+    private static void bf16x16Group4(MemorySegment w, long at, int cols, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
+        long p = at + 2L * part * X16_FLOATS.length();
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        for (int k = 0; k < cols; k++) {
+            FloatVector v = bf16x16(w, p + k * HalvesX16.GROUP_VALUE_BYTES);
+            int xk = x0 + k;
+            a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
+            a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
+            a2 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * cols]), a2);
+            a3 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * cols]), a3);
+        }
+        a0.intoMemorySegment(out, to, LE);
+        a1.intoMemorySegment(out, to + outStride, LE);
+        a2.intoMemorySegment(out, to + 2 * outStride, LE);
+        a3.intoMemorySegment(out, to + 3 * outStride, LE);
+    }
+
+    /** {@link #f16x16Group8} for bf16, widened in the loop. */
+    private static void bf16x16Group8(MemorySegment w, long at, int cols, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
+        long p = at + 2L * part * X16_FLOATS.length();
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        FloatVector a4 = a0;
+        FloatVector a5 = a0;
+        FloatVector a6 = a0;
+        FloatVector a7 = a0;
+        for (int k = 0; k < cols; k++) {
+            FloatVector v = bf16x16(w, p + k * HalvesX16.GROUP_VALUE_BYTES);
+            int xk = x0 + k;
+            a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
+            a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
+            a2 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * cols]), a2);
+            a3 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * cols]), a3);
+            a4 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 4 * cols]), a4);
+            a5 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 5 * cols]), a5);
+            a6 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 6 * cols]), a6);
+            a7 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 7 * cols]), a7);
+        }
+        a0.intoMemorySegment(out, to, LE);
+        a1.intoMemorySegment(out, to + outStride, LE);
+        a2.intoMemorySegment(out, to + 2 * outStride, LE);
+        a3.intoMemorySegment(out, to + 3 * outStride, LE);
+        a4.intoMemorySegment(out, to + 4 * outStride, LE);
+        a5.intoMemorySegment(out, to + 5 * outStride, LE);
+        a6.intoMemorySegment(out, to + 6 * outStride, LE);
+        a7.intoMemorySegment(out, to + 7 * outStride, LE);
+    }
+
     /** One group at {@code at}, part {@code part}, with four inputs {@code cols} floats apart, their outputs {@code outStride} bytes apart. */
     private static void f16x16Group4(MemorySegment w, long at, int cols, float[] wide, int part,
             float[] x, int x0, MemorySegment out, long to, long outStride) {
@@ -1560,7 +1691,7 @@ final class VectorOps implements KernelOps {
         FloatVector a3 = a0;
         for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
             int n = Math.min(HALVES_CHUNK, cols - k0);
-            f16sToFloats(w, at + k0 * F16X16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
+            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
             int xk0 = x0 + k0;
             for (int k = 0; k < n; k++) {
                 FloatVector v = FloatVector.fromArray(X16_FLOATS, wide, k * TensorType.X16_ROWS + part * lanes);
@@ -1591,7 +1722,7 @@ final class VectorOps implements KernelOps {
         FloatVector a7 = a0;
         for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
             int n = Math.min(HALVES_CHUNK, cols - k0);
-            f16sToFloats(w, at + k0 * F16X16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
+            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
             int xk0 = x0 + k0;
             for (int k = 0; k < n; k++) {
                 FloatVector v = FloatVector.fromArray(X16_FLOATS, wide, k * TensorType.X16_ROWS + part * lanes);

@@ -22,7 +22,7 @@ class CompiledKernelAllocationTest {
     @ParameterizedTest(name = "{0} batch {1}")
     @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8",
             "Q8_0_X16, 13", "Q6_K_X16, 1", "Q6_K_X16, 8", "F32_X16, 1", "F32_X16, 8", "F32_X16, 13",
-            "F16_X16, 1", "F16_X16, 8", "F16_X16, 13"})
+            "F16_X16, 1", "F16_X16, 8", "F16_X16, 13", "BF16_X16, 1", "BF16_X16, 8", "BF16_X16, 13"})
     void warmKernelsAllocateNothing(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box

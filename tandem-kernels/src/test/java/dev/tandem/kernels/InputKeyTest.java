@@ -24,11 +24,11 @@ class InputKeyTest {
     private static final int ROWS = 32;
     private static final int COLS = 512;
 
-    /** Batches whose every input goes through the converted copy (q8_0_x16 reads a batch of 4 in place; f32_x16 and f16_x16 copy every batch). */
+    /** Batches whose every input goes through the converted copy (q8_0_x16 reads a batch of 4 in place; f32_x16, f16_x16 and bf16_x16 copy every batch). */
     @ParameterizedTest(name = "{0}, batch {1}")
     @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_0_X16, 9", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q4_K_X16, 9",
         "Q8_0_X16, 1", "Q8_0_X16, 8", "Q8_0_X16, 9", "Q6_K_X16, 1", "Q6_K_X16, 8", "Q6_K_X16, 9", "F32_X16, 1",
-        "F32_X16, 4", "F32_X16, 9", "F16_X16, 1", "F16_X16, 9"})
+        "F32_X16, 4", "F32_X16, 9", "F16_X16, 1", "F16_X16, 9", "BF16_X16, 1", "BF16_X16, 9"})
     void aKeyKeepsTheConversionUntilAnotherCallConverts(TensorType type, int batch) {
         try (Tensors t = new Tensors(batch * 31L + type.ordinal())) {
             MemorySegment w = weights(t, type);
@@ -93,7 +93,7 @@ class InputKeyTest {
 
     /** The scalar kernels have nothing to keep: a key changes nothing. */
     @ParameterizedTest(name = "{0}")
-    @CsvSource({"Q4_0_X16", "Q4_K_X16", "Q8_0_X16", "Q6_K_X16", "F32_X16", "F16_X16"})
+    @CsvSource({"Q4_0_X16", "Q4_K_X16", "Q8_0_X16", "Q6_K_X16", "F32_X16", "F16_X16", "BF16_X16"})
     void theScalarKernelsReadTheInputEveryTime(TensorType type) {
         try (Tensors t = new Tensors(type.ordinal())) {
             MemorySegment w = weights(t, type);

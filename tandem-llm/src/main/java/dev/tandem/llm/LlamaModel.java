@@ -270,7 +270,7 @@ public final class LlamaModel {
                 for (Tensor t : sharing) {
                     for (WeightType type : types.get(t)) {
                         if (interleaved(t, type)) {
-                            align = Math.max(align, type == WeightType.F32 || type == WeightType.F16
+                            align = Math.max(align, type.blockSize() == 1 // f32, f16, bf16
                                     ? MatmulOps.F32_X16_PASS_ROWS : TensorType.X16_ROWS);
                         }
                     }
@@ -337,8 +337,8 @@ public final class LlamaModel {
     /**
      * Whether the model keeps matrix {@code tensor}, stored as {@code type}, in an interleaved
      * layout ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q8_0_X16},
-     * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16}): every
-     * q4_0, q4_K, q8_0, q6_K, f32 and f16 matrix
+     * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16},
+     * {@link TensorType#BF16_X16}): every matrix
      * it multiplies (the classifier too, in a copy of its own when tied to the embedding, which
      * keeps its file layout for its row look-ups).
      */
