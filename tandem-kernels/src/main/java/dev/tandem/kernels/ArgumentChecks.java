@@ -363,6 +363,19 @@ final class ArgumentChecks {
         interleave("interleaveF16", TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
+    /** Refuses an f16 matrix {@code [rows, cols]} at {@code src} with an infinity or NaN, naming the first. */
+    static void finiteHalves(String kernel, MemorySegment src, long srcOffset, int rows, int cols) {
+        long n = (long) rows * cols;
+        for (long i = 0; i < n; i++) {
+            short half = src.get(LittleEndian.F16, srcOffset + 2 * i);
+            if ((half & 0x7c00) == 0x7c00) {
+                throw new IllegalArgumentException(String.format("%s: row %d, column %d is %s (0x%04x); f16_x16 holds"
+                        + " finite values only", kernel, i / cols, i % cols, (half & 0x3ff) == 0 ? "an infinity" : "NaN",
+                        half & 0xffff));
+            }
+        }
+    }
+
     static void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ8_0", TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols);

@@ -213,7 +213,8 @@ public interface MatmulOps {
 
     /**
      * Matmul with f16 weights in the {@link TensorType#F16_X16} layout ({@link
-     * QuantOps#interleaveF16}) and f32 inputs: per row and input, {@code acc = fma(w_k, x_k, acc)}
+     * QuantOps#interleaveF16}, finite values only: on an infinity or NaN the vector kernel's result
+     * is undefined) and f32 inputs: per row and input, {@code acc = fma(w_k, x_k, acc)}
      * for {@code k} from 0 in order, starting from {@code 0}, each weight widened to f32 exactly;
      * {@code out} is {@code acc}. Both implementations compute exactly that, so they agree bit for
      * bit, at every batch and wherever a range cuts the rows. Row ranges and offsets as for

@@ -116,14 +116,17 @@ public interface QuantOps {
      * Copies the f16 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
      * {@link TensorType#F16_X16} layout: the same bytes, each group of 16 rows interleaved value by
      * value (value {@code k} of the 16 rows side by side), the last {@code rows % 16} rows as they
-     * are. A load-time step, once per matrix.
+     * are. A load-time step, once per matrix. f16_x16 holds finite values only (its kernel widens
+     * them without a check), so a matrix with an infinity or NaN is refused before anything is
+     * written.
      *
-     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, or either
-     *     segment is too small
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, either segment
+     *     is too small, or a value is an infinity or NaN (naming its row and column)
      */
     default void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
+        ArgumentChecks.finiteHalves("interleaveF16", src, srcOffset, rows, cols);
         Interleaving.groups(TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
                 HalvesX16.valueAt(k, row) + j);
     }

@@ -81,8 +81,9 @@ import java.util.Locale;
  *       {@link QuantOps#interleaveF32} makes it; {@link MatmulOps#matmulF32_X16} reads it.
  *   <li>{@link #F16_X16}, {@link #BF16_X16}: the same for f16 and bf16, 2 bytes per value: row
  *       {@code i}'s value {@code k} at {@code 32 * k + 2 * i}, the last {@code rows % 16} rows in
- *       the file's layout. {@link QuantOps#interleaveF16} and {@link QuantOps#interleaveBF16}
- *       make them; {@link MatmulOps#matmulF16_X16} and {@link MatmulOps#matmulBF16_X16} read them.
+ *       the file's layout; f16_x16 holds finite values only. {@link QuantOps#interleaveF16} and
+ *       {@link QuantOps#interleaveBF16} make them (the first refuses an infinity or NaN);
+ *       {@link MatmulOps#matmulF16_X16} and {@link MatmulOps#matmulBF16_X16} read them.
  * </ul>
  */
 public enum TensorType {

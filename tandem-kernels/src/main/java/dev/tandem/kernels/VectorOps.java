@@ -1437,18 +1437,13 @@ final class VectorOps implements KernelOps {
                 rowEnd, 0);
     }
 
-    /** Values of a group that the f16_x16 loops widen at a time: four groups' are 16 KB of floats. */
-    private static final int HALVES_CHUNK = 64;
-
     /**
-     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, one chain per (row, input) in the
-     * order of the values. f16: {@link #HALVES_CHUNK} values of a group (of the four or two groups
-     * of a pass for one input) at a time widened into this thread's scratch by
-     * {@link #f16sToFloats} (the f16 bit arithmetic in vectors instead: 0.77-0.94x; in the loop,
-     * four widenings boxed), then multiplied as f32_x16's are; against the row-major f16 loop (two
-     * threads, in-JVM): batch 1 from memory in 64-row parts 1.12-1.33x, batch 8 1.09x, batch 64
-     * 1.22x. bf16: widened in the loop by one shift ({@link #bf16x16}); through the scratch it read
-     * 0.71x and 0.79x the row-major bf16 loop at batch 1 and 8.
+     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, each value of 16 rows widened where
+     * it is used ({@link #bf16x16}, {@link #f16x16Groups}), one chain per (row, input) in the order of the values. Widened
+     * through a scratch array instead (f16 by the {@code vcvtph2ps} loop of {@link #halvesToFloats},
+     * 64 values of a group at a time) both read 15-22 GB/s from memory at batch 1 on two threads;
+     * in the loop, against the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1
+     * from memory 3.5x, batch 8 1.22x, batch 64 1.33x; bf16 1.62x, 1.22x, 1.81x.
      */
     private static void matmulHalvesX16(
             boolean bf16,
@@ -1478,7 +1473,7 @@ final class VectorOps implements KernelOps {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 if (xs == null) {
                     Scratch scratch = Scratch.get();
-                    wide = bf16 ? null : scratch.wide(4 * HALVES_CHUNK * TensorType.X16_ROWS);
+                    wide = !bf16 && batch >= 8 ? scratch.wide(F16_CHUNK * TensorType.X16_ROWS) : null;
                     xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
                     if (xs == null) {
                         xs = scratch.inputs(batch * cols);
@@ -1508,8 +1503,8 @@ final class VectorOps implements KernelOps {
                                 bf16x16Group4(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
                                         outStride);
                             } else {
-                                f16x16Group4(weights, group, cols, wide, part, xs, b * cols, out,
-                                        at + b * outStride, outStride);
+                                f16x16Group4(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
+                                        outStride);
                             }
                         }
                     }
@@ -1522,8 +1517,8 @@ final class VectorOps implements KernelOps {
                             bf16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, part, xs,
                                     b * cols, out, to);
                         } else {
-                            f16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, wide, part,
-                                    xs, b * cols, out, to);
+                            f16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, part, xs,
+                                    b * cols, out, to);
                         }
                     }
                 }
@@ -1538,64 +1533,18 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    /** As {@link #halvesToFloats(MemorySegment, long, float[], int)}, from {@code to}. */
-    private static void f16sToFloats(MemorySegment w, long from, float[] wide, int to, int n) {
-        for (int i = 0; i < n; i++) {
-            wide[to + i] = Float.float16ToFloat(w.get(LittleEndian.F16, from + 2L * i));
-        }
-    }
-
-    /**
-     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at},
-     * {@code groupBytes} apart: as {@link #f32x16Groups4}, four streams and four chains, from the
-     * widened chunks; with fewer groups the spare chains repeat the first group's and are dropped.
-     * The outputs of part {@code part} of each group at {@code to}, 64 bytes apart.
-     */
-    private static void f16x16Groups(MemorySegment w, long at, long groupBytes, int groups,
-            int cols, float[] wide, int part, float[] x, int x0, MemorySegment out, long to) {
-        int lanes = X16_FLOATS.length();
-        int chunk = HALVES_CHUNK * TensorType.X16_ROWS;
-        int s1 = groups > 1 ? chunk : 0;
-        int s2 = groups > 2 ? 2 * chunk : 0;
-        int s3 = groups > 2 ? 3 * chunk : 0;
-        FloatVector a0 = FloatVector.zero(X16_FLOATS);
-        FloatVector a1 = a0;
-        FloatVector a2 = a0;
-        FloatVector a3 = a0;
-        for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
-            int n = Math.min(HALVES_CHUNK, cols - k0);
-            long from = at + k0 * HalvesX16.GROUP_VALUE_BYTES;
-            for (int g = 0; g < groups; g++) {
-                f16sToFloats(w, from + g * groupBytes, wide, g * chunk, n * TensorType.X16_ROWS);
-            }
-            int xk0 = x0 + k0;
-            for (int k = 0; k < n; k++) {
-                FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[xk0 + k]);
-                int o = k * TensorType.X16_ROWS + part * lanes;
-                a0 = FloatVector.fromArray(X16_FLOATS, wide, o).fma(xk, a0);
-                a1 = FloatVector.fromArray(X16_FLOATS, wide, s1 + o).fma(xk, a1);
-                a2 = FloatVector.fromArray(X16_FLOATS, wide, s2 + o).fma(xk, a2);
-                a3 = FloatVector.fromArray(X16_FLOATS, wide, s3 + o).fma(xk, a3);
-            }
-        }
-        long groupOut = (long) TensorType.X16_ROWS * F;
-        a0.intoMemorySegment(out, to, LE);
-        if (groups > 1) {
-            a1.intoMemorySegment(out, to + groupOut, LE);
-        }
-        if (groups > 2) {
-            a2.intoMemorySegment(out, to + 2 * groupOut, LE);
-            a3.intoMemorySegment(out, to + 3 * groupOut, LE);
-        }
-    }
-
     /** Value {@code k} of one part's rows of a bf16_x16 group, at {@code at}, widened exactly: one 16-bit shift. */
     private static FloatVector bf16x16(MemorySegment w, long at) {
         return ((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, at, LE).castShape(X16_INTS, 0))
                 .lanewise(VectorOperators.LSHL, 16).reinterpretAsFloats();
     }
 
-    /** {@link #f16x16Groups} for bf16, widened in the loop. */
+    /**
+     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at}, {@code groupBytes}
+     * apart: as {@link #f32x16Groups4}, four streams and four chains; with fewer groups the spare
+     * chains repeat the first group's and are dropped. The outputs of part {@code part} of each
+     * group at {@code to}, 64 bytes apart.
+     */
     private static void bf16x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
             float[] x, int x0, MemorySegment out, long to) {
         long p = at + 2L * part * X16_FLOATS.length();
@@ -1625,7 +1574,7 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    /** {@link #f16x16Group4} for bf16, widened in the loop. */
+    /** One group at {@code at}, part {@code part}, with four inputs {@code cols} floats apart, their outputs {@code outStride} bytes apart. */
     private static void bf16x16Group4(MemorySegment w, long at, int cols, int part, float[] x, int x0,
             MemorySegment out, long to, long outStride) {
         long p = at + 2L * part * X16_FLOATS.length();
@@ -1647,7 +1596,7 @@ final class VectorOps implements KernelOps {
         a3.intoMemorySegment(out, to + 3 * outStride, LE);
     }
 
-    /** {@link #f16x16Group8} for bf16, widened in the loop. */
+    /** {@link #bf16x16Group4} for eight inputs: eight chains per widened vector. */
     private static void bf16x16Group8(MemorySegment w, long at, int cols, int part, float[] x, int x0,
             MemorySegment out, long to, long outStride) {
         long p = at + 2L * part * X16_FLOATS.length();
@@ -1681,26 +1630,81 @@ final class VectorOps implements KernelOps {
         a7.intoMemorySegment(out, to + 7 * outStride, LE);
     }
 
-    /** One group at {@code at}, part {@code part}, with four inputs {@code cols} floats apart, their outputs {@code outStride} bytes apart. */
-    private static void f16x16Group4(MemorySegment w, long at, int cols, float[] wide, int part,
-            float[] x, int x0, MemorySegment out, long to, long outStride) {
-        int lanes = X16_FLOATS.length();
+    /**
+     * {@link #bf16x16Groups} for f16, each finite half widened exactly in the loop, written out (as
+     * a helper, C2 compiled it alone in the suite's JVM and then left it out of line, boxing the
+     * vectors): its magnitude's bits moved to an f32's and scaled by 2^112 (exact for subnormals
+     * too), then its sign. f16_x16 holds no infinities or NaN ({@link QuantOps#interleaveF16});
+     * handling them here, by a branch to {@link #widenF16}, a blend or a masked or, boxed.
+     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at}, {@code groupBytes}
+     * apart: as {@link #f32x16Groups4}, four streams and four chains; with fewer groups the spare
+     * chains repeat the first group's and are dropped. The outputs of part {@code part} of each
+     * group at {@code to}, 64 bytes apart.
+     */
+    private static void f16x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
+            float[] x, int x0, MemorySegment out, long to) {
+        long p = at + 2L * part * X16_FLOATS.length();
+        long g1 = groups > 1 ? groupBytes : 0;
+        long g2 = groups > 2 ? 2 * groupBytes : 0;
+        long g3 = groups > 2 ? 3 * groupBytes : 0;
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
         FloatVector a2 = a0;
         FloatVector a3 = a0;
-        for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
-            int n = Math.min(HALVES_CHUNK, cols - k0);
-            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
-            int xk0 = x0 + k0;
-            for (int k = 0; k < n; k++) {
-                FloatVector v = FloatVector.fromArray(X16_FLOATS, wide, k * TensorType.X16_ROWS + part * lanes);
-                int xk = xk0 + k;
-                a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
-                a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
-                a2 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * cols]), a2);
-                a3 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * cols]), a3);
-            }
+        for (int k = 0; k < cols; k++) {
+            FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
+            long wk = p + k * HalvesX16.GROUP_VALUE_BYTES;
+            IntVector h0 = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, wk, LE)
+                    .castShape(X16_INTS, 0);
+            a0 = h0.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                    .reinterpretAsInts().or(h0.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                    .reinterpretAsFloats().fma(xk, a0);
+            IntVector h1 = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, wk + g1, LE)
+                    .castShape(X16_INTS, 0);
+            a1 = h1.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                    .reinterpretAsInts().or(h1.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                    .reinterpretAsFloats().fma(xk, a1);
+            IntVector h2 = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, wk + g2, LE)
+                    .castShape(X16_INTS, 0);
+            a2 = h2.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                    .reinterpretAsInts().or(h2.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                    .reinterpretAsFloats().fma(xk, a2);
+            IntVector h3 = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, wk + g3, LE)
+                    .castShape(X16_INTS, 0);
+            a3 = h3.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                    .reinterpretAsInts().or(h3.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                    .reinterpretAsFloats().fma(xk, a3);
+        }
+        long groupOut = (long) TensorType.X16_ROWS * F;
+        a0.intoMemorySegment(out, to, LE);
+        if (groups > 1) {
+            a1.intoMemorySegment(out, to + groupOut, LE);
+        }
+        if (groups > 2) {
+            a2.intoMemorySegment(out, to + 2 * groupOut, LE);
+            a3.intoMemorySegment(out, to + 3 * groupOut, LE);
+        }
+    }
+
+    /** {@link #bf16x16Group4} for f16, widened as in {@link #f16x16Groups}. */
+    private static void f16x16Group4(MemorySegment w, long at, int cols, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
+        long p = at + 2L * part * X16_FLOATS.length();
+        FloatVector a0 = FloatVector.zero(X16_FLOATS);
+        FloatVector a1 = a0;
+        FloatVector a2 = a0;
+        FloatVector a3 = a0;
+        for (int k = 0; k < cols; k++) {
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, p + k * HalvesX16.GROUP_VALUE_BYTES, LE)
+                    .castShape(X16_INTS, 0);
+            FloatVector v = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
+                    .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
+                    .reinterpretAsFloats();
+            int xk = x0 + k;
+            a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
+            a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
+            a2 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * cols]), a2);
+            a3 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * cols]), a3);
         }
         a0.intoMemorySegment(out, to, LE);
         a1.intoMemorySegment(out, to + outStride, LE);
@@ -1708,9 +1712,15 @@ final class VectorOps implements KernelOps {
         a3.intoMemorySegment(out, to + 3 * outStride, LE);
     }
 
-    /** {@link #f16x16Group4} for eight inputs: eight chains per widened vector. */
-    private static void f16x16Group8(MemorySegment w, long at, int cols, float[] wide, int part,
-            float[] x, int x0, MemorySegment out, long to, long outStride) {
+    /**
+     * {@link #bf16x16Group8} for f16: {@link #F16_CHUNK} values of the group at a time widened into
+     * this thread's scratch by {@link #f16sToFloats} (the {@code vcvtph2ps} loop), which costs less
+     * per eight inputs than widening in the loop as {@link #f16x16Groups} does (small F16 prompt,
+     * decoder A/B: 1741/2071 tokens/s in the loop, 1975/2803 through the scratch, the row-major
+     * build 1749-2253).
+     */
+    private static void f16x16Group8(MemorySegment w, long at, int cols, float[] wide, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
         int lanes = X16_FLOATS.length();
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
@@ -1720,9 +1730,9 @@ final class VectorOps implements KernelOps {
         FloatVector a5 = a0;
         FloatVector a6 = a0;
         FloatVector a7 = a0;
-        for (int k0 = 0; k0 < cols; k0 += HALVES_CHUNK) {
-            int n = Math.min(HALVES_CHUNK, cols - k0);
-            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, 0, n * TensorType.X16_ROWS);
+        for (int k0 = 0; k0 < cols; k0 += F16_CHUNK) {
+            int n = Math.min(F16_CHUNK, cols - k0);
+            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, n * TensorType.X16_ROWS);
             int xk0 = x0 + k0;
             for (int k = 0; k < n; k++) {
                 FloatVector v = FloatVector.fromArray(X16_FLOATS, wide, k * TensorType.X16_ROWS + part * lanes);
@@ -1745,6 +1755,16 @@ final class VectorOps implements KernelOps {
         a5.intoMemorySegment(out, to + 5 * outStride, LE);
         a6.intoMemorySegment(out, to + 6 * outStride, LE);
         a7.intoMemorySegment(out, to + 7 * outStride, LE);
+    }
+
+    /** Values of a group {@link #f16x16Group8} widens at a time: 4 KB of floats. */
+    private static final int F16_CHUNK = 64;
+
+    /** As {@link #halvesToFloats(MemorySegment, long, float[], int)}: {@code n} f16 from {@code from} into {@code wide}. */
+    private static void f16sToFloats(MemorySegment w, long from, float[] wide, int n) {
+        for (int i = 0; i < n; i++) {
+            wide[i] = Float.float16ToFloat(w.get(LittleEndian.F16, from + 2L * i));
+        }
     }
 
     /** Quant {@code k} of one part's rows (at {@code at}), widened to floats. */

@@ -50,6 +50,16 @@ class HalvesX16Test {
         return segment;
     }
 
+    /** {@code n} random f16 bit patterns, every one finite. */
+    private static MemorySegment finiteRandomBits(Tensors t, long n) {
+        MemorySegment segment = t.allocate(2 * n);
+        for (long i = 0; i < n; i++) {
+            int bits = t.random.nextInt(1 << 16);
+            segment.set(LittleEndian.F16, PAD + 2 * i, (short) ((bits & 0x7c00) == 0x7c00 ? bits & 0x83ff : bits));
+        }
+        return segment;
+    }
+
     private static float[] run(Tensors t, KernelOps ops, TensorType plain, MemorySegment w, MemorySegment x, int rows,
             int cols, int batch, int rowStart, int rowEnd) {
         MemorySegment out = t.f32(new float[batch * rows]);
@@ -62,7 +72,9 @@ class HalvesX16Test {
     void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(rows * 31L + cols)) {
-                MemorySegment halves = GgufBlocks.random(t, plain, (long) rows * cols);
+                // bf16: any bits; f16: finite ones, all that f16_x16 holds.
+                MemorySegment halves = plain == TensorType.BF16 ? GgufBlocks.random(t, plain, (long) rows * cols)
+                        : finiteRandomBits(t, (long) rows * cols);
                 MemorySegment x16 = interleaved(t, plain, halves, rows, cols);
                 long rowBytes = 2L * cols;
                 int grouped = rows - rows % 16;
@@ -193,11 +205,14 @@ class HalvesX16Test {
         }
     }
 
-    /** Zeros, subnormals, the largest halves, infinities and NaN widen in the vector kernels as in the scalar twins. */
+    /**
+     * Zeros, subnormals and the largest halves (and for bf16 infinities and NaN, which f16_x16 does
+     * not hold) widen in the vector kernels as in the scalar twins.
+     */
     @Test
     void everyKindOfHalfWidensAsTheScalarTwin() {
-        short[] f16 = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00, (short) 0xbc00,
-            0x7bff, (short) 0xfbff, 0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, 0x0200, 0x2e66};
+        short[] f16 = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, (short) 0x83ff, 0x0400,
+            (short) 0x8400, 0x3c00, (short) 0xbc00, 0x7bff, (short) 0xfbff, 0x0200, (short) 0x8200, 0x2e66, 0x7800};
         short[] bf16 = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x007f, 0x0080, 0x3f80, (short) 0xbf80,
             0x7f7f, (short) 0xff7f, 0x7f80, (short) 0xff80, 0x7fc0, 0x7f81, 0x0040, 0x3e66};
         int rows = 80;
@@ -216,6 +231,28 @@ class HalvesX16Test {
                     Tensors.assertIdentical(plain + " batch " + batch,
                             run(t, VECTOR, plain, x16, x, rows, cols, batch, 0, rows),
                             run(t, SCALAR, plain, x16, x, rows, cols, batch, 0, rows));
+                }
+            }
+        }
+    }
+
+    /** An f16 infinity or NaN is refused by name and place before anything is written: f16_x16 holds finite values only. */
+    @ParameterizedTest(name = "0x{0}")
+    @CsvSource({"7c00, an infinity", "fc00, an infinity", "7e00, NaN", "7c01, NaN", "fe00, NaN"})
+    void interleavingRefusesAnF16InfinityOrNaN(String hex, String what) {
+        int rows = 20;
+        int cols = 12;
+        try (Tensors t = new Tensors(41)) {
+            MemorySegment halves = halves(t, TensorType.F16, (long) rows * cols);
+            halves.set(LittleEndian.F16, PAD + 2L * (17 * cols + 5), (short) Integer.parseInt(hex, 16));
+            MemorySegment dst = t.allocate(2L * rows * cols);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                assertThatThrownBy(() -> ops.interleave(TensorType.F16, halves, PAD, dst, PAD, rows, cols))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessage("interleaveF16: row 17, column 5 is " + what + " (0x" + hex
+                                + "); f16_x16 holds finite values only");
+                for (long i = 0; i < 2L * rows * cols; i++) {
+                    assertThat(dst.get(LittleEndian.I8, PAD + i)).as("dst byte %d", i).isZero();
                 }
             }
         }

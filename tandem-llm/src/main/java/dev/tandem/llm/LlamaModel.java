@@ -244,8 +244,13 @@ public final class LlamaModel {
                 }
                 Buffer buffer = worker.allocate(bytes);
                 if (interleave) {
-                    ops.interleave(types.get(tensor)[l].tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
-                            tensor.rows(config), tensor.cols(config));
+                    try {
+                        ops.interleave(types.get(tensor)[l].tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
+                                tensor.rows(config), tensor.cols(config));
+                    } catch (IllegalArgumentException e) { // an f16 infinity or NaN: see QuantOps.interleaveF16
+                        throw new IllegalArgumentException("weights: " + source + " of layer " + l + ": "
+                                + e.getMessage(), e);
+                    }
                 } else {
                     buffer.hostSegment().copyFrom(bytesIn);
                 }

@@ -59,6 +59,38 @@ class BadInputTest {
                 .hasMessage("RandomWeights: Q4_K has no quantizer here; write F32 random weights as a Q4_K GGUF instead");
     }
 
+    /** f16 matrices run as f16_x16, which holds finite values only: a NaN weight fails the load by tensor, layer and place. */
+    @Test
+    void anF16WeightThatIsNaNFailsTheLoadNamingIt() {
+        LlamaConfig f16 = config(64, 2, 4, 2, 128, 32, 16, WeightType.F16);
+        RandomWeights random = new RandomWeights(f16, 3);
+        LlamaWeights poisoned = new LlamaWeights() {
+            @Override
+            public LlamaConfig config() {
+                return f16;
+            }
+
+            @Override
+            public java.lang.foreign.MemorySegment tensor(Tensor tensor, int layer) {
+                java.lang.foreign.MemorySegment bytes = random.tensor(tensor, layer);
+                if (tensor == Tensor.W2 && layer == 1) {
+                    java.lang.foreign.MemorySegment copy = java.lang.foreign.Arena.ofAuto().allocate(bytes.byteSize());
+                    copy.copyFrom(bytes);
+                    copy.set(java.lang.foreign.ValueLayout.JAVA_SHORT_UNALIGNED, 2L * (7 * 128 + 9), (short) 0x7e00);
+                    return copy;
+                }
+                return bytes;
+            }
+        };
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            assertThatThrownBy(() -> LlamaModel.load(worker, poisoned))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("weights: W2 of layer 1: interleaveF16: row 7, column 9 is NaN (0x7e00); f16_x16"
+                            + " holds finite values only");
+            LlamaModel.load(worker, random).config(); // the same weights without the NaN load
+        }
+    }
+
     @Test
     void unknownShapeNamesTheKnownOnes() {
         assertThatThrownBy(() -> LlamaConfig.named("huge"))
