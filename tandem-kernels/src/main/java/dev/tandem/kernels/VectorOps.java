@@ -1438,12 +1438,13 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, each value of 16 rows widened where
-     * it is used ({@link #bf16x16}, {@link #f16x16Groups}), one chain per (row, input) in the order of the values. Widened
-     * through a scratch array instead (f16 by the {@code vcvtph2ps} loop of {@link #halvesToFloats},
-     * 64 values of a group at a time) both read 15-22 GB/s from memory at batch 1 on two threads;
-     * in the loop, against the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1
-     * from memory 3.5x, batch 8 1.22x, batch 64 1.33x; bf16 1.62x, 1.22x, 1.81x.
+     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, one chain per (row, input) in the
+     * order of the values. Each value of 16 rows is widened where it is used ({@link #bf16x16},
+     * {@link #f16x16Groups}), except f16 eight inputs at a time, which widen 64 values of a group
+     * at a time into scratch ({@link #f16x16Group8}). f16 widened through scratch at batch 1 read
+     * 15-22 GB/s from memory on two threads, as the row-major f16 loop does; in the loop, against
+     * the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1 from memory 3.4-3.7x,
+     * batch 8 1.22x; bf16 batch 1 1.62-1.81x, batch 8 1.22x, batch 64 1.81x.
      */
     private static void matmulHalvesX16(
             boolean bf16,
