@@ -27,6 +27,17 @@ final class Interleaving {
     static final long MAX_GROUP_BYTES = 1L << 28;
 
     /**
+     * {@link #groups} for a float type ({@code F32}, {@code F16}, {@code BF16}): value {@code k} of
+     * the 16 rows side by side ({@link FloatsX16#valueAt}).
+     */
+    static void floats(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        int bytes = type.blockBytes();
+        groups(type, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
+                FloatsX16.valueAt(bytes, k, row) + j);
+    }
+
+    /**
      * Interleaves the groups of 16 rows of {@code src} into {@code dst}. Where each byte of a group
      * goes is the same for every group, so it is worked out once, into a table; then each group is
      * copied in bulk into an array, permuted by the table, and copied out in bulk (byte by byte

@@ -108,8 +108,7 @@ public interface QuantOps {
     default void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
-        Interleaving.groups(TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
-                F32X16.valueAt(k, row) + j);
+        Interleaving.floats(TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     /**
@@ -127,8 +126,7 @@ public interface QuantOps {
             int cols) {
         ArgumentChecks.interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
         ArgumentChecks.finiteHalves("interleaveF16", src, srcOffset, rows, cols);
-        Interleaving.groups(TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
-                HalvesX16.valueAt(k, row) + j);
+        Interleaving.floats(TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     /**
@@ -143,8 +141,7 @@ public interface QuantOps {
     default void interleaveBF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         ArgumentChecks.interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
-        Interleaving.groups(TensorType.BF16, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
-                HalvesX16.valueAt(k, row) + j);
+        Interleaving.floats(TensorType.BF16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     /**

@@ -200,7 +200,7 @@ final class ScalarOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
-    /** Each row's values in order ({@link HalvesX16#row}). */
+    /** Each row's values in order ({@link FloatsX16#row}). */
     @Override
     public void matmulF16_X16(
             MemorySegment weights,
@@ -214,17 +214,11 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.F16_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        for (int r = rowStart; r < rowEnd; r++) {
-            for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        HalvesX16.row(false, weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
-            }
-        }
+        floatsX16(TensorType.F16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                rowEnd);
     }
 
-    /** Each row's values in order ({@link HalvesX16#row}). */
+    /** Each row's values in order ({@link FloatsX16#row}). */
     @Override
     public void matmulBF16_X16(
             MemorySegment weights,
@@ -238,17 +232,11 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.BF16_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        for (int r = rowStart; r < rowEnd; r++) {
-            for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        HalvesX16.row(true, weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
-            }
-        }
+        floatsX16(TensorType.BF16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                rowEnd);
     }
 
-    /** Each row's values in order ({@link F32X16#row}). */
+    /** Each row's values in order ({@link FloatsX16#row}). */
     @Override
     public void matmulF32_X16(
             MemorySegment weights,
@@ -262,12 +250,19 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.F32_X16,
+        floatsX16(TensorType.F32_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
+                rowEnd);
+    }
+
+    private static void floatsX16(TensorType type, MemorySegment weights, long weightsOffset, MemorySegment x,
+            long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd) {
+        ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        TensorType plain = type.source();
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        F32X16.row(weights, weightsOffset, rows, cols, r, x, xOffset + (long) b * cols * F));
+                out.set(F32, outOffset + ((long) b * rows + r) * F, FloatsX16.row(plain, weights, weightsOffset,
+                        rows, cols, r, x, xOffset + (long) b * cols * F));
             }
         }
     }

@@ -126,13 +126,29 @@ final class Scratch {
      * that {@link #inputs} holds since a call with the same nonzero {@code key} ({@link #inputsAre}),
      * or null.
      */
-    float[] inputsOf(long key, MemorySegment x, long offset, int batch, int cols) {
+    private float[] inputsOf(long key, MemorySegment x, long offset, int batch, int cols) {
         return inputsKept.holds(key, x, offset, batch, cols) ? inputs : null;
     }
 
     /** {@link #inputs} now holds the inputs at {@code x} and {@code offset}, named by {@code key}. */
-    void inputsAre(long key, MemorySegment x, long offset, int batch, int cols) {
+    private void inputsAre(long key, MemorySegment x, long offset, int batch, int cols) {
         inputsKept.set(key, x, offset, batch, cols);
+    }
+
+    /**
+     * The {@code batch} inputs of {@code cols} floats at {@code x} and {@code offset} on the heap:
+     * what {@link #inputsOf} keeps for {@code key}, or a fresh copy into {@link #inputs}, kept for
+     * the next call with {@code key}.
+     */
+    float[] heapInputs(long key, MemorySegment x, long offset, int batch, int cols) {
+        float[] kept = inputsOf(key, x, offset, batch, cols);
+        if (kept != null) {
+            return kept;
+        }
+        float[] copy = inputs(batch * cols);
+        MemorySegment.copy(x, LittleEndian.F32, offset, copy, 0, batch * cols);
+        inputsAre(key, x, offset, batch, cols);
+        return copy;
     }
 
     /**

@@ -142,12 +142,8 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case F32_X16 -> matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd, inputKey);
-            case F16_X16 -> matmulHalvesX16(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd, inputKey);
-            case BF16_X16 -> matmulHalvesX16(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd, inputKey);
+            case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
+                    outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
         }
@@ -1160,13 +1156,7 @@ final class VectorOps implements KernelOps {
                 if (xs == null && (batch >= Q8X_WIDE_INPUTS || batch % Q8X_INPUTS != 0)) {
                     // The inputs on the heap: the loops broadcast them one value at a time, and
                     // array loads in counted loops cost no bounds check.
-                    Scratch scratch = Scratch.get();
-                    xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
-                    if (xs == null) {
-                        xs = scratch.inputs(batch * cols);
-                        MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
-                        scratch.inputsAre(inputKey, x, xOffset, batch, cols);
-                    }
+                    xs = Scratch.get().heapInputs(inputKey, x, xOffset, batch, cols);
                 }
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
@@ -1195,14 +1185,7 @@ final class VectorOps implements KernelOps {
         }
     }
 
-    /**
-     * Groups of 16 rows by vector loops (eight inputs at a time by {@link #f32x16Group8}, four by
-     * {@link #f32x16Group4}, the rest by {@link #f32x16Group}), one row at a time where the range
-     * cuts a group and for the last {@code rows % 16} rows ({@link F32X16#row}, the same operations
-     * lane by lane). Per value, one 64-byte load holds it in all 16 rows; each input's value,
-     * broadcast from a copy of the inputs on the heap, meets it in one fused multiply-add. Each
-     * (row, input) is one chain in the order of the values, at every batch.
-     */
+    /** {@link #matmulFloatsX16}. */
     @Override
     public void matmulF32_X16(
             MemorySegment weights,
@@ -1216,145 +1199,58 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
-    }
-
-    private static void matmulF32_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd,
-            long inputKey) {
-        ArgumentChecks.matmulBlocks(TensorType.F32_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        long rowBytes = (long) cols * F;
-        long outStride = (long) rows * F;
-        long xStride = (long) cols * F;
-        int lanes = X16_FLOATS.length();
-        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        float[] xs = null;
-        int r = rowStart;
-        while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
-                if (xs == null) {
-                    Scratch scratch = Scratch.get();
-                    xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
-                    if (xs == null) {
-                        xs = scratch.inputs(batch * cols);
-                        MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
-                        scratch.inputsAre(inputKey, x, xOffset, batch, cols);
-                    }
-                }
-                int fours = batch - batch % 4;
-                int whole = X16_PARTS == 1 && fours < batch ? (groupEnd - r) / TensorType.X16_ROWS : 1;
-                int groups = whole >= 4 ? 4 : whole >= 2 ? 2 : 1;
-                for (int g = 0; g < groups; g++) {
-                    long group = weightsOffset + (r + g * TensorType.X16_ROWS) * rowBytes;
-                    for (int part = 0; part < X16_PARTS; part++) {
-                        long w = group + (long) part * lanes * F;
-                        long at = outOffset + (long) (r + g * TensorType.X16_ROWS + part * lanes) * F;
-                        int b = 0;
-                        for (; b + 8 <= batch; b += 8) {
-                            f32x16Group8(weights, w, cols, xs, b * cols, out, at + b * outStride, outStride);
-                        }
-                        for (; b < fours; b += 4) {
-                            f32x16Group4(weights, w, cols, xs, b * cols, out, at + b * outStride, outStride);
-                        }
-                        for (; groups == 1 && b < batch; b++) {
-                            f32x16Group(weights, w, cols, xs, b * cols, out, at + b * outStride);
-                        }
-                    }
-                }
-                long group = weightsOffset + r * rowBytes;
-                for (int b = fours; groups > 1 && b < batch; b++) {
-                    long to = outOffset + b * outStride + r * F;
-                    if (groups == 4) {
-                        f32x16Groups4(weights, group, TensorType.X16_ROWS * rowBytes, cols, xs, b * cols, out, to);
-                    } else {
-                        f32x16Groups2(weights, group, TensorType.X16_ROWS * rowBytes, cols, xs, b * cols, out, to);
-                    }
-                }
-                r += groups * TensorType.X16_ROWS;
-            } else {
-                for (int b = 0; b < batch; b++) {
-                    out.set(F32, outOffset + b * outStride + r * F,
-                            F32X16.row(weights, weightsOffset, rows, cols, r, x, xOffset + b * xStride));
-                }
-                r++;
-            }
-        }
+        matmulFloatsX16(TensorType.F32_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
     }
 
     /**
-     * {@link #f32x16Group} for four whole groups from {@code at}, {@code groupBytes} apart, with one
-     * input at {@code x0}; their 64 outputs at {@code to}. Four streams of weights and four chains:
-     * one group at a time, batch 1 from memory (16384 x 2816, two threads) read 0.58-1.02x the
-     * GB/s of the row-major f32 loop, four at a time 1.09-1.16x. The rows' sums are the same
-     * either way.
+     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at}, {@code groupBytes}
+     * apart, part {@code part} of each: four streams of weights and four chains, one broadcast of
+     * the input; with fewer groups the spare chains repeat the first group's and are dropped. The
+     * outputs of each group at {@code to}, 64 bytes apart. One group at a time (one stream, one
+     * chain), batch 1 from memory (16384 x 2816, two threads) read 0.58-1.02x the GB/s of the
+     * row-major f32 loop; four at a time 1.09-1.16x, two 1.37-1.63x one in 32-row ranges. The
+     * rows' sums are the same either way.
      */
-    private static void f32x16Groups4(MemorySegment w, long at, long groupBytes, int cols, float[] x, int x0,
-            MemorySegment out, long to) {
+    private static void f32x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
+            float[] x, int x0, MemorySegment out, long to) {
+        long p = at + (long) part * X16_FLOATS.length() * F;
+        long g1 = groups > 1 ? groupBytes : 0;
+        long g2 = groups > 2 ? 2 * groupBytes : 0;
+        long g3 = groups > 2 ? 3 * groupBytes : 0;
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
         FloatVector a2 = a0;
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
-            long wk = at + k * F32X16.GROUP_VALUE_BYTES;
+            long wk = p + k * FloatsX16.F32_VALUE_BYTES;
             FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
             a0 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk, LE).fma(xk, a0);
-            a1 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + groupBytes, LE).fma(xk, a1);
-            a2 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + 2 * groupBytes, LE).fma(xk, a2);
-            a3 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + 3 * groupBytes, LE).fma(xk, a3);
+            a1 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + g1, LE).fma(xk, a1);
+            a2 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + g2, LE).fma(xk, a2);
+            a3 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + g3, LE).fma(xk, a3);
         }
         long groupOut = (long) TensorType.X16_ROWS * F;
         a0.intoMemorySegment(out, to, LE);
-        a1.intoMemorySegment(out, to + groupOut, LE);
-        a2.intoMemorySegment(out, to + 2 * groupOut, LE);
-        a3.intoMemorySegment(out, to + 3 * groupOut, LE);
-    }
-
-    /** {@link #f32x16Groups4} for two groups, where a range holds two or three. */
-    private static void f32x16Groups2(MemorySegment w, long at, long groupBytes, int cols, float[] x, int x0,
-            MemorySegment out, long to) {
-        FloatVector a0 = FloatVector.zero(X16_FLOATS);
-        FloatVector a1 = a0;
-        for (int k = 0; k < cols; k++) {
-            long wk = at + k * F32X16.GROUP_VALUE_BYTES;
-            FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
-            a0 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk, LE).fma(xk, a0);
-            a1 = FloatVector.fromMemorySegment(X16_FLOATS, w, wk + groupBytes, LE).fma(xk, a1);
+        if (groups > 1) {
+            a1.intoMemorySegment(out, to + groupOut, LE);
         }
-        a0.intoMemorySegment(out, to, LE);
-        a1.intoMemorySegment(out, to + (long) TensorType.X16_ROWS * F, LE);
-    }
-
-    /** One part of a group of 16 rows at {@code w} with one input at {@code x0}: one chain of multiply-adds. */
-    private static void f32x16Group(MemorySegment w, long at, int cols, float[] x, int x0, MemorySegment out,
-            long to) {
-        FloatVector acc = FloatVector.zero(X16_FLOATS);
-        for (int k = 0; k < cols; k++) {
-            acc = FloatVector.fromMemorySegment(X16_FLOATS, w, at + k * F32X16.GROUP_VALUE_BYTES, LE)
-                    .fma(FloatVector.broadcast(X16_FLOATS, x[x0 + k]), acc);
+        if (groups > 2) {
+            a2.intoMemorySegment(out, to + 2 * groupOut, LE);
+            a3.intoMemorySegment(out, to + 3 * groupOut, LE);
         }
-        acc.intoMemorySegment(out, to, LE);
     }
 
-    /** {@link #f32x16Group} for four inputs {@code cols} floats apart, their outputs {@code outStride} bytes apart. */
-    private static void f32x16Group4(MemorySegment w, long at, int cols, float[] x, int x0, MemorySegment out,
-            long to, long outStride) {
+    /** One group at {@code at}, part {@code part}, with four inputs {@code cols} floats apart, their outputs {@code outStride} bytes apart. */
+    private static void f32x16Group4(MemorySegment w, long at, int cols, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
+        long p = at + (long) part * X16_FLOATS.length() * F;
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
         FloatVector a2 = a0;
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
-            FloatVector v = FloatVector.fromMemorySegment(X16_FLOATS, w, at + k * F32X16.GROUP_VALUE_BYTES, LE);
+            FloatVector v = FloatVector.fromMemorySegment(X16_FLOATS, w, p + k * FloatsX16.F32_VALUE_BYTES, LE);
             int xk = x0 + k;
             a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
             a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
@@ -1367,12 +1263,10 @@ final class VectorOps implements KernelOps {
         a3.intoMemorySegment(out, to + 3 * outStride, LE);
     }
 
-    /**
-     * {@link #f32x16Group} for eight inputs {@code cols} floats apart, their outputs
-     * {@code outStride} bytes apart: eight chains per loaded vector of weights.
-     */
-    private static void f32x16Group8(MemorySegment w, long at, int cols, float[] x, int x0, MemorySegment out,
-            long to, long outStride) {
+    /** {@link #f32x16Group4} for eight inputs: eight chains per loaded vector of weights. */
+    private static void f32x16Group8(MemorySegment w, long at, int cols, int part, float[] x, int x0,
+            MemorySegment out, long to, long outStride) {
+        long p = at + (long) part * X16_FLOATS.length() * F;
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
         FloatVector a2 = a0;
@@ -1382,7 +1276,7 @@ final class VectorOps implements KernelOps {
         FloatVector a6 = a0;
         FloatVector a7 = a0;
         for (int k = 0; k < cols; k++) {
-            FloatVector v = FloatVector.fromMemorySegment(X16_FLOATS, w, at + k * F32X16.GROUP_VALUE_BYTES, LE);
+            FloatVector v = FloatVector.fromMemorySegment(X16_FLOATS, w, p + k * FloatsX16.F32_VALUE_BYTES, LE);
             int xk = x0 + k;
             a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
             a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
@@ -1416,8 +1310,8 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        matmulHalvesX16(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                rowEnd, 0);
+        matmulFloatsX16(TensorType.F16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
     }
 
     @Override
@@ -1433,21 +1327,28 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        matmulHalvesX16(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                rowEnd, 0);
+        matmulFloatsX16(TensorType.BF16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
     }
 
     /**
-     * {@link #matmulF32_X16}'s passes for f16 and bf16 weights, one chain per (row, input) in the
-     * order of the values. Each value of 16 rows is widened where it is used ({@link #bf16x16},
-     * {@link #f16x16Groups}), except f16 eight inputs at a time, which widen 64 values of a group
-     * at a time into scratch ({@link #f16x16Group8}). f16 widened through scratch at batch 1 read
-     * 15-22 GB/s from memory on two threads, as the row-major f16 loop does; in the loop, against
-     * the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1 from memory 3.4-3.7x,
-     * batch 8 1.22x; bf16 batch 1 1.62-1.81x, batch 8 1.22x, batch 64 1.81x.
+     * The float types interleaved by 16 rows ({@code type} {@link TensorType#F32_X16},
+     * {@link TensorType#F16_X16} or {@link TensorType#BF16_X16}): groups of 16 rows by vector loops,
+     * eight inputs at a time ({@link #f32x16Group8}, {@link #f16x16Group8}, {@link #bf16x16Group8}),
+     * four at a time ({@code ...Group4}), the rest one at a time against four or two groups at once
+     * where the range holds them ({@code ...Groups}); one row at a time where the range cuts a group
+     * and for the last {@code rows % 16} rows ({@link FloatsX16#row}, the same operations lane by
+     * lane). Per value, one load holds it in all 16 rows; each input's value, broadcast from a copy
+     * of the inputs on the heap, meets it in one fused multiply-add. Each (row, input) is one chain
+     * in the order of the values, at every batch. Halves are widened exactly where they are used
+     * ({@link #bf16x16}, {@link #f16x16Groups}), except f16 eight inputs at a time, which widen 64
+     * values of a group at a time into scratch ({@link #f16x16Group8}). f16 through that scratch at
+     * batch 1 read 15-22 GB/s from memory on two threads, as the row-major f16 loop does; in the
+     * loop, against the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1 from
+     * memory 3.4-3.7x, batch 8 1.22x; bf16 batch 1 1.62-1.81x, batch 8 1.22x, batch 64 1.81x.
      */
-    private static void matmulHalvesX16(
-            boolean bf16,
+    private static void matmulFloatsX16(
+            TensorType type,
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -1460,13 +1361,16 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
-        ArgumentChecks.matmulBlocks(bf16 ? TensorType.BF16_X16 : TensorType.F16_X16,
+        ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        long rowBytes = (long) cols * Short.BYTES;
+        TensorType plain = type.source();
+        long rowBytes = plain.rowBytes(cols);
+        long groupBytes = TensorType.X16_ROWS * rowBytes;
         long outStride = (long) rows * F;
         long xStride = (long) cols * F;
         int lanes = X16_FLOATS.length();
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int fours = batch - batch % 4;
         float[] xs = null;
         float[] wide = null;
         int r = rowStart;
@@ -1474,15 +1378,10 @@ final class VectorOps implements KernelOps {
             if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 if (xs == null) {
                     Scratch scratch = Scratch.get();
-                    wide = !bf16 && batch >= 8 ? scratch.wide(F16_CHUNK * TensorType.X16_ROWS) : null;
-                    xs = scratch.inputsOf(inputKey, x, xOffset, batch, cols);
-                    if (xs == null) {
-                        xs = scratch.inputs(batch * cols);
-                        MemorySegment.copy(x, F32, xOffset, xs, 0, batch * cols);
-                        scratch.inputsAre(inputKey, x, xOffset, batch, cols);
-                    }
+                    xs = scratch.heapInputs(inputKey, x, xOffset, batch, cols);
+                    wide = type == TensorType.F16_X16 && batch >= 8 ? scratch.wide(F16_CHUNK * TensorType.X16_ROWS)
+                            : null;
                 }
-                int fours = batch - batch % 4;
                 int whole = fours < batch ? (groupEnd - r) / TensorType.X16_ROWS : 1;
                 int groups = whole >= 4 ? 4 : whole >= 2 ? 2 : 1;
                 for (int g = 0; g < groups; g++) {
@@ -1491,21 +1390,20 @@ final class VectorOps implements KernelOps {
                         long at = outOffset + (long) (r + g * TensorType.X16_ROWS + part * lanes) * F;
                         int b = 0;
                         for (; b + 8 <= batch; b += 8) {
-                            if (bf16) {
-                                bf16x16Group8(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
+                            long to = at + b * outStride;
+                            switch (type) {
+                                case F32_X16 -> f32x16Group8(weights, group, cols, part, xs, b * cols, out, to, outStride);
+                                case F16_X16 -> f16x16Group8(weights, group, cols, wide, part, xs, b * cols, out, to,
                                         outStride);
-                            } else {
-                                f16x16Group8(weights, group, cols, wide, part, xs, b * cols, out,
-                                        at + b * outStride, outStride);
+                                default -> bf16x16Group8(weights, group, cols, part, xs, b * cols, out, to, outStride);
                             }
                         }
                         for (; b < fours; b += 4) {
-                            if (bf16) {
-                                bf16x16Group4(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
-                                        outStride);
-                            } else {
-                                f16x16Group4(weights, group, cols, part, xs, b * cols, out, at + b * outStride,
-                                        outStride);
+                            long to = at + b * outStride;
+                            switch (type) {
+                                case F32_X16 -> f32x16Group4(weights, group, cols, part, xs, b * cols, out, to, outStride);
+                                case F16_X16 -> f16x16Group4(weights, group, cols, part, xs, b * cols, out, to, outStride);
+                                default -> bf16x16Group4(weights, group, cols, part, xs, b * cols, out, to, outStride);
                             }
                         }
                     }
@@ -1514,12 +1412,13 @@ final class VectorOps implements KernelOps {
                 for (int b = fours; b < batch; b++) {
                     for (int part = 0; part < X16_PARTS; part++) {
                         long to = outOffset + b * outStride + (long) (r + part * lanes) * F;
-                        if (bf16) {
-                            bf16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, part, xs,
-                                    b * cols, out, to);
-                        } else {
-                            f16x16Groups(weights, group, TensorType.X16_ROWS * rowBytes, groups, cols, part, xs,
-                                    b * cols, out, to);
+                        switch (type) {
+                            case F32_X16 -> f32x16Groups(weights, group, groupBytes, groups, cols, part, xs, b * cols,
+                                    out, to);
+                            case F16_X16 -> f16x16Groups(weights, group, groupBytes, groups, cols, part, xs, b * cols,
+                                    out, to);
+                            default -> bf16x16Groups(weights, group, groupBytes, groups, cols, part, xs, b * cols,
+                                    out, to);
                         }
                     }
                 }
@@ -1527,7 +1426,7 @@ final class VectorOps implements KernelOps {
             } else {
                 for (int b = 0; b < batch; b++) {
                     out.set(F32, outOffset + b * outStride + r * F,
-                            HalvesX16.row(bf16, weights, weightsOffset, rows, cols, r, x, xOffset + b * xStride));
+                            FloatsX16.row(plain, weights, weightsOffset, rows, cols, r, x, xOffset + b * xStride));
                 }
                 r++;
             }
@@ -1541,10 +1440,7 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at}, {@code groupBytes}
-     * apart: as {@link #f32x16Groups4}, four streams and four chains; with fewer groups the spare
-     * chains repeat the first group's and are dropped. The outputs of part {@code part} of each
-     * group at {@code to}, 64 bytes apart.
+     * {@link #f32x16Groups} for bf16, widened in the loop.
      */
     private static void bf16x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
             float[] x, int x0, MemorySegment out, long to) {
@@ -1558,7 +1454,7 @@ final class VectorOps implements KernelOps {
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
             FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
-            long wk = p + k * HalvesX16.GROUP_VALUE_BYTES;
+            long wk = p + k * FloatsX16.HALF_VALUE_BYTES;
             a0 = bf16x16(w, wk).fma(xk, a0);
             a1 = bf16x16(w, wk + g1).fma(xk, a1);
             a2 = bf16x16(w, wk + g2).fma(xk, a2);
@@ -1584,7 +1480,7 @@ final class VectorOps implements KernelOps {
         FloatVector a2 = a0;
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
-            FloatVector v = bf16x16(w, p + k * HalvesX16.GROUP_VALUE_BYTES);
+            FloatVector v = bf16x16(w, p + k * FloatsX16.HALF_VALUE_BYTES);
             int xk = x0 + k;
             a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
             a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
@@ -1610,7 +1506,7 @@ final class VectorOps implements KernelOps {
         FloatVector a6 = a0;
         FloatVector a7 = a0;
         for (int k = 0; k < cols; k++) {
-            FloatVector v = bf16x16(w, p + k * HalvesX16.GROUP_VALUE_BYTES);
+            FloatVector v = bf16x16(w, p + k * FloatsX16.HALF_VALUE_BYTES);
             int xk = x0 + k;
             a0 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), a0);
             a1 = v.fma(FloatVector.broadcast(X16_FLOATS, x[xk + cols]), a1);
@@ -1637,10 +1533,6 @@ final class VectorOps implements KernelOps {
      * vectors): its magnitude's bits moved to an f32's and scaled by 2^112 (exact for subnormals
      * too), then its sign. f16_x16 holds no infinities or NaN ({@link QuantOps#interleaveF16});
      * handling them here, by a branch to {@link #widenF16}, a blend or a masked or, boxed.
-     * One input against {@code groups} (4, 2 or 1) whole groups from {@code at}, {@code groupBytes}
-     * apart: as {@link #f32x16Groups4}, four streams and four chains; with fewer groups the spare
-     * chains repeat the first group's and are dropped. The outputs of part {@code part} of each
-     * group at {@code to}, 64 bytes apart.
      */
     private static void f16x16Groups(MemorySegment w, long at, long groupBytes, int groups, int cols, int part,
             float[] x, int x0, MemorySegment out, long to) {
@@ -1654,7 +1546,7 @@ final class VectorOps implements KernelOps {
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
             FloatVector xk = FloatVector.broadcast(X16_FLOATS, x[x0 + k]);
-            long wk = p + k * HalvesX16.GROUP_VALUE_BYTES;
+            long wk = p + k * FloatsX16.HALF_VALUE_BYTES;
             IntVector h0 = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, wk, LE)
                     .castShape(X16_INTS, 0);
             a0 = h0.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
@@ -1696,7 +1588,7 @@ final class VectorOps implements KernelOps {
         FloatVector a2 = a0;
         FloatVector a3 = a0;
         for (int k = 0; k < cols; k++) {
-            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, p + k * HalvesX16.GROUP_VALUE_BYTES, LE)
+            IntVector h = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, p + k * FloatsX16.HALF_VALUE_BYTES, LE)
                     .castShape(X16_INTS, 0);
             FloatVector v = h.and(0x7fff).lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                     .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
@@ -1733,7 +1625,7 @@ final class VectorOps implements KernelOps {
         FloatVector a7 = a0;
         for (int k0 = 0; k0 < cols; k0 += F16_CHUNK) {
             int n = Math.min(F16_CHUNK, cols - k0);
-            f16sToFloats(w, at + k0 * HalvesX16.GROUP_VALUE_BYTES, wide, n * TensorType.X16_ROWS);
+            f16sToFloats(w, at + k0 * FloatsX16.HALF_VALUE_BYTES, wide, n * TensorType.X16_ROWS);
             int xk0 = x0 + k0;
             for (int k = 0; k < n; k++) {
                 FloatVector v = FloatVector.fromArray(X16_FLOATS, wide, k * TensorType.X16_ROWS + part * lanes);

@@ -73,18 +73,13 @@ final class VectorWidthProbe {
                     () -> q16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
         }
         checks.put("matmulQ8_0_X16 every kind of scale", q16::everyKindOfScaleWidensAsTheScalarTwin);
-        F32X16Test f32x = new F32X16Test();
+        FloatsX16Test floats = new FloatsX16Test();
         for (int[] shape : new int[][] {{16, 64, 0, 16}, {101, 33, 16, 101}, {96, 17, 3, 93}, {128, 1024, 0, 128}}) {
-            checks.put("matmulF32_X16 " + java.util.Arrays.toString(shape),
-                    () -> f32x.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
+            checks.put("matmulF32_X16/F16_X16/BF16_X16 " + java.util.Arrays.toString(shape),
+                    () -> floats.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
         }
-        checks.put("matmulF32_X16 alone and among others", f32x::anInputGetsTheSameBitsAloneAndAmongOthers);
-        HalvesX16Test h16 = new HalvesX16Test();
-        for (int[] shape : new int[][] {{16, 64, 0, 16}, {101, 33, 16, 101}, {96, 17, 3, 93}, {128, 1024, 0, 128}}) {
-            checks.put("matmulF16_X16/BF16_X16 " + java.util.Arrays.toString(shape),
-                    () -> h16.vectorMatchesScalarBitForBit(shape[0], shape[1], shape[2], shape[3]));
-        }
-        checks.put("matmulF16_X16/BF16_X16 every kind of half", h16::everyKindOfHalfWidensAsTheScalarTwin);
+        checks.put("matmulF32_X16/F16_X16/BF16_X16 alone and among others", floats::anInputGetsTheSameBitsAloneAndAmongOthers);
+        checks.put("matmulF32_X16/F16_X16/BF16_X16 every kind of value", floats::everyKindOfValueGivesTheScalarTwinsBits);
         for (int headDim : new int[] {2, 8, 30, 34, 128}) {
             checks.put("rope headDim " + headDim, () -> elementwise.vectorRopeIsIdenticalToScalar(headDim));
         }

@@ -14,22 +14,23 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The interleaved f16 and bf16 layouts and their matmuls: the layout as {@link TensorType#F16_X16}
- * documents it, the vector kernels against their scalar twins bit for bit (every batch, ranges on
- * and off the groups and the runs of four groups, the rows after the last group, every kind of
- * half), the same bits for an input alone as among others, and the kernels against the row-major
- * ones and double precision. Each test runs both types.
+ * The interleaved f32, f16 and bf16 layouts and their matmuls: the layouts as
+ * {@link TensorType#F32_X16} and {@link TensorType#F16_X16} document them, the vector kernels
+ * against their scalar twins bit for bit (every batch, ranges on and off the groups and the runs of
+ * four groups, the rows after the last group, every kind of value each layout holds), the same
+ * bits for an input alone as among others, and the kernels against the row-major ones and double
+ * precision. Each test runs the three types.
  */
-class HalvesX16Test {
+class FloatsX16Test {
 
-    private static final TensorType[] TYPES = {TensorType.F16, TensorType.BF16};
+    private static final TensorType[] TYPES = {TensorType.F32, TensorType.F16, TensorType.BF16};
 
     /** One input, four, eight, and every mix of them up to 8 + 4 + 3. */
     private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 15, 16};
 
-    private static MemorySegment interleaved(Tensors t, TensorType plain, MemorySegment halves, int rows, int cols) {
+    private static MemorySegment interleaved(Tensors t, TensorType plain, MemorySegment values, int rows, int cols) {
         MemorySegment x16 = t.allocate(plain.rowBytes(cols) * rows);
-        SCALAR.interleave(plain, halves, PAD, x16, PAD, rows, cols);
+        SCALAR.interleave(plain, values, PAD, x16, PAD, rows, cols);
         return x16;
     }
 
@@ -41,13 +42,22 @@ class HalvesX16Test {
         return plain == TensorType.BF16 ? Float.intBitsToFloat(bits << 16) : Float.float16ToFloat(bits);
     }
 
-    /** {@code n} finite random halves of {@code plain}, from -2 to 2. */
-    private static MemorySegment halves(Tensors t, TensorType plain, long n) {
+    /** {@code n} finite random values of {@code plain}, from -2 to 2. */
+    private static MemorySegment values(Tensors t, TensorType plain, long n) {
+        if (plain == TensorType.F32) {
+            return GgufBlocks.random(t, plain, n);
+        }
         MemorySegment segment = t.allocate(2 * n);
         for (long i = 0; i < n; i++) {
             segment.set(LittleEndian.F16, PAD + 2 * i, half(plain, t.random.nextFloat() * 4f - 2f));
         }
         return segment;
+    }
+
+    /** Value {@code i} of {@code values}, of {@code plain}, as an f32. */
+    private static float value(TensorType plain, MemorySegment values, long i) {
+        return plain == TensorType.F32 ? values.get(LittleEndian.F32, PAD + 4 * i)
+                : widen(plain, values.get(LittleEndian.F16, PAD + 2 * i));
     }
 
     /** {@code n} random f16 bit patterns, every one finite. */
@@ -72,21 +82,22 @@ class HalvesX16Test {
     void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(rows * 31L + cols)) {
-                // bf16: any bits; f16: finite ones, all that f16_x16 holds.
-                MemorySegment halves = plain == TensorType.BF16 ? GgufBlocks.random(t, plain, (long) rows * cols)
+                // f32 and bf16: random values or bits; f16: finite bits, all that f16_x16 holds.
+                MemorySegment values = plain != TensorType.F16 ? GgufBlocks.random(t, plain, (long) rows * cols)
                         : finiteRandomBits(t, (long) rows * cols);
-                MemorySegment x16 = interleaved(t, plain, halves, rows, cols);
-                long rowBytes = 2L * cols;
+                MemorySegment x16 = interleaved(t, plain, values, rows, cols);
+                int size = plain.blockBytes();
+                long rowBytes = (long) size * cols;
                 int grouped = rows - rows % 16;
                 boolean[] seen = new boolean[(int) (rows * rowBytes)];
                 for (int r = 0; r < rows; r++) {
                     for (int k = 0; k < cols; k++) {
-                        for (int j = 0; j < 2; j++) {
-                            long from = r * rowBytes + 2L * k + j;
+                        for (int j = 0; j < size; j++) {
+                            long from = r * rowBytes + (long) size * k + j;
                             int i = r % 16;
-                            long to = r < grouped ? (r - i) * rowBytes + 32L * k + 2L * i + j : from;
+                            long to = r < grouped ? (r - i) * rowBytes + 16L * size * k + (long) size * i + j : from;
                             assertThat(x16.get(LittleEndian.I8, PAD + to)).as("%s row %d value %d byte %d", plain, r, k, j)
-                                    .isEqualTo(halves.get(LittleEndian.I8, PAD + from));
+                                    .isEqualTo(values.get(LittleEndian.I8, PAD + from));
                             assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
                             seen[(int) to] = true;
                         }
@@ -105,7 +116,7 @@ class HalvesX16Test {
     void vectorMatchesScalarBitForBit(int rows, int cols, int rowStart, int rowEnd) {
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(rows * 5L + cols + rowStart)) {
-                MemorySegment x16 = interleaved(t, plain, halves(t, plain, (long) rows * cols), rows, cols);
+                MemorySegment x16 = interleaved(t, plain, values(t, plain, (long) rows * cols), rows, cols);
                 for (int batch : BATCHES) {
                     MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
                     Tensors.assertIdentical(plain + " rows " + rows + " cols " + cols + " batch " + batch,
@@ -126,7 +137,7 @@ class HalvesX16Test {
         int cols = 96;
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(23)) {
-                MemorySegment x16 = interleaved(t, plain, halves(t, plain, (long) rows * cols), rows, cols);
+                MemorySegment x16 = interleaved(t, plain, values(t, plain, (long) rows * cols), rows, cols);
                 float[] inputs = t.uniform(16 * cols, -2f, 2f);
                 float[][] alone = new float[16][];
                 for (int b = 0; b < 16; b++) {
@@ -160,7 +171,7 @@ class HalvesX16Test {
             try (Tensors t = new Tensors(3)) {
                 int rows = 100;
                 int cols = 24;
-                MemorySegment x16 = interleaved(t, plain, halves(t, plain, (long) rows * cols), rows, cols);
+                MemorySegment x16 = interleaved(t, plain, values(t, plain, (long) rows * cols), rows, cols);
                 GgufBlocks.assertOnlyTheRangeIsWritten(t, plain.interleaved(), x16, rows, cols, 5, 16, 96);
             }
         }
@@ -172,17 +183,17 @@ class HalvesX16Test {
     void matchesDoublePrecisionAndThePlainKernel(int rows, int cols) {
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(rows + cols * 7L)) {
-                MemorySegment halves = halves(t, plain, (long) rows * cols);
+                MemorySegment values = values(t, plain, (long) rows * cols);
                 float[] w = new float[rows * cols];
                 for (int i = 0; i < w.length; i++) {
-                    w[i] = widen(plain, halves.get(LittleEndian.F16, PAD + 2L * i));
+                    w[i] = value(plain, values, i);
                 }
-                MemorySegment x16 = interleaved(t, plain, halves, rows, cols);
+                MemorySegment x16 = interleaved(t, plain, values, rows, cols);
                 for (int batch : new int[] {1, 5, 8}) {
                     float[] x = t.uniform(batch * cols, -3f, 3f);
                     float[] got = run(t, VECTOR, plain, x16, t.f32(x), rows, cols, batch, 0, rows);
                     MemorySegment plainOut = t.f32(new float[batch * rows]);
-                    VECTOR.matmul(plain, halves, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
+                    VECTOR.matmul(plain, values, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
                     float[] rowMajor = read(plainOut, batch * rows);
                     for (int b = 0; b < batch; b++) {
                         for (int r = 0; r < rows; r++) {
@@ -206,26 +217,33 @@ class HalvesX16Test {
     }
 
     /**
-     * Zeros, subnormals and the largest halves (and for bf16 infinities and NaN, which f16_x16 does
-     * not hold) widen in the vector kernels as in the scalar twins.
+     * Zeros, subnormals and the largest values (and for f32 and bf16 infinities and NaN, which
+     * f16_x16 does not hold) give the same bits in the vector kernels as in the scalar twins.
      */
     @Test
-    void everyKindOfHalfWidensAsTheScalarTwin() {
+    void everyKindOfValueGivesTheScalarTwinsBits() {
         short[] f16 = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, (short) 0x83ff, 0x0400,
             (short) 0x8400, 0x3c00, (short) 0xbc00, 0x7bff, (short) 0xfbff, 0x0200, (short) 0x8200, 0x2e66, 0x7800};
         short[] bf16 = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x007f, 0x0080, 0x3f80, (short) 0xbf80,
             0x7f7f, (short) 0xff7f, 0x7f80, (short) 0xff80, 0x7fc0, 0x7f81, 0x0040, 0x3e66};
         int rows = 80;
         int cols = 70;
+        float[] f32 = {0f, -0f, Float.MIN_VALUE, -Float.MIN_VALUE, Float.MIN_NORMAL, 1f, -1f, Float.MAX_VALUE,
+            -Float.MAX_VALUE, Float.POSITIVE_INFINITY, Float.NEGATIVE_INFINITY, Float.NaN, 0x1p-140f, 1e-3f};
         for (TensorType plain : TYPES) {
             short[] special = plain == TensorType.BF16 ? bf16 : f16;
             try (Tensors t = new Tensors(29)) {
-                MemorySegment halves = halves(t, plain, (long) rows * cols);
+                MemorySegment values = values(t, plain, (long) rows * cols);
                 for (int r = 0; r < rows; r++) {
                     // Row r holds one special value (most rows finite), at a column that moves.
-                    halves.set(LittleEndian.F16, PAD + 2L * (r * cols + (7 * r) % cols), special[r % special.length]);
+                    long at = r * cols + (7 * r) % cols;
+                    if (plain == TensorType.F32) {
+                        values.set(LittleEndian.F32, PAD + 4L * at, f32[r % f32.length]);
+                    } else {
+                        values.set(LittleEndian.F16, PAD + 2L * at, special[r % special.length]);
+                    }
                 }
-                MemorySegment x16 = interleaved(t, plain, halves, rows, cols);
+                MemorySegment x16 = interleaved(t, plain, values, rows, cols);
                 for (int batch : BATCHES) {
                     MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
                     Tensors.assertIdentical(plain + " batch " + batch,
@@ -243,11 +261,11 @@ class HalvesX16Test {
         int rows = 20;
         int cols = 12;
         try (Tensors t = new Tensors(41)) {
-            MemorySegment halves = halves(t, TensorType.F16, (long) rows * cols);
-            halves.set(LittleEndian.F16, PAD + 2L * (17 * cols + 5), (short) Integer.parseInt(hex, 16));
+            MemorySegment values = values(t, TensorType.F16, (long) rows * cols);
+            values.set(LittleEndian.F16, PAD + 2L * (17 * cols + 5), (short) Integer.parseInt(hex, 16));
             MemorySegment dst = t.allocate(2L * rows * cols);
             for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
-                assertThatThrownBy(() -> ops.interleave(TensorType.F16, halves, PAD, dst, PAD, rows, cols))
+                assertThatThrownBy(() -> ops.interleave(TensorType.F16, values, PAD, dst, PAD, rows, cols))
                         .isInstanceOf(IllegalArgumentException.class)
                         .hasMessage("interleaveF16: row 17, column 5 is " + what + " (0x" + hex
                                 + "); f16_x16 holds finite values only");
@@ -263,6 +281,21 @@ class HalvesX16Test {
         try (Tensors t = new Tensors(1)) {
             MemorySegment a = t.allocate(4096);
             for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                assertThatThrownBy(() -> ops.dequantize(TensorType.F32_X16, a, PAD, a, PAD, 32))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("dequantize: type = F32_X16 interleaves whole groups of rows");
+                assertThatThrownBy(() -> ops.interleaveF32(a, PAD, a, PAD, -1, 48))
+                        .hasMessage("interleaveF32: rows = -1 must be >= 0");
+                assertThatThrownBy(() -> ops.interleaveF32(a, PAD, t.allocate(100), PAD, 16, 2))
+                        .hasMessage("interleaveF32: dst segment of 112 bytes is too small: 128 bytes needed at"
+                                + " dstOffset = 12");
+                // 16 rows of 5,000,000 values: 320 MB a group, more than the interleaving's table takes.
+                assertThatThrownBy(() -> ops.interleaveF32(a, PAD, a, PAD, 16, 5_000_000))
+                        .hasMessage("interleaveF32: cols = 5000000 makes a group of 16 rows 320000000 bytes, more"
+                                + " than the 268435456 an interleaved layout takes");
+                assertThatThrownBy(() -> ops.matmulF32_X16(a, PAD, a, PAD, a, PAD, 64, 64, 1, 0, 64))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageStartingWith("matmulF32_X16: weights segment of");
                 assertThatThrownBy(() -> ops.dequantize(TensorType.F16_X16, a, PAD, a, PAD, 32))
                         .isInstanceOf(IllegalArgumentException.class)
                         .hasMessageStartingWith("dequantize: type = F16_X16 interleaves whole groups of rows");
@@ -283,6 +316,11 @@ class HalvesX16Test {
                         .isInstanceOf(IllegalArgumentException.class)
                         .hasMessageStartingWith("matmulBF16_X16: weights segment of");
             }
+            assertThat(TensorType.F32.interleaved()).isEqualTo(TensorType.F32_X16);
+            assertThat(TensorType.F32_X16.isInterleaved()).isTrue();
+            assertThat(TensorType.F32_X16.source()).isEqualTo(TensorType.F32);
+            assertThat(TensorType.F32_X16.inFiles()).isFalse();
+            assertThat(TensorType.F32_X16.isQuantized()).isFalse();
             assertThat(TensorType.F16.interleaved()).isEqualTo(TensorType.F16_X16);
             assertThat(TensorType.BF16.interleaved()).isEqualTo(TensorType.BF16_X16);
             assertThat(TensorType.F16_X16.source()).isEqualTo(TensorType.F16);
