@@ -210,7 +210,14 @@ public final class TaskNode extends Edge {
      * @return true if the task is ready now (every wired predecessor has finished)
      */
     public boolean publish() {
-        int delta = wired - GUARD;
+        int w = wired;
+        if (w == 0) {
+            // No edge was ever pushed, so no thread can release this task: nothing else touches
+            // pending, and a plain write replaces the atomic (the queue's CAS publishes it).
+            PENDING.set(this, 0);
+            return true;
+        }
+        int delta = w - GUARD;
         return (int) PENDING.getAndAdd(this, delta) == -delta;
     }
 

@@ -26,8 +26,10 @@ import java.util.Arrays;
  * t sharing several segments) is skipped; a rarer repeat is wired twice, which is correct.
  *
  * <p>Host thread only: a request's tracks are touched by its program thread and nothing else.
- * The only concurrent state read here is {@link TaskNode#isFinished()}, a volatile read; a
- * stale "not finished" merely wires an edge that {@link TaskNode#wireTo} then undoes.
+ * The only concurrent state touched here is a task's successor stack: {@link TaskNode#wireTo}
+ * says whether the predecessor had finished (no edge then), and pruning reads
+ * {@link TaskNode#isFinished()}, where a stale "not finished" merely keeps a task one
+ * compaction longer. Wiring does not ask first: wireTo reads the same field.
  */
 public final class TensorMap {
     private long edges;
@@ -79,9 +81,14 @@ public final class TensorMap {
     private final TaskNode[] recent = new TaskNode[RECENT];
     private int recentCount;
 
-    void dependOn(TaskNode predecessor, TaskNode task) {
+    /**
+     * Wires predecessor→task unless it is the task itself or among the last few wired to it.
+     *
+     * @return false if the predecessor has finished (it is no dependency, and can be dropped)
+     */
+    boolean dependOn(TaskNode predecessor, TaskNode task) {
         if (predecessor == task) {
-            return;
+            return true;
         }
         if (task != current) {
             current = task; // the window's old entries are past recentCount: never compared, overwritten next
@@ -90,13 +97,15 @@ public final class TensorMap {
         int seen = Math.min(recentCount, RECENT);
         for (int i = 0; i < seen; i++) {
             if (recent[i] == predecessor) {
-                return;
+                return true;
             }
         }
-        recent[recentCount++ % RECENT] = predecessor;
         if (predecessor.wireTo(task)) {
+            recent[recentCount++ % RECENT] = predecessor; // a finished one takes no slot: asking it again is cheap
             edges++;
+            return true;
         }
+        return false;
     }
 
     /** The segments of one buffer. Parallel arrays, sorted by start, covering [0, size). */
@@ -151,22 +160,16 @@ public final class TensorMap {
             }
             boolean writes = mode.writes();
             for (int k = first; k < last; k++) {
+                // No isFinished() before wiring: wireTo tells.
                 TaskNode w = writer[k];
-                if (w != null) {
-                    if (w.isFinished()) {
-                        writer[k] = null;
-                    } else {
-                        map.dependOn(w, task);
-                    }
+                if (w != null && !map.dependOn(w, task)) {
+                    writer[k] = null;
                 }
                 if (writes) {
                     TaskNode[] rs = readers[k];
                     int n = readerCount[k];
                     for (int i = 0; i < n; i++) {
-                        TaskNode r = rs[i];
-                        if (!r.isFinished()) {
-                            map.dependOn(r, task);
-                        }
+                        map.dependOn(rs[i], task); // the readers are dropped below, finished or not
                     }
                 }
             }

@@ -56,4 +56,28 @@ class TaskNodeEdgeTest {
             assertThat(s.edgeNext).as("released links are cleared").isNull();
         }
     }
+
+    @Test
+    void aTaskNothingWasWiredToIsReadyAtPublicationWithNothingPending() {
+        TaskNode done = node(0);
+        done.finish(sink);
+        TaskNode alone = node(1);
+        TaskNode afterFinished = node(2);
+        assertThat(done.wireTo(afterFinished)).isFalse(); // not counted: no thread will release it
+        assertThat(alone.publish()).isTrue();
+        assertThat(afterFinished.publish()).isTrue();
+        assertThat(alone.pendingCount()).isZero();
+        assertThat(afterFinished.pendingCount()).isZero();
+        assertThat(afterFinished.edgeNext).as("its own link is in no stack").isNull();
+    }
+
+    @Test
+    void aWiredTaskWhosePredecessorsFinishedBeforePublicationIsReadyAtPublication() {
+        TaskNode p = node(0);
+        TaskNode t = node(1);
+        assertThat(p.wireTo(t)).isTrue();
+        assertThat(p.finish(sink)).as("still guarded").isNull();
+        assertThat(t.publish()).isTrue();
+        assertThat(t.pendingCount()).isZero();
+    }
 }
