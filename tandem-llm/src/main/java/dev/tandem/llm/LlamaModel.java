@@ -30,6 +30,11 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongFunction;
 
@@ -210,6 +215,7 @@ public final class LlamaModel {
         this.options = options.withParallelism(parallelism);
         float[] ropeFactors = null;
         Map<Tensor, Buffer[]> buffers = new EnumMap<>(Tensor.class); // kept as weightReads
+        List<Runnable> fills = new ArrayList<>(); // each buffer's copy or interleave, run by fillAll
         for (Tensor tensor : Tensor.values()) {
             if (!tensor.present(config)) {
                 continue;
@@ -243,18 +249,23 @@ public final class LlamaModel {
                             + bytesIn.byteSize() + " bytes, expected " + bytes);
                 }
                 Buffer buffer = worker.allocate(bytes);
-                if (interleave) {
-                    try {
-                        ops.interleave(types.get(tensor)[l].tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
-                                tensor.rows(config), tensor.cols(config));
-                    } catch (IllegalArgumentException e) { // an f16 infinity or NaN: see QuantOps.interleaveF16
-                        throw new IllegalArgumentException("weights: " + source + " of layer " + l + ": "
-                                + e.getMessage(), e);
+                int layer = l;
+                WeightType type = interleave ? types.get(tensor)[l] : null;
+                fills.add(() -> {
+                    if (type != null) {
+                        try {
+                            ops.interleave(type.tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
+                                    tensor.rows(config), tensor.cols(config));
+                        } catch (IllegalArgumentException e) { // an f16 infinity or NaN: see QuantOps.interleaveF16
+                            throw new IllegalArgumentException("weights: " + source + " of layer " + layer + ": "
+                                    + e.getMessage(), e);
+                        }
+                    } else {
+                        buffer.hostSegment().copyFrom(bytesIn);
                     }
-                } else {
-                    buffer.hostSegment().copyFrom(bytesIn);
-                }
-                array[l] = buffer.freeze();
+                    buffer.freeze();
+                });
+                array[l] = buffer;
             }
             buffers.put(tensor, array);
             Access[] reads = new Access[copies];
@@ -263,6 +274,7 @@ public final class LlamaModel {
             }
             weightReads.put(tensor, reads);
         }
+        fillAll(fills);
         // One split of each matrix's rows for every layer (the block-major outputs that later
         // tasks read must not change shape between layers), sized by its widest rows; the gate and
         // up projections share theirs, since one task computes a block of both.
@@ -337,6 +349,39 @@ public final class LlamaModel {
             }
         }
         return widest;
+    }
+
+    /**
+     * Runs the weight buffers' copies and interleavings, several at a time, and returns when all
+     * are done; the first failure in load order is rethrown. Each reads its own tensor and writes
+     * its own buffer. On one thread the interleaving ran at 1.3-1.7 ns a byte once compiled (a
+     * model of several GB took seconds to load); the buffers are independent, so they share the
+     * machine's processors (virtual threads: the JDK's scheduler runs as many at once as there are
+     * processors).
+     */
+    private static void fillAll(List<Runnable> fills) {
+        List<Future<?>> done = new ArrayList<>(fills.size());
+        try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor()) {
+            for (Runnable fill : fills) {
+                done.add(executor.submit(fill));
+            }
+        }
+        for (Future<?> future : done) {
+            try {
+                future.get();
+            } catch (ExecutionException e) {
+                if (e.getCause() instanceof RuntimeException failure) {
+                    throw failure;
+                }
+                if (e.getCause() instanceof Error error) {
+                    throw error;
+                }
+                throw new IllegalStateException(e.getCause());
+            } catch (InterruptedException | CancellationException e) { // close() cancels them when interrupted
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while loading the weights", e);
+            }
+        }
     }
 
     /**
