@@ -4,6 +4,7 @@ import static dev.tandem.Access.read;
 import static dev.tandem.Access.readWrite;
 import static dev.tandem.Access.write;
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.foreign.ValueLayout;
 import java.time.Duration;
@@ -92,5 +93,65 @@ class PipelineTest {
             assertThat(token.asInt()).isEqualTo(21);
             assertThat(a.completion().join().status()).isEqualTo(Status.COMPLETED);
         }
+    }
+
+    /** The sizes of one request's publications, step by step, in the order they were made. */
+    private static List<List<Long>> publications(RunOptions options, int[] tasksPerStep) {
+        try (Worker worker = Worker.builder().device(CpuDevice.withCores(1)).trace(TraceConfig.inMemory()).build()) {
+            TokenStream stream = worker.run((o, counts) -> {
+                Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
+                for (int count : counts) {
+                    for (int i = 0; i < count; i++) {
+                        o.submit(INCREMENT, readWrite(counter));
+                    }
+                    o.endStep(counter.region());
+                }
+            }, tasksPerStep, options);
+            int tokens = 0;
+            int expected = 0;
+            for (Token t : stream) {
+                expected += tasksPerStep[tokens++];
+                assertThat(t.asInt()).isEqualTo(expected);
+            }
+            assertThat(stream.completion().join().status()).isEqualTo(Status.COMPLETED);
+            worker.close();
+            List<List<Long>> perStep = new ArrayList<>();
+            for (int step = 0; step < tasksPerStep.length; step++) {
+                perStep.add(new ArrayList<>());
+            }
+            for (TraceEvent e : worker.traceEvents()) {
+                if (e.kind() == TraceEvent.Kind.PUBLISH) {
+                    perStep.get((int) e.step()).add(e.count());
+                }
+            }
+            return perStep;
+        }
+    }
+
+    @Test
+    void aLongStepIsPublishedInBatchesThatDoubleUpToTheBoundAndEachStepStartsSmallAgain() {
+        // 20,000 tasks and the readback: 64, 128, ..., 4096 (8,128 tasks), then 4096s, then the rest
+        // at endStep; a short step as with a fixed batch.
+        List<List<Long>> steps = publications(RunOptions.defaults(), new int[] {20_000, 100});
+        assertThat(steps.get(0)).containsExactly(64L, 128L, 256L, 512L, 1024L, 2048L, 4096L, 4096L, 4096L,
+                20_001L - 8128 - 2 * 4096);
+        assertThat(steps.get(1)).containsExactly(64L, 37L);
+    }
+
+    @Test
+    void aFixedBatchStaysFixedAndTheBoundIsItsOwnOption() {
+        assertThat(publications(RunOptions.defaults().withPublishBatch(64), new int[] {300}).get(0))
+                .containsExactly(64L, 64L, 64L, 64L, 45L);
+        assertThat(publications(RunOptions.defaults().withPublishBatch(10).withMaxPublishBatch(40), new int[] {150})
+                .get(0)).containsExactly(10L, 20L, 40L, 40L, 40L, 1L);
+        assertThat(RunOptions.defaults().maxPublishBatch()).isEqualTo(RunOptions.DEFAULT_MAX_PUBLISH_BATCH);
+        assertThat(SessionConfig.defaults().maxPublishBatch()).isEqualTo(RunOptions.DEFAULT_MAX_PUBLISH_BATCH);
+        assertThat(SessionConfig.defaults().publishBatch(8).maxPublishBatch()).isEqualTo(8);
+        assertThatThrownBy(() -> RunOptions.defaults().withMaxPublishBatch(63))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("maxPublishBatch must be >= publishBatch (64), was 63");
+        assertThatThrownBy(() -> SessionConfig.defaults().maxPublishBatch(8))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("maxPublishBatch must be >= publishBatch (64), was 8");
     }
 }

@@ -37,6 +37,7 @@ final class OrchestratorImpl implements Orchestrator {
     private final RequestRun request;
     private final DeviceParts device;
     private final int publishBatch;
+    private final int maxPublishBatch;
     private final int maxTasksInFlight;
     private final int roomLowWater; // at the bound, wait until the step's tasks in flight are down to this
     private final TensorMap tensorMap = new TensorMap();
@@ -59,6 +60,8 @@ final class OrchestratorImpl implements Orchestrator {
     private long stepBuildStart;
     private TaskNode[] batch = new TaskNode[16];
     private int batchSize;
+    /** Tasks the open step's next publication waits for: publishBatch, doubling up to maxPublishBatch. */
+    private int publishAt;
     private boolean returned;
     private TraceBuffer trace;
 
@@ -80,6 +83,7 @@ final class OrchestratorImpl implements Orchestrator {
         this.request = request;
         this.device = device;
         this.publishBatch = options.publishBatch();
+        this.maxPublishBatch = options.maxPublishBatch();
         this.maxTasksInFlight = options.maxTasksInFlight();
         // Wait for a batch's worth of room, not one task's: a step far past the bound then
         // parks once per batch instead of once per submit.
@@ -267,8 +271,9 @@ final class OrchestratorImpl implements Orchestrator {
             batch = Arrays.copyOf(batch, batch.length * 2);
         }
         batch[batchSize++] = task;
-        if (batchSize >= publishBatch) {
+        if (batchSize >= publishAt) {
             publish();
+            publishAt = (int) Math.min(maxPublishBatch, 2L * publishAt);
         }
         // Bound on the step's tasks in flight (published and unfinished, plus the batch). The
         // host-only count spares steps below the bound any shared read.
@@ -308,6 +313,7 @@ final class OrchestratorImpl implements Orchestrator {
         if (step == null) {
             step = new Step(request, stepIndex, roomLowWater);
             stepTasks = 0;
+            publishAt = publishBatch;
             request.stepCreated();
             openStep = step;
             stepBuildStart = trace != null ? trace.spanStart(TraceEvent.Kind.STEP_BUILD) : 0;

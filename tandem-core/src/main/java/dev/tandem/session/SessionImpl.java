@@ -63,6 +63,7 @@ public final class SessionImpl<I> implements Session<I> {
         this.runOptions = RunOptions.defaults()
                 .withRunAhead(config.runAhead())
                 .withPublishBatch(config.publishBatch())
+                .withMaxPublishBatch(config.maxPublishBatch())
                 .withStreamBuffer(config.streamBuffer())
                 .withMaxTasksInFlight(config.maxTasksInFlight());
         var memory = host.device().device().memory();
