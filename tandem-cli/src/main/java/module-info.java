@@ -7,7 +7,7 @@ module dev.tandem.cli {
     requires info.picocli;
     requires com.fasterxml.jackson.databind;
     requires java.logging; // to quiet Helidon's java.util.logging output in serve
-    requires java.management; // bench first-run starts children with this JVM's flags
+    requires java.management; // bench first-run and overhead start children with this JVM's flags
 
     opens dev.tandem.cli to info.picocli;
 }

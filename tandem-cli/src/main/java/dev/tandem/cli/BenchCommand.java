@@ -7,7 +7,10 @@ import dev.tandem.bench.Json;
 import dev.tandem.bench.KernelBench;
 import dev.tandem.bench.OverheadBench;
 import dev.tandem.bench.PipelineBench;
+import java.io.IOException;
 import java.io.PrintStream;
+import java.io.UncheckedIOException;
+import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -77,16 +80,31 @@ public final class BenchCommand implements Runnable {
         @Option(names = "--seed", description = "Seed of the random DAG (default: ${DEFAULT-VALUE}).", defaultValue = "42")
         long seed;
 
+        /** Set in the child JVM that runs the measurement (see {@link #run}). */
+        static final String CHILD_PROPERTY = "tandem.bench.overhead.child";
+
+        /**
+         * The heap the measurement runs with: fixed and touched up front, as the JMH benchmarks'
+         * forks have. With a heap left to grow (this launcher's JVM), one run put tandem's 1-core
+         * fan-out at 810 ns a task and random at 1523, the next with these flags at 252 and 360:
+         * the rows measured the young generation's new pages being faulted in and zeroed.
+         */
+        static final List<String> HEAP_FLAGS = List.of("-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch");
+
         @Override
         public void run() {
             if (tasks < 1) {
                 throw new IllegalArgumentException("--tasks must be >= 1, was " + tasks);
             }
+            if (System.getProperty(CHILD_PROPERTY) == null) {
+                runInChild();
+                return;
+            }
             int rounds = common.quick ? 3 : 5;
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three after %d untimed"
-                    + " (each the best of %d runs after a warm-up)%n", tasks, rounds, OverheadBench.WARM_UP_ROUNDS,
-                    OverheadBench.RUNS_PER_ROUND);
+                    + " (each the best of %d runs after a warm-up), in a JVM with a fixed, pre-touched heap (%s)%n", tasks,
+                    rounds, OverheadBench.WARM_UP_ROUNDS, OverheadBench.RUNS_PER_ROUND, String.join(" ", HEAP_FLAGS));
             List<Path> traces = new ArrayList<>();
             List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, rounds, seed,
                     common.trace == null ? null : (shape, cores) -> {
@@ -112,6 +130,57 @@ public final class BenchCommand implements Runnable {
             if (common.json) {
                 out.println(Json.write(OverheadBench.toJson(rows)));
             }
+        }
+
+        /**
+         * Runs this command again in a child JVM with {@link #HEAP_FLAGS} (and this JVM's own flags,
+         * so a profiler agent or an AOT cache carries over), its output passed through. A heap flag
+         * of this JVM's own (TANDEM_JAVA_OPTS) replaces them.
+         */
+        private void runInChild() {
+            List<String> command = childCommand(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
+                    ManagementFactory.getRuntimeMXBean().getInputArguments(), System.getProperty("java.class.path"));
+            int exit;
+            try {
+                Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
+                process.getOutputStream().close();
+                try (var in = process.getInputStream()) {
+                    in.transferTo(System.out); // as it comes: the table's rows appear as they are measured
+                }
+                exit = process.waitFor();
+            } catch (IOException e) {
+                throw new UncheckedIOException("could not start the overhead bench's JVM: " + command, e);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while the overhead bench ran", e);
+            }
+            if (exit != 0) {
+                throw new IllegalStateException("the overhead bench's JVM exited with " + exit + ": " + String.join(" ", command));
+            }
+        }
+
+        /** The child's command line: {@link #HEAP_FLAGS} unless the JVM's own flags size the heap, then those flags. */
+        List<String> childCommand(String java, List<String> inheritedFlags, String classPath) {
+            List<String> command = new ArrayList<>();
+            command.add(java);
+            if (inheritedFlags.stream().noneMatch(f -> f.startsWith("-Xms") || f.startsWith("-Xmx")
+                    || f.contains("AlwaysPreTouch"))) {
+                command.addAll(HEAP_FLAGS);
+            }
+            command.addAll(inheritedFlags);
+            command.add("-D" + CHILD_PROPERTY + "=true");
+            command.addAll(List.of("-cp", classPath, Main.class.getName(), "bench", "overhead",
+                    "--tasks", Integer.toString(tasks), "--seed", Long.toString(seed)));
+            if (common.quick) {
+                command.add("--quick");
+            }
+            if (common.json) {
+                command.add("--json");
+            }
+            if (common.trace != null) {
+                command.addAll(List.of("--trace", common.trace.toString()));
+            }
+            return command;
         }
     }
 
