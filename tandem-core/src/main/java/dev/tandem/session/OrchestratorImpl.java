@@ -57,6 +57,8 @@ final class OrchestratorImpl implements Orchestrator {
     // every task it runs, and a counter the host bumps per task on the same cache line made both
     // sides miss on every task.
     private int stepTasks;
+    // The open step's stepTasks at which the bound on tasks in flight is next looked at.
+    private long nextRoomCheck;
     private long stepBuildStart;
     private TaskNode[] batch = new TaskNode[16];
     private int batchSize;
@@ -275,11 +277,20 @@ final class OrchestratorImpl implements Orchestrator {
             publish();
             publishAt = (int) Math.min(maxPublishBatch, 2L * publishAt);
         }
-        // Bound on the step's tasks in flight (published and unfinished, plus the batch). The
-        // host-only count spares steps below the bound any shared read.
-        if (stepTasks >= maxTasksInFlight && batchSize + step.inFlight() >= maxTasksInFlight) {
-            publish();
-            request.awaitRoom(step, roomLowWater);
+        // Bound on the step's tasks in flight (published and unfinished, plus the batch). A submit
+        // adds at most one such task, so after a look that found u of them none is needed for the
+        // next maxTasksInFlight - u submits: the step's count, which the cores update, is read
+        // once per that many tasks, not on every submit of a step past the bound's size (where
+        // its cache line moved from a core's cache to the program's for each task).
+        if (stepTasks >= nextRoomCheck) {
+            int unfinished = batchSize + step.inFlight();
+            if (unfinished >= maxTasksInFlight) {
+                publish();
+                request.awaitRoom(step, roomLowWater);
+                nextRoomCheck = stepTasks + 1L;
+            } else {
+                nextRoomCheck = stepTasks + (long) (maxTasksInFlight - unfinished);
+            }
         }
     }
 
@@ -313,6 +324,7 @@ final class OrchestratorImpl implements Orchestrator {
         if (step == null) {
             step = new Step(request, stepIndex, roomLowWater);
             stepTasks = 0;
+            nextRoomCheck = maxTasksInFlight;
             publishAt = publishBatch;
             request.stepCreated();
             openStep = step;
