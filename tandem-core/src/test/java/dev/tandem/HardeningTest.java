@@ -234,6 +234,41 @@ class HardeningTest {
     }
 
     @Test
+    void afterALookBelowTheBoundTheNextLookComesBeforeTheBoundCanBePassed() throws Exception {
+        // Bound 16, tasks published one by one: 8 that finish, then tasks that block. The look at
+        // the 16th submit finds 8 unfinished (or 16, if the core has not yet counted the 8), so
+        // the program parks at its 24th submit (or its 16th): never with more than 16 unfinished.
+        CountDownLatch open = gate();
+        AtomicInteger quickDone = new AtomicInteger();
+        Kernel quick = Kernel.of("quick", c -> quickDone.incrementAndGet());
+        Kernel blocked = Kernel.of("blocked", c -> open.await());
+        AtomicInteger submitted = new AtomicInteger();
+        AtomicReference<Thread> programThread = new AtomicReference<>();
+        Program<Integer> program = (o, n) -> {
+            programThread.set(Thread.currentThread());
+            Buffer b = o.allocate(8);
+            for (int i = 0; i < 8; i++) {
+                o.submit(quick, Access.write(o.allocate(8).region()));
+                submitted.incrementAndGet();
+            }
+            while (quickDone.get() < 8) {
+                Thread.onSpinWait();
+            }
+            for (int i = 8; i < n; i++) {
+                o.submit(blocked, Access.read(b.region()));
+                submitted.incrementAndGet();
+            }
+        };
+        TokenStream stream = worker.run(program, 1000,
+                RunOptions.defaults().withMaxTasksInFlight(16).withPublishBatch(1));
+        awaitUntil("the program parks at the bound", () -> submitted.get() >= 15 && parked(programThread));
+        assertThat(submitted.get()).as("submitted when parked").isIn(15, 23);
+        stream.cancel();
+        open.countDown();
+        assertThat(stream.completion().get(20, TimeUnit.SECONDS).status()).isEqualTo(Status.CANCELLED);
+    }
+
+    @Test
     void aProgramParkedAtTheBoundIsWokenByCancel() throws Exception {
         CountDownLatch open = gate();
         Kernel blocked = Kernel.of("blocked", c -> open.await());

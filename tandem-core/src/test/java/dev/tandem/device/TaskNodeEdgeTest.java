@@ -80,4 +80,18 @@ class TaskNodeEdgeTest {
         assertThat(t.publish()).isTrue();
         assertThat(t.pendingCount()).isZero();
     }
+
+    @Test
+    void theFirstWiringLinksTheTaskItselfOntoTheStack() {
+        TaskNode p = node(0);
+        TaskNode below = node(1);
+        TaskNode t = node(2);
+        assertThat(p.wireTo(below)).isTrue();
+        assertThat(p.wireTo(t)).isTrue();
+        assertThat(t.edgeNext).as("t is its own link, above the one before").isSameAs(below);
+        TaskNode q = node(3);
+        assertThat(q.wireTo(t)).isTrue();
+        assertThat(t.edgeNext).as("a later wiring takes a fresh edge").isSameAs(below);
+        assertThat(q.hasSuccessor(t)).isTrue();
+    }
 }

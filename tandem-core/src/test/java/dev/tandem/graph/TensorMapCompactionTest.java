@@ -168,4 +168,22 @@ class TensorMapCompactionTest {
         }
         assertThat(compactions).as("accesses after which compaction merged segments").isGreaterThan(20);
     }
+
+    @Test
+    void aWriterFoundFinishedWhenReadIsDroppedAndNoEdgeIsCounted() {
+        DeviceBuffer tensor = buffer(SLOT);
+        TensorMap map = new TensorMap();
+        TaskNode writer = task(0);
+        map.access(tensor, 0, SLOT, AccessMode.WRITE, writer);
+        TaskNode early = task(1);
+        map.access(tensor, 0, SLOT, AccessMode.READ, early);
+        assertThat(map.edgeCount()).isEqualTo(1);
+        assertThat(writer.hasSuccessor(early)).isTrue();
+        finish(writer);
+        TaskNode late = task(2);
+        map.access(tensor, 0, SLOT, AccessMode.READ, late);
+        assertThat(map.edgeCount()).as("no edge to a finished writer").isEqualTo(1);
+        assertThat(TensorMap.writersHeld(tensor)).as("the finished writer is dropped when seen").isZero();
+        assertThat(late.publish()).as("nothing to wait for").isTrue();
+    }
 }
