@@ -236,8 +236,10 @@ class HardeningTest {
     @Test
     void afterALookBelowTheBoundTheNextLookComesBeforeTheBoundCanBePassed() throws Exception {
         // Bound 16, tasks published one by one: 8 that finish, then tasks that block. The look at
-        // the 16th submit finds 8 unfinished (or 16, if the core has not yet counted the 8), so
-        // the program parks at its 24th submit (or its 16th): never with more than 16 unfinished.
+        // the 16th submit finds 8 + k unfinished, k of the 8 finished but not yet counted by the
+        // core (0 to 8), so the next look, where the program parks, is at its (24 - k)th submit:
+        // never with more than 16 unfinished. Looking later (the look's distance miscounted)
+        // would let it submit past the bound.
         CountDownLatch open = gate();
         AtomicInteger quickDone = new AtomicInteger();
         Kernel quick = Kernel.of("quick", c -> quickDone.incrementAndGet());
@@ -262,7 +264,7 @@ class HardeningTest {
         TokenStream stream = worker.run(program, 1000,
                 RunOptions.defaults().withMaxTasksInFlight(16).withPublishBatch(1));
         awaitUntil("the program parks at the bound", () -> submitted.get() >= 15 && parked(programThread));
-        assertThat(submitted.get()).as("submitted when parked").isIn(15, 23);
+        assertThat(submitted.get()).as("submitted when parked").isBetween(15, 23);
         stream.cancel();
         open.countDown();
         assertThat(stream.completion().get(20, TimeUnit.SECONDS).status()).isEqualTo(Status.CANCELLED);
