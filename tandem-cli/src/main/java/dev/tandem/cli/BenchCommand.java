@@ -124,6 +124,9 @@ public final class BenchCommand implements Runnable {
             rows.stream().filter(r -> r.tbbNote() != null).findFirst()
                     .ifPresent(r -> out.println("tbb: " + r.tbbNote()));
             out.println("(vs = tandem time / peer time; below 1.00x means tandem is faster)");
+            out.println("(oneTBB's flow graph is built whole before any node runs, so on 1 core its build and run share"
+                    + " one thread, where tandem and ForkJoin build on the program's thread while the core runs: its 1-core"
+                    + " rows are no like-for-like peer)");
             for (Path file : traces) {
                 out.println("trace: wrote " + file);
             }
