@@ -39,10 +39,7 @@ public record RunOptions(int runAhead, int publishBatch, int streamBuffer, long 
         requirePositive("publishBatch", publishBatch);
         requirePositive("streamBuffer", streamBuffer);
         requirePositive("maxTasksInFlight", maxTasksInFlight);
-        if (maxPublishBatch < publishBatch) {
-            throw new IllegalArgumentException("maxPublishBatch must be >= publishBatch (" + publishBatch + "), was "
-                    + maxPublishBatch);
-        }
+        requirePublishBatches(publishBatch, maxPublishBatch);
         if (maxTokens <= 0) {
             throw new IllegalArgumentException("maxTokens must be > 0, was " + maxTokens);
         }
@@ -82,6 +79,14 @@ public record RunOptions(int runAhead, int publishBatch, int streamBuffer, long 
 
     public RunOptions withMaxTasksInFlight(int value) {
         return new RunOptions(runAhead, publishBatch, streamBuffer, maxTokens, value, maxPublishBatch);
+    }
+
+    /** The growth bound must admit the first batch; {@link SessionConfig} checks the same. */
+    static void requirePublishBatches(int publishBatch, int maxPublishBatch) {
+        if (maxPublishBatch < publishBatch) {
+            throw new IllegalArgumentException("maxPublishBatch must be >= publishBatch (" + publishBatch + "), was "
+                    + maxPublishBatch);
+        }
     }
 
     private static void requirePositive(String name, int value) {

@@ -36,10 +36,7 @@ public record SessionConfig(
         positive("publishBatch", publishBatch);
         positive("streamBuffer", streamBuffer);
         positive("maxTasksInFlight", maxTasksInFlight);
-        if (maxPublishBatch < publishBatch) {
-            throw new IllegalArgumentException("maxPublishBatch must be >= publishBatch (" + publishBatch + "), was "
-                    + maxPublishBatch);
-        }
+        RunOptions.requirePublishBatches(publishBatch, maxPublishBatch);
     }
 
     public static SessionConfig defaults() {
