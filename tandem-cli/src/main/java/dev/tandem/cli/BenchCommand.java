@@ -10,7 +10,6 @@ import dev.tandem.bench.PipelineBench;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -141,8 +140,7 @@ public final class BenchCommand implements Runnable {
          * of this JVM's own (TANDEM_JAVA_OPTS) replaces them.
          */
         private void runInChild() {
-            List<String> command = childCommand(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-                    ManagementFactory.getRuntimeMXBean().getInputArguments(), System.getProperty("java.class.path"));
+            List<String> command = childCommand(ChildJvm.java(), ChildJvm.flags(), ChildJvm.classPath());
             int exit;
             try {
                 Process process = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.INHERIT).start();
@@ -164,26 +162,25 @@ public final class BenchCommand implements Runnable {
 
         /** The child's command line: {@link #HEAP_FLAGS} unless the JVM's own flags size the heap, then those flags. */
         List<String> childCommand(String java, List<String> inheritedFlags, String classPath) {
-            List<String> command = new ArrayList<>();
-            command.add(java);
+            List<String> flags = new ArrayList<>();
             if (inheritedFlags.stream().noneMatch(f -> f.startsWith("-Xms") || f.startsWith("-Xmx")
                     || f.contains("AlwaysPreTouch"))) {
-                command.addAll(HEAP_FLAGS);
+                flags.addAll(HEAP_FLAGS);
             }
-            command.addAll(inheritedFlags);
-            command.add("-D" + CHILD_PROPERTY + "=true");
-            command.addAll(List.of("-cp", classPath, Main.class.getName(), "bench", "overhead",
+            flags.addAll(inheritedFlags);
+            flags.add("-D" + CHILD_PROPERTY + "=true");
+            List<String> args = new ArrayList<>(List.of("bench", "overhead",
                     "--tasks", Integer.toString(tasks), "--seed", Long.toString(seed)));
             if (common.quick) {
-                command.add("--quick");
+                args.add("--quick");
             }
             if (common.json) {
-                command.add("--json");
+                args.add("--json");
             }
             if (common.trace != null) {
-                command.addAll(List.of("--trace", common.trace.toString()));
+                args.addAll(List.of("--trace", common.trace.toString()));
             }
-            return command;
+            return ChildJvm.command(java, flags, classPath, args);
         }
     }
 

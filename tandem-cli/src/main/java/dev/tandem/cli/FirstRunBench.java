@@ -6,7 +6,6 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.UncheckedIOException;
-import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -162,16 +161,11 @@ final class FirstRunBench {
 
     /** Runs {@code tandem demo} in a fresh JVM with {@code extraFlags}; parses its figure if asked. */
     private ChildRun child(List<String> extraFlags, boolean measure) {
-        List<String> command = new ArrayList<>();
-        command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-        for (String flag : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
-            if (inherited(flag)) {
-                command.add(flag);
-            }
-        }
-        command.addAll(extraFlags);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), Main.class.getName(), "demo"));
-        command.addAll(demoArgs);
+        List<String> flags = new ArrayList<>(ChildJvm.flags().stream().filter(FirstRunBench::inherited).toList());
+        flags.addAll(extraFlags);
+        List<String> args = new ArrayList<>(List.of("demo"));
+        args.addAll(demoArgs);
+        List<String> command = ChildJvm.command(ChildJvm.java(), flags, ChildJvm.classPath(), args);
         long start = System.nanoTime();
         String output;
         int exit;
