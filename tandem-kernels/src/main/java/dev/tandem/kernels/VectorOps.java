@@ -1346,6 +1346,9 @@ final class VectorOps implements KernelOps {
      * batch 1 read 15-22 GB/s from memory on two threads, as the row-major f16 loop does; in the
      * loop, against the row-major loops (two threads, in-JVM, 64-row parts): f16 batch 1 from
      * memory 3.4-3.7x, batch 8 1.22x; bf16 batch 1 1.62-1.81x, batch 8 1.22x, batch 64 1.81x.
+     * The loops of the three types are near-copies on purpose: one loop over a per-type widening
+     * helper boxed its vectors wherever C2 compiled the helper on its own and left it out of line
+     * (see {@link #f16x16Groups}).
      */
     private static void matmulFloatsX16(
             TensorType type,
