@@ -23,6 +23,7 @@ final class Scratch {
     private short[] shorts = new short[0];
     private float[] wide = new float[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
+    private int[] pairsByEight = new int[0];
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
     private final Kept inputsKept = new Kept();
@@ -119,6 +120,17 @@ final class Scratch {
             quantized = Q4_0X16.Inputs.of(batch, cols);
         }
         return quantized;
+    }
+
+    /**
+     * Room for {@code n} ints: the pairs of quants of {@link #quantized}, eight inputs side by side,
+     * written with them and kept with them.
+     */
+    int[] pairsByEight(int n) {
+        if (pairsByEight.length < n) {
+            pairsByEight = new int[n];
+        }
+        return pairsByEight;
     }
 
     /**

@@ -21,7 +21,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q4_0X16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9};
+    // 8 and more: the eight-input loop, then four, then one at a time (20 = 8 + 8 + 4).
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 20};
 
     private static MemorySegment interleaved(Tensors t, MemorySegment q4, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q4_0.rowBytes(cols) * rows);
