@@ -38,6 +38,20 @@ import java.lang.invoke.VarHandle;
  * <p>Only the request's host thread pushes edges, so a push CAS fails only because the
  * stack was closed: the loop in {@link #wireTo} runs at most twice.
  *
+ * <p>Publication without an atomic. The host publishes tasks in batches, and a batch's
+ * tasks last first. A task t that no published task was wired to ({@code wiredToPublished},
+ * host-only, set by {@link #wireTo} when the predecessor was published) has only
+ * predecessors of its own batch, submitted before it and so published after it: when t's
+ * guard is dropped none of them has run, so nothing has released t and nothing touches
+ * {@code t.pending}, and a plain write of {@code wired} replaces the atomic addition. Every
+ * later release of t comes from a task that becomes runnable after that write in the host's
+ * program order, through a volatile read-modify-write that the releasing thread reads (the
+ * ready queue's CAS, or the atomic guard drop of a task that was wired to a published one),
+ * so the release sees the write. Publishing such a batch first task first would be wrong: a
+ * predecessor released by an earlier batch's task could run and release t before t's plain
+ * write, which would then overwrite the release. {@code TaskNodeLincheckTest} and
+ * {@code TaskNodeStressTest} check both orders' consequences.
+ *
  * <p>Memory ordering: every counter and stack update is a volatile read-modify-write, so the
  * finishing thread's writes to device memory happen-before a successor's run (the successor
  * observes its pending count reaching zero through a chain of RMWs on the same variable).
@@ -71,6 +85,15 @@ public final class TaskNode extends Edge {
 
     /** Host only: edges pushed onto predecessors' stacks. */
     private int wired;
+
+    /** Host only: {@link #publish} ran, so the task may run and release its successors. */
+    private boolean published;
+
+    /**
+     * Host only: an edge from a published task was pushed, so a thread may release this task
+     * before its own publication.
+     */
+    private boolean wiredToPublished;
     private volatile Edge successors;
 
     /** Ready-queue link; written by the queue only. */
@@ -181,6 +204,9 @@ public final class TaskNode extends Edge {
             edge.edgeNext = head;
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
                 successor.wired++;
+                if (published) {
+                    successor.wiredToPublished = true;
+                }
                 return true;
             }
         }
@@ -210,12 +236,16 @@ public final class TaskNode extends Edge {
      * @return true if the task is ready now (every wired predecessor has finished)
      */
     public boolean publish() {
+        published = true;
         int w = wired;
-        if (w == 0) {
-            // No edge was ever pushed, so no thread can release this task: nothing else touches
-            // pending, and a plain write replaces the atomic (the queue's CAS publishes it).
-            PENDING.set(this, 0);
-            return true;
+        if (!wiredToPublished) {
+            // No published task was wired to this one, so no thread has released it or can
+            // until a predecessor is published: none if nothing was wired (the queue's CAS then
+            // publishes it), and otherwise all of them are unpublished tasks of this one's own
+            // batch, which publishes last task first (see the class comment). Nothing else
+            // touches pending, and a plain write replaces the atomic.
+            PENDING.set(this, w);
+            return w == 0;
         }
         int delta = w - GUARD;
         return (int) PENDING.getAndAdd(this, delta) == -delta;

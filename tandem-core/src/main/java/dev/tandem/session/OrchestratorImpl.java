@@ -294,7 +294,11 @@ final class OrchestratorImpl implements Orchestrator {
         }
     }
 
-    /** Makes the batched tasks visible to the device, in submission order. */
+    /**
+     * Makes the batched tasks visible to the device: their guards dropped last task first, so
+     * that a task wired only to tasks of its own batch drops its guard with a plain write before
+     * any of them can run ({@link TaskNode}); the ready ones handed over in submission order.
+     */
     private void publish() {
         int n = batchSize;
         if (n == 0) {
@@ -303,12 +307,16 @@ final class OrchestratorImpl implements Orchestrator {
         TaskNode[] tasks = batch;
         openStep.addTasks(n); // a batch never spans steps: every endStep publishes, before the step closes
         int ready = 0;
-        for (int i = 0; i < n; i++) {
+        for (int i = n - 1; i >= 0; i--) {
             TaskNode task = tasks[i];
             tasks[i] = null;
             if (task.publish()) {
-                tasks[ready++] = task; // reuse the batch's prefix for the ready ones
+                tasks[n - ++ready] = task; // reuse the batch's tail for the ready ones, in submission order
             }
+        }
+        if (ready < n) {
+            System.arraycopy(tasks, n - ready, tasks, 0, ready);
+            Arrays.fill(tasks, ready, n, null);
         }
         device.device().submit(tasks, ready);
         Arrays.fill(tasks, 0, ready, null);

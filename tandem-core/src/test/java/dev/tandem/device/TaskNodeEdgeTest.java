@@ -75,9 +75,65 @@ class TaskNodeEdgeTest {
     void aWiredTaskWhosePredecessorsFinishedBeforePublicationIsReadyAtPublication() {
         TaskNode p = node(0);
         TaskNode t = node(1);
+        assertThat(p.publish()).isTrue(); // an earlier batch's task, running
         assertThat(p.wireTo(t)).isTrue();
         assertThat(p.finish(sink)).as("still guarded").isNull();
+        assertThat(t.pendingCount()).isEqualTo(TaskNode.GUARD - 1);
         assertThat(t.publish()).isTrue();
+        assertThat(t.pendingCount()).isZero();
+    }
+
+    /**
+     * A batch [p, t] with q→p (q of an earlier batch) and p→t, published last task first: t,
+     * wired only to p of its own batch, drops its guard before p can run; p, wired to the
+     * published q, drops it atomically. q's finish then releases p, and p's releases t.
+     */
+    @Test
+    void aBatchPublishedLastTaskFirstReleasesEachTaskOnce() {
+        TaskNode q = node(0);
+        assertThat(q.publish()).isTrue();
+        TaskNode p = node(1);
+        TaskNode t = node(2);
+        TaskNode u = node(3); // wired to q and to p: q is published, so an atomic drop
+        assertThat(q.wireTo(p)).isTrue();
+        assertThat(p.wireTo(t)).isTrue();
+        assertThat(q.wireTo(u)).isTrue();
+        assertThat(p.wireTo(u)).isTrue();
+        assertThat(u.publish()).isFalse();
+        assertThat(u.pendingCount()).isEqualTo(2);
+        assertThat(t.publish()).isFalse();
+        assertThat(t.pendingCount()).isEqualTo(1);
+        assertThat(p.publish()).isFalse();
+        TaskNode next = q.finish(sink);
+        List<TaskNode> ready = new ArrayList<>(queued);
+        ready.add(next);
+        assertThat(ready).containsExactly(p);
+        queued.clear();
+        TaskNode afterP = p.finish(sink);
+        ready = new ArrayList<>(queued);
+        ready.add(afterP);
+        assertThat(ready).containsExactlyInAnyOrder(t, u);
+        assertThat(t.pendingCount()).isZero();
+        assertThat(u.pendingCount()).isZero();
+    }
+
+    /**
+     * A release that comes before a published task's wired successor is published is kept: the
+     * successor's guard drop is atomic (its predecessor was published when wired), where a plain
+     * write of its wired count would overwrite the release and leave it waiting forever.
+     */
+    @Test
+    void aReleaseBeforePublicationFromAPublishedPredecessorIsKept() {
+        TaskNode q = node(0);
+        assertThat(q.publish()).isTrue();
+        TaskNode p = node(1);
+        TaskNode t = node(2);
+        assertThat(q.wireTo(p)).isTrue();
+        assertThat(p.publish()).isFalse(); // p's batch ends here: t is in the next one
+        assertThat(p.wireTo(t)).isTrue();
+        assertThat(q.finish(sink)).isSameAs(p);
+        assertThat(p.finish(sink)).as("t still guarded").isNull();
+        assertThat(t.publish()).as("its one predecessor finished").isTrue();
         assertThat(t.pendingCount()).isZero();
     }
 

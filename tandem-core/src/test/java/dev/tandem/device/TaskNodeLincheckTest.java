@@ -18,7 +18,9 @@ import org.junit.jupiter.api.Timeout;
  *
  * <p>The host side of a request is single-threaded by contract, so each scenario has one
  * thread that runs the whole host sequence (wire edges, then publish) and one thread per
- * predecessor that finishes it. Lincheck explores the interleavings of their shared-memory
+ * predecessor that finishes it. A task runs only after its publication, so the predecessors
+ * that the other threads finish are published in the scenario's initial state, as tasks of an
+ * earlier batch; {@link Batch} models a batch published last task first. Lincheck explores the interleavings of their shared-memory
  * accesses. The invariants, checked in the validation function after every interleaving:
  * <ul>
  *   <li>every published task becomes ready exactly once — counted over the three ways a task
@@ -57,6 +59,11 @@ class TaskNodeLincheckTest {
         final TaskNode p1 = new TaskNode(NOOP, null, null, null, 1, null);
         final TaskNode p2 = new TaskNode(NOOP, null, null, null, 2, null);
         final TaskNode t = new TaskNode(NOOP, null, null, null, 3, null);
+
+        {
+            publishedEarlier(p1, p2);
+        }
+
         final Readiness readiness = new Readiness(t) {
             @Override
             boolean predecessorsDone(TaskNode task) {
@@ -105,6 +112,11 @@ class TaskNodeLincheckTest {
         final TaskNode p2 = new TaskNode(NOOP, null, null, null, 2, null);
         final TaskNode t = new TaskNode(NOOP, null, null, null, 3, null);
         final TaskNode u = new TaskNode(NOOP, null, null, null, 4, null);
+
+        {
+            publishedEarlier(p1, p2);
+        }
+
         final Readiness readiness = new Readiness(t, u) {
             @Override
             boolean predecessorsDone(TaskNode task) {
@@ -162,6 +174,11 @@ class TaskNodeLincheckTest {
         final TaskNode a = new TaskNode(NOOP, null, null, null, 1, null);
         final TaskNode b = new TaskNode(NOOP, null, null, null, 2, null);
         final TaskNode c = new TaskNode(NOOP, null, null, null, 3, null);
+
+        {
+            publishedEarlier(a);
+        }
+
         final Readiness readiness = new Readiness(b, c) {
             @Override
             boolean predecessorsDone(TaskNode task) {
@@ -218,6 +235,102 @@ class TaskNodeLincheckTest {
                 require(wiredBc && c.pendingCount() == 1, "c counts b as its one pending predecessor");
                 require(readiness.violations().isEmpty(), readiness.violations());
             }
+        }
+    }
+
+    /**
+     * A batch published last task first, racing the finish of an earlier batch's task: q is
+     * published (and running); the host wires q→p, p→t, q→u and p→u, then publishes u, t, p in
+     * that order, as the runtime publishes a batch [p, t, u]. t is wired only to p, of its own
+     * batch, so its guard is dropped with a plain write; p and u, wired to the published q,
+     * drop theirs atomically. One thread finishes q, then p if that made p ready; another
+     * finishes p if the host's publication made it ready.
+     */
+    public static class Batch {
+        final TaskNode q = new TaskNode(NOOP, null, null, null, 1, null);
+        final TaskNode p = new TaskNode(NOOP, null, null, null, 2, null);
+        final TaskNode t = new TaskNode(NOOP, null, null, null, 3, null);
+        final TaskNode u = new TaskNode(NOOP, null, null, null, 4, null);
+
+        {
+            publishedEarlier(q);
+        }
+
+        final Readiness readiness = new Readiness(p, t, u) {
+            @Override
+            boolean predecessorsDone(TaskNode task) {
+                return task == p ? !wiredQp || q.isFinished()
+                        : task == t ? p.isFinished()
+                        : (!wiredQu || q.isFinished()) && p.isFinished();
+            }
+        };
+
+        volatile boolean wiredQp;
+        volatile boolean wiredQu;
+        volatile boolean pReadyOnHost;
+
+        @Operation
+        public void host() {
+            wiredQp = q.wireTo(p);
+            require(p.wireTo(t), "p is unpublished: the edge is wired");
+            wiredQu = q.wireTo(u);
+            require(p.wireTo(u), "p is unpublished: the edge is wired");
+            for (TaskNode task : order()) {
+                readiness.publishing(task);
+                if (task.publish()) {
+                    readiness.ready(task);
+                    if (task == p) {
+                        pReadyOnHost = true;
+                    }
+                }
+            }
+        }
+
+        /** The batch's publication order. */
+        TaskNode[] order() {
+            return new TaskNode[] {u, t, p};
+        }
+
+        @Operation
+        public void finishQThenP() {
+            if (readiness.finish(q) == p) {
+                readiness.finish(p);
+            }
+        }
+
+        @Operation
+        public void finishPIfHostMadeItReady() {
+            if (pReadyOnHost) {
+                readiness.finish(p);
+            }
+        }
+
+        @Validate
+        public void check() {
+            if (p.isFinished()) {
+                readiness.check();
+            } else {
+                // the third thread looked before the host made p ready: p ready once, t and u wait for it
+                require(readiness.readyCount(p) == 1, "p ready once, got " + readiness.readyCount(p));
+                require(readiness.readyCount(t) == 0 && readiness.readyCount(u) == 0, "t and u wait for p");
+                require(t.pendingCount() == 1 && u.pendingCount() == 1, "t and u count p as pending");
+                require(readiness.violations().isEmpty(), readiness.violations());
+            }
+        }
+    }
+
+    /** {@link Batch} published first task first, which the runtime must not do. */
+    public static class BatchInSubmissionOrder extends Batch {
+        @Override
+        TaskNode[] order() {
+            return new TaskNode[] {p, t, u};
+        }
+    }
+
+    /** Tasks of an earlier batch, published before the scenario starts (they run in it). */
+    static void publishedEarlier(TaskNode... tasks) {
+        for (TaskNode task : tasks) {
+            require(task.publish(), "a task nothing was wired to is ready at its publication");
         }
     }
 
@@ -344,6 +457,32 @@ class TaskNodeLincheckTest {
     @Test
     void twoSuccessorsOfTwoPredecessorsEachBecomeReadyExactlyOnce() {
         options().addCustomScenario(threeThreads(Crossed.class, "host", "finishP1", "finishP2")).check(Crossed.class);
+    }
+
+    @Test
+    void aBatchPublishedLastTaskFirstMakesEachTaskReadyOnce() {
+        options().addCustomScenario(threeThreads(Batch.class, "host", "finishQThenP", "finishPIfHostMadeItReady"))
+                .check(Batch.class);
+    }
+
+    /**
+     * The same batch published first task first: p can run, and release t, before t's guard is
+     * dropped with a plain write, which then overwrites the release. Lincheck must find that
+     * interleaving, or the scenario above would prove nothing about the order.
+     */
+    @Test
+    void aBatchPublishedFirstTaskFirstCanLoseARelease() {
+        Throwable failure = null;
+        try {
+            options().addCustomScenario(
+                    threeThreads(BatchInSubmissionOrder.class, "host", "finishQThenP", "finishPIfHostMadeItReady"))
+                    .check(BatchInSubmissionOrder.class);
+        } catch (AssertionError e) {
+            failure = e;
+        }
+        require(failure != null, "publishing first task first lost no release in any interleaving");
+        require(String.valueOf(failure.getMessage()).contains("task 3 became ready 0 times"),
+                "unexpected failure: " + failure.getMessage());
     }
 
     @Test

@@ -27,7 +27,9 @@ import org.junit.jupiter.api.Timeout;
  * still wiring edges from it).
  *
  * <p>The host thread builds random DAGs back to back, each in submission order — for each
- * task, {@code wireTo} from each of its predecessors, then {@code publish} — while two core
+ * task, {@code wireTo} from each of its predecessors — and publishes each graph in random
+ * batches of consecutive tasks, each batch last task first as the runtime does (so a task
+ * wired only to tasks of its own batch drops its guard with a plain write), while two core
  * threads run ready tasks from a shared queue the way the CPU device does (run, then
  * {@code finish}; run the returned successor next, queue the others). The host stays at most
  * {@value #RUN_AHEAD} graph ahead of the cores and times its wiring per task (see
@@ -85,6 +87,8 @@ class TaskNodeStressTest {
         final int[] hostModes;
         /** The predecessor that {@link #AFTER_START} and {@link #AFTER_FINISH} wait for. */
         final int[] awaited;
+        /** Whether the host publishes the open batch before it wires task t. */
+        final boolean[] cutBefore;
 
         Graph(SplittableRandom random) {
             size = 1 + random.nextInt(MAX_TASKS);
@@ -96,6 +100,7 @@ class TaskNodeStressTest {
             outputs = new int[size];
             hostModes = new int[size];
             awaited = new int[size];
+            cutBefore = new boolean[size];
             double density = random.nextDouble(0.2, 0.7);
             for (int t = 0; t < size; t++) {
                 tasks[t] = new TaskNode(NOOP, null, null, null, t, this);
@@ -111,6 +116,7 @@ class TaskNodeStressTest {
                 predecessors[t] = preds.stream().mapToInt(Integer::intValue).toArray();
                 hostModes[t] = preds.isEmpty() ? FAST : random.nextInt(4);
                 awaited[t] = preds.isEmpty() ? -1 : preds.get(random.nextInt(preds.size()));
+                cutBefore[t] = random.nextInt(3) == 0;
             }
         }
     }
@@ -149,6 +155,8 @@ class TaskNodeStressTest {
     /** Outcomes of the races, to show that they happen: */
     long lateWirings; // wireTo found the predecessor finished
     final AtomicInteger readyByPublish = new AtomicInteger();
+    /** Tasks with predecessors, all of them in the task's own batch (a plain guard drop). */
+    long sameBatchOnly;
     final AtomicInteger readyByFinish = new AtomicInteger();
 
     void fail(String what) {
@@ -186,12 +194,20 @@ class TaskNodeStressTest {
                     Thread.yield();
                 }
             }
+            int open = 0; // the open batch: tasks [open, t), wired and not yet published
             for (int t = 0; t < g.size; t++) {
                 TaskNode task = g.tasks[t];
+                boolean waits = g.hostModes[t] == AFTER_START || g.hostModes[t] == AFTER_FINISH;
+                if (t > open && (g.cutBefore[t] || waits && g.awaited[t] >= open)) {
+                    publish(g, open, t, batch); // a task waited for must be published to run
+                    open = t;
+                }
                 if (!awaitTurn(g, t)) {
                     return;
                 }
+                boolean inBatch = g.predecessors[t].length > 0;
                 for (int p : g.predecessors[t]) {
+                    inBatch &= p >= open;
                     if (!g.tasks[p].wireTo(task)) {
                         lateWirings++;
                         if (g.completed.get(p) != 1 || !g.tasks[p].isFinished()) {
@@ -199,12 +215,38 @@ class TaskNodeStressTest {
                         }
                     }
                 }
-                g.published.set(t, 1);
-                if (task.publish()) {
-                    readyByPublish.incrementAndGet();
-                    batch.ready.add(task);
+                if (inBatch) {
+                    sameBatchOnly++;
                 }
             }
+            publish(g, open, g.size, batch);
+        }
+    }
+
+    /**
+     * Host: publishes tasks [from, to) of a graph as the runtime publishes a batch: guards
+     * dropped last task first, then the ready ones handed to the cores in submission order.
+     */
+    void publish(Graph g, int from, int to, Batch batch) {
+        TaskNode[] ready = new TaskNode[to - from];
+        int count = 0;
+        for (int t = to - 1; t >= from; t--) {
+            g.published.set(t, 1);
+            if (g.tasks[t].publish()) {
+                readyByPublish.incrementAndGet();
+                ready[count++] = g.tasks[t];
+            }
+            if (g.cutBefore[t]) {
+                // a pause between two guard drops: a task published here may run (and release
+                // others of the batch) before the next drop, were the order wrong
+                long until = System.nanoTime() + ThreadLocalRandom.current().nextInt(5_000);
+                while (System.nanoTime() - until < 0) {
+                    Thread.onSpinWait();
+                }
+            }
+        }
+        for (int i = count - 1; i >= 0; i--) {
+            batch.ready.add(ready[i]);
         }
     }
 
@@ -370,6 +412,7 @@ class TaskNodeStressTest {
         assertThat(lateWirings).as("wirings that found the predecessor finished").isPositive();
         assertThat(readyByPublish.get()).as("tasks made ready by the host's publication").isPositive();
         assertThat(readyByFinish.get()).as("tasks made ready by a finishing core").isPositive();
+        assertThat(sameBatchOnly).as("tasks wired only to tasks of their own batch").isPositive();
     }
 
     static final int RACES = LONG ? 400_000 : 20_000;
@@ -389,6 +432,9 @@ class TaskNodeStressTest {
 
         WiringRace(boolean join) {
             this.join = join;
+            // p1 and p2 are an earlier batch's tasks, published and running; t is in the next
+            assertThat(p1.publish()).isTrue();
+            assertThat(p2.publish()).isTrue();
         }
 
         void ready(String by) {
