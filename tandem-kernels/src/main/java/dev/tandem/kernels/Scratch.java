@@ -24,6 +24,7 @@ final class Scratch {
     private float[] wide = new float[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
     private int[] pairsByEight = new int[0];
+    private float[] inputsByEight = new float[0];
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
     private final Kept inputsKept = new Kept();
@@ -159,8 +160,34 @@ final class Scratch {
         }
         float[] copy = inputs(batch * cols);
         MemorySegment.copy(x, LittleEndian.F32, offset, copy, 0, batch * cols);
+        int eights = batch / 8;
+        if (eights > 0) {
+            if (inputsByEight.length < eights * 8 * cols) {
+                inputsByEight = new float[eights * 8 * cols];
+            }
+            float[] into = inputsByEight;
+            for (int g = 0; g < eights; g++) {
+                for (int i = 0; i < 8; i++) {
+                    int from = (g * 8 + i) * cols;
+                    int to = g * 8 * cols + i;
+                    for (int k = 0; k < cols; k++) {
+                        into[to + 8 * k] = copy[from + k];
+                    }
+                }
+            }
+        }
         inputsAre(key, x, offset, batch, cols);
         return copy;
+    }
+
+    /**
+     * The inputs of the last {@link #heapInputs} call, the first {@code batch / 8 * 8} of them,
+     * every eight side by side: input {@code 8g + i}'s value {@code k} at {@code (g * cols + k) * 8
+     * + i}, so that the eight-input loops broadcast from one base at constant offsets. Written and
+     * kept with them.
+     */
+    float[] heapInputsByEight() {
+        return inputsByEight;
     }
 
     /**
