@@ -1749,9 +1749,10 @@ final class VectorOps implements KernelOps {
      * input's sums in {@link #q8x16Group}'s order, so the same bits as one input at a time. With
      * the inputs side by side rather than {@code cols} floats apart, the eight broadcasts of a
      * value sit at one index and constant offsets: 60.2 → 67.5 GMAC/s (512 x 512, in cache) and
-     * 55.7 → 62.5 (2816 x 1024), one thread, the two builds alternating in one JVM; f32 0-9% and
-     * bf16 6% more, while f16's loop, which widens its weights into scratch first, lost 7-10%
-     * and reads the inputs {@code cols} apart as before.
+     * 30.4 → 34.8 (65536 x 1024, from memory), one thread, the two builds alternating in one JVM;
+     * f32 and bf16 gained more from memory (1.75x and 1.9x, see docs/architecture.md), while
+     * f16's loop, which widens its weights into scratch first, lost 7-10% in cache and reads the
+     * inputs {@code cols} apart as before.
      */
     private static void q8x16Group8(MemorySegment w, long group, int part, int blocks, float[] x, int x0,
             MemorySegment out, long at, long outStride) {
