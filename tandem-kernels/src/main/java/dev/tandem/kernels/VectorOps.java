@@ -2234,9 +2234,10 @@ final class VectorOps implements KernelOps {
      * #x16KDotsUnpacked} runs each input over their nibbles (which the caches hold for the next
      * input), making each factor where it is used. With more, {@link #X16_K_CHUNK} superblocks at a
      * time: {@link #x16KFactors} makes their rows' {@code d * sc} and {@code dmin * m} once for
-     * every four inputs ({@link #x16KDots4}, {@link #x16KScale4}), and the inputs left over unpack
+     * every eight inputs ({@link #x16KDots8}), then every four ({@link #x16KDots4}), both scaled
+     * by {@link #x16KScale}, and the inputs left over unpack
      * the chunk for themselves. The loops doing vector work are methods of more than 325 bytecodes
-     * ({@link #x16KSixBitFactors}, {@link #x16KDotsUnpacked}, {@link #x16KDots4}, {@link #x16KScale4}),
+     * ({@link #x16KSixBitFactors}, {@link #x16KDotsUnpacked}, {@link #x16KDots4}, {@link #x16KScale}),
      * which C2 never inlines into a caller, and {@link #x16KHalves}, small enough to inline whole:
      * inlined into one method, they passed C2's node budget, and the vector operations it then
      * left out of line boxed every vector (0.2 to 1.6 GB/s).
@@ -2280,7 +2281,9 @@ final class VectorOps implements KernelOps {
         long outStride = (long) rows * F;
         byte[] headers = scratch.bytes(Math.max(X16_K_CHUNK, X16_K_UNPACKED) * X16_K_HEADER);
         int fours = batch - batch % X16_INPUTS;
-        short[] sums = fours > 0 ? scratch.shorts(X16_K_CHUNK * 8 * X16_INPUTS * X16_SHORTS.length()) : null;
+        short[] sums = fours > 0 ? scratch.shorts(X16_K_CHUNK * 8 * X16_WIDE_INPUTS * X16_SHORTS.length()) : null;
+        int[] byEight = batch >= X16_WIDE_INPUTS ? scratch.pairsByEight(batch / X16_WIDE_INPUTS * X16_WIDE_INPUTS * cols / 2)
+                : null;
         float[] factors = scratch.factors(Math.max(X16_K_CHUNK * (8 + 1), X16_K_UNPACKED) * 2 * X16_FLOATS.length());
         int chunk = fours > 0 ? X16_K_CHUNK : X16_K_UNPACKED;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
@@ -2298,10 +2301,16 @@ final class VectorOps implements KernelOps {
                         int end = Math.min(supers, from + chunk);
                         if (fours > 0) {
                             x16KFactors(weights, group, part, from, end, headers, factors);
-                            for (int b = 0; b < fours; b += X16_INPUTS) {
+                            int b = 0;
+                            for (; b + X16_WIDE_INPUTS <= fours; b += X16_WIDE_INPUTS) {
+                                x16KDots8(weights, group, part, from, end, supers, byEight, b * (cols / 2), sums);
+                                x16KScale(from, end, in, b * blocks, blocks, sums, X16_WIDE_INPUTS, factors, out,
+                                        at + b * outStride, outStride);
+                            }
+                            for (; b < fours; b += X16_INPUTS) {
                                 x16KDots4(weights, group, part, from, end, supers, in.pairs(), b * cols / 2, cols / 2,
                                         sums);
-                                x16KScale4(from, end, in, b * blocks, blocks, sums, factors, out,
+                                x16KScale(from, end, in, b * blocks, blocks, sums, X16_INPUTS, factors, out,
                                         at + b * outStride, outStride);
                             }
                         }
@@ -2420,10 +2429,58 @@ final class VectorOps implements KernelOps {
     }
 
     /**
+     * {@link #x16KDots4} for eight inputs, their pairs of quants side by side in {@code byEight}
+     * from {@code m} ({@link #interleaveByEight}): one sub-block of 32 values at a time, eight
+     * chains of products per nibble vector, each pair at one index and a constant offset (as
+     * {@link #x16Dots8}).
+     */
+    private static void x16KDots8(MemorySegment w, long group, int part, int from, int end, int supers, int[] byEight,
+            int m, short[] sums) {
+        int lanes = X16_SHORTS.length();
+        long halves = part * X16_PART_BYTES;
+        for (int sub = from * 8; sub < end * 8; sub++) {
+            int b = sub >> 3;
+            long quants = group + Q4_KX16.nibblesAt(b, supers) + halves + 512L * ((sub & 7) >> 1);
+            int o = m + (b * 128 + (sub & 7) * 16) * X16_WIDE_INPUTS;
+            boolean high = (sub & 1) != 0;
+            ShortVector s0 = ShortVector.zero(X16_SHORTS);
+            ShortVector s1 = s0;
+            ShortVector s2 = s0;
+            ShortVector s3 = s0;
+            ShortVector s4 = s0;
+            ShortVector s5 = s0;
+            ShortVector s6 = s0;
+            ShortVector s7 = s0;
+            for (int j = 0; j < 16; j++) {
+                ShortVector packed = x16Load(w, quants + 32L * j);
+                ShortVector v = high ? x16High(packed) : x16Low(packed);
+                int q = o + j * X16_WIDE_INPUTS;
+                s0 = v.mul(x16Pair(byEight, q)).add(s0);
+                s1 = v.mul(x16Pair(byEight, q + 1)).add(s1);
+                s2 = v.mul(x16Pair(byEight, q + 2)).add(s2);
+                s3 = v.mul(x16Pair(byEight, q + 3)).add(s3);
+                s4 = v.mul(x16Pair(byEight, q + 4)).add(s4);
+                s5 = v.mul(x16Pair(byEight, q + 5)).add(s5);
+                s6 = v.mul(x16Pair(byEight, q + 6)).add(s6);
+                s7 = v.mul(x16Pair(byEight, q + 7)).add(s7);
+            }
+            int s = (sub - from * 8) * X16_WIDE_INPUTS * lanes;
+            s0.intoArray(sums, s);
+            s1.intoArray(sums, s + lanes);
+            s2.intoArray(sums, s + 2 * lanes);
+            s3.intoArray(sums, s + 3 * lanes);
+            s4.intoArray(sums, s + 4 * lanes);
+            s5.intoArray(sums, s + 5 * lanes);
+            s6.intoArray(sums, s + 6 * lanes);
+            s7.intoArray(sums, s + 7 * lanes);
+        }
+    }
+
+    /**
      * {@link #x16KDotsUnpacked}' short sums for four inputs at once (their pairs of quants from {@code m}
      * and {@code stride} ints apart), sharing each unpacked byte of the nibbles: into {@code sums},
      * per superblock and sub-block, the four inputs' sums in order. The nibbles' products for the
-     * four inputs in one loop, their scaling in another ({@link #x16KScale4}): both in one passed
+     * four inputs in one loop, their scaling in another ({@link #x16KScale}): both in one passed
      * C2's node budget, as in {@link #x16Group4}.
      */
     private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int supers, int[] pairs, int m,
@@ -2480,13 +2537,13 @@ final class VectorOps implements KernelOps {
      * pass (four passed C2's node budget), both passes in this one method, which at more than 325
      * bytecodes C2 never inlines into its caller.
      */
-    private static void x16KScale4(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums,
+    private static void x16KScale(int from, int end, Q4_0X16.Inputs in, int i, int stride, short[] sums, int inputs,
             float[] factors, MemorySegment out, long at, long outStride) {
         int lanes = X16_FLOATS.length();
         int shorts = X16_SHORTS.length();
         float[] ds = in.d();
         int[] sum8 = in.sum8();
-        for (int input = 0; input < X16_INPUTS; input += 2) {
+        for (int input = 0; input < inputs; input += 2) {
             long at0 = at + input * outStride;
             long at1 = at0 + outStride;
             int first = i + input * stride;
@@ -2495,7 +2552,7 @@ final class VectorOps implements KernelOps {
             for (int k = 0; k < (end - from) * 8; k++) {
                 FloatVector dsc = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes);
                 FloatVector dm = FloatVector.fromArray(X16_FLOATS, factors, k * 2 * lanes + lanes);
-                int s = (k * X16_INPUTS + input) * shorts;
+                int s = (k * inputs + input) * shorts;
                 int i0 = first + from * 8 + k;
                 float dx = ds[i0];
                 a0 = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, s), 0).fma(dsc.mul(dx), a0);

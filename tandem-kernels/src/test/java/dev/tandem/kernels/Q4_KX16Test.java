@@ -22,7 +22,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q4_KX16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
+    // 8 and more: eight inputs a pass, then four, then one at a time (20 = 8 + 8 + 4).
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 20};
 
     static MemorySegment interleaved(Tensors t, MemorySegment q4k, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q4_K.rowBytes(cols) * rows);
