@@ -2432,7 +2432,9 @@ final class VectorOps implements KernelOps {
      * {@link #x16KDots4} for eight inputs, their pairs of quants side by side in {@code byEight}
      * from {@code m} ({@link #interleaveByEight}): one sub-block of 32 values at a time, eight
      * chains of products per nibble vector, each pair at one index and a constant offset (as
-     * {@link #x16Dots8}).
+     * {@link #x16Dots8}). Its chains are a near-copy of {@link #x16Dots8}'s on purpose: a shared
+     * helper would have to take or return the eight accumulators, which C2 then boxes, and only
+     * the loops around them (blocks of 16 rows against sub-blocks of a superblock) differ.
      */
     private static void x16KDots8(MemorySegment w, long group, int part, int from, int end, int supers, int[] byEight,
             int m, short[] sums) {
