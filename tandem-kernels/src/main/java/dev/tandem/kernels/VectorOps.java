@@ -2677,8 +2677,9 @@ final class VectorOps implements KernelOps {
     // ---- q6_K interleaved by 16 rows, int8 inputs ----
 
     /**
-     * Groups of 16 rows by vector loops ({@link #x16Q6Dots}), the rest one row at a time by
-     * {@link Q6_KX16#row}, as {@link #matmulQ4_K_X16} does.
+     * Groups of 16 rows by vector loops ({@link #x16Q6Dots8} eight inputs at a time, then
+     * {@link #x16Q6Dots} one at a time), the rest one row at a time by {@link Q6_KX16#row}, as
+     * {@link #matmulQ4_K_X16} does.
      */
     @Override
     public void matmulQ6_K_X16(
@@ -2717,7 +2718,9 @@ final class VectorOps implements KernelOps {
         Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = supers * 210L;
         long outStride = (long) rows * F;
-        short[] sums = scratch.shorts(X16_K_CHUNK * 16 * X16_SHORTS.length());
+        short[] sums = scratch.shorts(X16_K_CHUNK * 16 * X16_WIDE_INPUTS * X16_SHORTS.length());
+        int[] byEight = batch >= X16_WIDE_INPUTS ? scratch.pairsByEight(batch / X16_WIDE_INPUTS * X16_WIDE_INPUTS * cols / 2)
+                : null;
         float[] factors = scratch.factors(X16_K_CHUNK * 16 * X16_FLOATS.length());
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
@@ -2733,9 +2736,17 @@ final class VectorOps implements KernelOps {
                     for (int s = 0; s < supers; s += X16_K_CHUNK) {
                         int end = Math.min(supers, s + X16_K_CHUNK);
                         x16Q6Factors(weights, from, part, s, end, factors); // once for every input
-                        for (int b = 0; b < batch; b++) {
+                        int b = 0;
+                        for (; b + X16_WIDE_INPUTS <= batch; b += X16_WIDE_INPUTS) {
+                            x16Q6Dots8(weights, from, s, end, byEight, b * (cols / 2), sums);
+                            for (int i = 0; i < X16_WIDE_INPUTS; i++) {
+                                x16Q6Scale(s, end, in.d(), (b + i) * blocks, sums, X16_WIDE_INPUTS, i, factors, out,
+                                        at + (b + i) * outStride);
+                            }
+                        }
+                        for (; b < batch; b++) {
                             x16Q6Dots(weights, from, s, end, in.pairs(), (b * cols) / 2, sums);
-                            x16Q6Scale(s, end, in.d(), b * blocks, sums, factors, out, at + b * outStride);
+                            x16Q6Scale(s, end, in.d(), b * blocks, sums, 1, 0, factors, out, at + b * outStride);
                         }
                     }
                 }
@@ -2747,6 +2758,66 @@ final class VectorOps implements KernelOps {
                 }
                 r++;
             }
+        }
+    }
+
+    /**
+     * {@link #x16Q6Dots} for eight inputs, their pairs of quants side by side in {@code byEight}
+     * from {@code m} ({@link #interleaveByEight}), their sums input by input after each of the 16
+     * sets of a superblock: one set at a time, its 6-bit values made once per run and met by eight
+     * chains of products, where one input at a time made every value again for every input. The
+     * four sets of a run differ only in which bytes and shifts make their values, taken as
+     * variables so that one loop serves all four.
+     */
+    private static void x16Q6Dots8(MemorySegment w, long part, int from, int end, int[] byEight, int m,
+            short[] sums) {
+        int lanes = X16_SHORTS.length();
+        ShortVector low = ShortVector.broadcast(X16_SHORTS, (short) 0x0f);
+        ShortVector high = ShortVector.broadcast(X16_SHORTS, (short) 0x30);
+        ShortVector offset = ShortVector.broadcast(X16_SHORTS, (short) 32);
+        for (int set = from * 16; set < end * 16; set++) {
+            int b = set >> 4;
+            int n = (set >> 2) & 3; // as in x16Q6Dots: half n / 2, sub-block half n % 2
+            int q = set & 3; // x16Q6Dots' s0 to s3
+            long run = part + b * Q6_KX16.GROUP_BLOCK_BYTES + Q6_KX16.QUANTS + (long) Q6_KX16.RUN * 8 * n + 32L * (q & 1);
+            int lowShift = (q >> 1) * 4;
+            int topLeft = q == 0 ? 4 : q == 1 ? 2 : 0;
+            int topRight = q == 3 ? 2 : 0;
+            int o = m + (b * 128 + 64 * (n >> 1) + 8 * (n & 1) + 16 * q) * X16_WIDE_INPUTS;
+            ShortVector s0 = ShortVector.zero(X16_SHORTS);
+            ShortVector s1 = s0;
+            ShortVector s2 = s0;
+            ShortVector s3 = s0;
+            ShortVector s4 = s0;
+            ShortVector s5 = s0;
+            ShortVector s6 = s0;
+            ShortVector s7 = s0;
+            for (int j = 0; j < 8; j++) {
+                long at = run + (long) Q6_KX16.RUN * j;
+                ShortVector top = x16Load(w, at + 64 - 32L * (q & 1));
+                ShortVector v = x16Load(w, at).lanewise(VectorOperators.LSHR, lowShift).and(low)
+                        .or(top.lanewise(VectorOperators.LSHL, topLeft).lanewise(VectorOperators.LSHR, topRight)
+                                .and(high))
+                        .sub(offset);
+                int k = o + j * X16_WIDE_INPUTS;
+                s0 = v.mul(x16Pair(byEight, k)).add(s0);
+                s1 = v.mul(x16Pair(byEight, k + 1)).add(s1);
+                s2 = v.mul(x16Pair(byEight, k + 2)).add(s2);
+                s3 = v.mul(x16Pair(byEight, k + 3)).add(s3);
+                s4 = v.mul(x16Pair(byEight, k + 4)).add(s4);
+                s5 = v.mul(x16Pair(byEight, k + 5)).add(s5);
+                s6 = v.mul(x16Pair(byEight, k + 6)).add(s6);
+                s7 = v.mul(x16Pair(byEight, k + 7)).add(s7);
+            }
+            int at = (set - from * 16) * X16_WIDE_INPUTS * lanes;
+            s0.intoArray(sums, at);
+            s1.intoArray(sums, at + lanes);
+            s2.intoArray(sums, at + 2 * lanes);
+            s3.intoArray(sums, at + 3 * lanes);
+            s4.intoArray(sums, at + 4 * lanes);
+            s5.intoArray(sums, at + 5 * lanes);
+            s6.intoArray(sums, at + 6 * lanes);
+            s7.intoArray(sums, at + 7 * lanes);
         }
     }
 
@@ -2825,8 +2896,8 @@ final class VectorOps implements KernelOps {
      * {@link #x16Q6Factors}, {@code dx} the factor of the sub-block's input block (from
      * {@code ds[i]}).
      */
-    private static void x16Q6Scale(int from, int end, float[] ds, int i, short[] sums, float[] factors,
-            MemorySegment out, long at) {
+    private static void x16Q6Scale(int from, int end, float[] ds, int i, short[] sums, int inputs, int input,
+            float[] factors, MemorySegment out, long at) {
         int lanes = X16_FLOATS.length();
         int shorts = X16_SHORTS.length();
         FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
@@ -2834,7 +2905,7 @@ final class VectorOps implements KernelOps {
             for (int n = 0; n < 16; n++) {
                 int s = Q6_KX16.subBlock(n);
                 FloatVector factor = FloatVector.fromArray(X16_FLOATS, factors, ((b - from) * 16 + s) * lanes);
-                acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, ((b - from) * 16 + n) * shorts), 0)
+                acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, (((b - from) * 16 + n) * inputs + input) * shorts), 0)
                         .fma(factor.mul(ds[i + b * 8 + s / 2]), acc);
             }
         }

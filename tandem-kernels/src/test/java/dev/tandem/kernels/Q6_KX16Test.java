@@ -23,7 +23,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q6_KX16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
+    // 8 and more: eight inputs a pass, then one at a time (20 = 8 + 8 + 4).
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 20};
 
     static MemorySegment interleaved(Tensors t, MemorySegment q6k, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q6_K.rowBytes(cols) * rows);
