@@ -24,6 +24,7 @@ final class Scratch {
     private float[] wide = new float[0];
     private Q4_0X16.Inputs quantized = new Q4_0X16.Inputs(new int[0], new float[0], new int[0]);
     private int[] pairsByEight = new int[0];
+    private short[][] shortsByEight = new short[8][0];
     private float[] inputsByEight = new float[0];
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
@@ -121,6 +122,16 @@ final class Scratch {
             quantized = Q4_0X16.Inputs.of(batch, cols);
         }
         return quantized;
+    }
+
+    /** Eight arrays of at least {@code n} shorts each. */
+    short[][] shortsByEight(int n) {
+        if (shortsByEight[0].length < n) {
+            for (int i = 0; i < 8; i++) {
+                shortsByEight[i] = new short[n];
+            }
+        }
+        return shortsByEight;
     }
 
     /**

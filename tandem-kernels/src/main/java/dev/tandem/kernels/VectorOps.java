@@ -2718,9 +2718,11 @@ final class VectorOps implements KernelOps {
         Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = supers * 210L;
         long outStride = (long) rows * F;
-        short[] sums = scratch.shorts(X16_K_CHUNK * 16 * X16_WIDE_INPUTS * X16_SHORTS.length());
+        short[] sums = scratch.shorts(X16_K_CHUNK * 16 * X16_SHORTS.length());
         int[] byEight = batch >= X16_WIDE_INPUTS ? scratch.pairsByEight(batch / X16_WIDE_INPUTS * X16_WIDE_INPUTS * cols / 2)
                 : null;
+        short[][] sumsByEight = batch >= X16_WIDE_INPUTS
+                ? scratch.shortsByEight(X16_K_CHUNK * 16 * X16_SHORTS.length()) : null;
         float[] factors = scratch.factors(X16_K_CHUNK * 16 * X16_FLOATS.length());
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
@@ -2736,17 +2738,20 @@ final class VectorOps implements KernelOps {
                     for (int s = 0; s < supers; s += X16_K_CHUNK) {
                         int end = Math.min(supers, s + X16_K_CHUNK);
                         x16Q6Factors(weights, from, part, s, end, factors); // once for every input
-                        int b = 0;
-                        for (; b + X16_WIDE_INPUTS <= batch; b += X16_WIDE_INPUTS) {
-                            x16Q6Dots8(weights, from, s, end, byEight, b * (cols / 2), sums);
-                            for (int i = 0; i < X16_WIDE_INPUTS; i++) {
-                                x16Q6Scale(s, end, in.d(), (b + i) * blocks, sums, X16_WIDE_INPUTS, i, factors, out,
-                                        at + (b + i) * outStride);
+                        // One call site each: x16Q6Scale, small enough to inline, inlined at two
+                        // sites passed this method's node budget and boxed its vectors.
+                        for (int b = 0; b < batch; ) {
+                            boolean eight = b + X16_WIDE_INPUTS <= batch;
+                            if (eight) {
+                                x16Q6Dots8(weights, from, s, end, byEight, b * (cols / 2), sumsByEight);
+                            } else {
+                                x16Q6Dots(weights, from, s, end, in.pairs(), (b * cols) / 2, sums);
                             }
-                        }
-                        for (; b < batch; b++) {
-                            x16Q6Dots(weights, from, s, end, in.pairs(), (b * cols) / 2, sums);
-                            x16Q6Scale(s, end, in.d(), b * blocks, sums, 1, 0, factors, out, at + b * outStride);
+                            int n = eight ? X16_WIDE_INPUTS : 1;
+                            for (int i = 0; i < n; i++, b++) {
+                                x16Q6Scale(s, end, in.d(), b * blocks, eight ? sumsByEight[i] : sums, factors, out,
+                                        at + b * outStride);
+                            }
                         }
                     }
                 }
@@ -2763,15 +2768,24 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link #x16Q6Dots} for eight inputs, their pairs of quants side by side in {@code byEight}
-     * from {@code m} ({@link #interleaveByEight}), their sums input by input after each of the 16
-     * sets of a superblock: one set at a time, its 6-bit values made once per run and met by eight
-     * chains of products, where one input at a time made every value again for every input. The
-     * four sets of a run differ only in which bytes and shifts make their values, taken as
-     * variables so that one loop serves all four.
+     * from {@code m} ({@link #interleaveByEight}), each input's sums in its own array of
+     * {@code sums}, laid out as {@link #x16Q6Dots} lays out one input's (so that one
+     * {@link #x16Q6Scale} serves both): one set at a time, its 6-bit values made once per run and
+     * met by eight chains of products, where one input at a time made every value again for every
+     * input. The four sets of a run differ only in which bytes and shifts make their values, taken
+     * as variables so that one loop serves all four.
      */
     private static void x16Q6Dots8(MemorySegment w, long part, int from, int end, int[] byEight, int m,
-            short[] sums) {
+            short[][] sums) {
         int lanes = X16_SHORTS.length();
+        short[] u0 = sums[0];
+        short[] u1 = sums[1];
+        short[] u2 = sums[2];
+        short[] u3 = sums[3];
+        short[] u4 = sums[4];
+        short[] u5 = sums[5];
+        short[] u6 = sums[6];
+        short[] u7 = sums[7];
         ShortVector low = ShortVector.broadcast(X16_SHORTS, (short) 0x0f);
         ShortVector high = ShortVector.broadcast(X16_SHORTS, (short) 0x30);
         ShortVector offset = ShortVector.broadcast(X16_SHORTS, (short) 32);
@@ -2809,15 +2823,15 @@ final class VectorOps implements KernelOps {
                 s6 = v.mul(x16Pair(byEight, k + 6)).add(s6);
                 s7 = v.mul(x16Pair(byEight, k + 7)).add(s7);
             }
-            int at = (set - from * 16) * X16_WIDE_INPUTS * lanes;
-            s0.intoArray(sums, at);
-            s1.intoArray(sums, at + lanes);
-            s2.intoArray(sums, at + 2 * lanes);
-            s3.intoArray(sums, at + 3 * lanes);
-            s4.intoArray(sums, at + 4 * lanes);
-            s5.intoArray(sums, at + 5 * lanes);
-            s6.intoArray(sums, at + 6 * lanes);
-            s7.intoArray(sums, at + 7 * lanes);
+            int at = (set - from * 16) * lanes;
+            s0.intoArray(u0, at);
+            s1.intoArray(u1, at);
+            s2.intoArray(u2, at);
+            s3.intoArray(u3, at);
+            s4.intoArray(u4, at);
+            s5.intoArray(u5, at);
+            s6.intoArray(u6, at);
+            s7.intoArray(u7, at);
         }
     }
 
@@ -2896,8 +2910,8 @@ final class VectorOps implements KernelOps {
      * {@link #x16Q6Factors}, {@code dx} the factor of the sub-block's input block (from
      * {@code ds[i]}).
      */
-    private static void x16Q6Scale(int from, int end, float[] ds, int i, short[] sums, int inputs, int input,
-            float[] factors, MemorySegment out, long at) {
+    private static void x16Q6Scale(int from, int end, float[] ds, int i, short[] sums, float[] factors,
+            MemorySegment out, long at) {
         int lanes = X16_FLOATS.length();
         int shorts = X16_SHORTS.length();
         FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
@@ -2905,7 +2919,7 @@ final class VectorOps implements KernelOps {
             for (int n = 0; n < 16; n++) {
                 int s = Q6_KX16.subBlock(n);
                 FloatVector factor = FloatVector.fromArray(X16_FLOATS, factors, ((b - from) * 16 + s) * lanes);
-                acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, (((b - from) * 16 + n) * inputs + input) * shorts), 0)
+                acc = x16Sums(ShortVector.fromArray(X16_SHORTS, sums, ((b - from) * 16 + n) * shorts), 0)
                         .fma(factor.mul(ds[i + b * 8 + s / 2]), acc);
             }
         }
