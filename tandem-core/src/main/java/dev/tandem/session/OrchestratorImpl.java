@@ -309,17 +309,13 @@ final class OrchestratorImpl implements Orchestrator {
         int ready = 0;
         for (int i = n - 1; i >= 0; i--) {
             TaskNode task = tasks[i];
-            tasks[i] = null;
             if (task.publish()) {
                 tasks[n - ++ready] = task; // reuse the batch's tail for the ready ones, in submission order
             }
         }
-        if (ready < n) {
-            System.arraycopy(tasks, n - ready, tasks, 0, ready);
-            Arrays.fill(tasks, ready, n, null);
-        }
+        System.arraycopy(tasks, n - ready, tasks, 0, ready); // the ready ones to the front
         device.device().submit(tasks, ready);
-        Arrays.fill(tasks, 0, ready, null);
+        Arrays.fill(tasks, 0, n, null); // the batch pins no published task
         batchSize = 0;
         if (trace != null) {
             long now = System.nanoTime();

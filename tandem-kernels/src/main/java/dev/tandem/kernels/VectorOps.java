@@ -1074,12 +1074,11 @@ final class VectorOps implements KernelOps {
                     if (batch >= X16_INPUTS) {
                         x16AllScales(weights, from, blocks, scales);
                     }
-                    for (; b + X16_WIDE_INPUTS <= batch; b += X16_WIDE_INPUTS) {
-                        x16Group8(weights, from, blocks, in, byEight, b, cols, out, at + b * outStride, outStride, sums,
-                                scales);
-                    }
-                    for (; b + X16_INPUTS <= batch; b += X16_INPUTS) {
-                        x16Group4(weights, from, blocks, in, b, cols, out, at + b * outStride, outStride, sums, scales);
+                    while (b + X16_INPUTS <= batch) {
+                        int inputs = b + X16_WIDE_INPUTS <= batch ? X16_WIDE_INPUTS : X16_INPUTS;
+                        x16Groups(weights, from, blocks, in, byEight, b, inputs, cols, out, at + b * outStride,
+                                outStride, sums, scales);
+                        b += inputs;
                     }
                     for (; b < batch; b++) {
                         x16Group(weights, from, blocks, in, b * cols, b * blocks, out, at + b * outStride);
@@ -2051,44 +2050,30 @@ final class VectorOps implements KernelOps {
         acc.intoMemorySegment(out, at, LE);
     }
 
-    /**
-     * {@link #x16Group} for the {@link #X16_INPUTS} inputs from {@code first}, their outputs
-     * {@code outStride} bytes apart, in chunks of {@link #X16_CHUNK} blocks: {@link #x16Dots4}
-     * leaves a chunk's short sums in {@code scratch}, {@link #x16Sums2} adds them to the outputs.
-     * Two loops, because one that did both was past C2's budget of nodes for inlining, and a vector
-     * helper it did not inline boxed the vectors.
-     */
-    private static void x16Group4(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int first, int cols,
-            MemorySegment out, long at, long outStride, short[] scratch, float[] scales) {
-        FloatVector zero = FloatVector.zero(X16_FLOATS);
-        for (int i = 0; i < X16_INPUTS; i++) {
-            zero.intoMemorySegment(out, at + i * outStride, LE);
-        }
-        for (int b = 0; b < blocks; b += X16_CHUNK) {
-            int end = Math.min(blocks, b + X16_CHUNK);
-            x16Dots4(w, part, b, end, in.pairs(), first * cols / 2 + b * 16, cols / 2, scratch);
-            for (int input = 0; input < X16_INPUTS; input += 2) {
-                x16Sums2(scales, b, end, in, (first + input) * blocks, blocks, scratch, input, X16_INPUTS, out,
-                        at + input * outStride, outStride);
-            }
-        }
-    }
 
     /**
-     * {@link #x16Group4} for the {@link #X16_WIDE_INPUTS} inputs from {@code first} (a multiple of
-     * eight), their pairs of quants from {@code byEight} ({@link #interleaveByEight}).
+     * {@link #x16Group} for the {@code inputs} inputs from {@code first} ({@link #X16_WIDE_INPUTS}
+     * with their pairs of quants side by side in {@code byEight}, or {@link #X16_INPUTS}), their
+     * outputs {@code outStride} bytes apart, in chunks of {@link #X16_CHUNK} blocks: the dots
+     * ({@link #x16Dots8} or {@link #x16Dots4}) leave a chunk's short sums in {@code scratch},
+     * {@link #x16Sums2} adds them to the outputs. Two loops, because one that did both was past
+     * C2's budget of nodes for inlining, and a vector helper it did not inline boxed the vectors.
      */
-    private static void x16Group8(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int[] byEight, int first,
-            int cols, MemorySegment out, long at, long outStride, short[] scratch, float[] scales) {
+    private static void x16Groups(MemorySegment w, long part, int blocks, Q4_0X16.Inputs in, int[] byEight, int first,
+            int inputs, int cols, MemorySegment out, long at, long outStride, short[] scratch, float[] scales) {
         FloatVector zero = FloatVector.zero(X16_FLOATS);
-        for (int i = 0; i < X16_WIDE_INPUTS; i++) {
+        for (int i = 0; i < inputs; i++) {
             zero.intoMemorySegment(out, at + i * outStride, LE);
         }
         for (int b = 0; b < blocks; b += X16_CHUNK) {
             int end = Math.min(blocks, b + X16_CHUNK);
-            x16Dots8(w, part, b, end, byEight, first * (cols / 2) + b * 16 * X16_WIDE_INPUTS, scratch);
-            for (int input = 0; input < X16_WIDE_INPUTS; input += 2) {
-                x16Sums2(scales, b, end, in, (first + input) * blocks, blocks, scratch, input, X16_WIDE_INPUTS, out,
+            if (inputs == X16_WIDE_INPUTS) {
+                x16Dots8(w, part, b, end, byEight, first * (cols / 2) + b * 16 * X16_WIDE_INPUTS, scratch);
+            } else {
+                x16Dots4(w, part, b, end, in.pairs(), first * cols / 2 + b * 16, cols / 2, scratch);
+            }
+            for (int input = 0; input < inputs; input += 2) {
+                x16Sums2(scales, b, end, in, (first + input) * blocks, blocks, scratch, input, inputs, out,
                         at + input * outStride, outStride);
             }
         }
@@ -2483,7 +2468,7 @@ final class VectorOps implements KernelOps {
      * and {@code stride} ints apart), sharing each unpacked byte of the nibbles: into {@code sums},
      * per superblock and sub-block, the four inputs' sums in order. The nibbles' products for the
      * four inputs in one loop, their scaling in another ({@link #x16KScale}): both in one passed
-     * C2's node budget, as in {@link #x16Group4}.
+     * C2's node budget, as in {@link #x16Groups}.
      */
     private static void x16KDots4(MemorySegment w, long group, int part, int from, int end, int supers, int[] pairs, int m,
             int stride, short[] sums) {
