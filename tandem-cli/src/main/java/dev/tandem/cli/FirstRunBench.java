@@ -19,8 +19,9 @@ import java.util.regex.Pattern;
 
 /**
  * {@code tandem bench first-run}: the demo's overall tokens per second in a fresh JVM, without
- * and with the JDK's ahead-of-time cache (JEP 483/514/515: classes loaded and linked, and
- * method profiles, from a training run), against the same demo warm in one JVM.
+ * and with the JDK's ahead-of-time cache (JEP 514/515: parsed classes and method profiles from
+ * a training run; not linked ahead of time while the Vector API's incubator module is in the
+ * boot layer, see docs/architecture.md), against the same demo warm in one JVM.
  *
  * <p>Each fresh JVM is a child process started like this one (its java, class path and JVM
  * flags, minus any AOT, logging or recording flags) running {@code tandem demo}; its figure is
