@@ -18,6 +18,21 @@ class TaskNodeEdgeTest {
     }
 
     @Test
+    void aTaskIsFinishedOnlyOnceItsFinishRanAndIsNamedAfterItsKernel() {
+        TaskNode p = node(0);
+        TaskNode t = node(1);
+        assertThat(p.name()).isEqualTo("noop");
+        assertThat(p.isFinished()).isFalse();
+        assertThat(p.wireTo(t)).isTrue();
+        assertThat(p.publish()).isTrue();
+        assertThat(p.isFinished()).as("published, not run").isFalse();
+        assertThat(t.publish()).isFalse();
+        assertThat(p.finish(sink)).isSameAs(t);
+        assertThat(p.isFinished()).isTrue();
+        assertThat(t.isFinished()).isFalse();
+    }
+
+    @Test
     void aWiringToAFinishedPredecessorLeavesTheOwnLinkFreeForTheNext() {
         TaskNode done = node(0);
         done.finish(sink);
