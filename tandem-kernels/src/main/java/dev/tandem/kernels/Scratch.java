@@ -176,19 +176,40 @@ final class Scratch {
             if (inputsByEight.length < eights * 8 * cols) {
                 inputsByEight = new float[eights * 8 * cols];
             }
-            float[] into = inputsByEight;
-            for (int g = 0; g < eights; g++) {
-                for (int i = 0; i < 8; i++) {
-                    int from = (g * 8 + i) * cols;
-                    int to = g * 8 * cols + i;
-                    for (int k = 0; k < cols; k++) {
-                        into[to + 8 * k] = copy[from + k];
-                    }
-                }
-            }
+            byEight(copy, eights, cols, inputsByEight);
         }
         inputsAre(key, x, offset, batch, cols);
         return copy;
+    }
+
+    /**
+     * The first {@code eights * 8} rows of {@code n} values of {@code rows} with every eight rows'
+     * value {@code k} side by side: row {@code 8g + i}'s at {@code (g * n + k) * 8 + i}, into
+     * {@code into}. The layout of {@link #heapInputsByEight} and {@link #pairsByEight}.
+     */
+    static void byEight(float[] rows, int eights, int n, float[] into) {
+        for (int g = 0; g < eights; g++) {
+            for (int i = 0; i < 8; i++) {
+                int from = (g * 8 + i) * n;
+                int to = g * 8 * n + i;
+                for (int k = 0; k < n; k++) {
+                    into[to + 8 * k] = rows[from + k];
+                }
+            }
+        }
+    }
+
+    /** {@link #byEight(float[], int, int, float[])} for ints. */
+    static void byEight(int[] rows, int eights, int n, int[] into) {
+        for (int g = 0; g < eights; g++) {
+            for (int i = 0; i < 8; i++) {
+                int from = (g * 8 + i) * n;
+                int to = g * 8 * n + i;
+                for (int k = 0; k < n; k++) {
+                    into[to + 8 * k] = rows[from + k];
+                }
+            }
+        }
     }
 
     /**

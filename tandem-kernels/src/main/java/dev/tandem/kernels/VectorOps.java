@@ -1011,7 +1011,7 @@ final class VectorOps implements KernelOps {
     private static final int X16_INPUTS = 4;
 
     /** Inputs that {@link #x16Dots8} runs at once. */
-    private static final int X16_WIDE_INPUTS = 8;
+    private static final int X16_WIDE_INPUTS = 8; // Scratch.byEight's eight
 
     /** Blocks that {@link #x16Dots4} runs before {@link #x16Sums2} takes their sums: a few KB of scratch. */
     private static final int X16_CHUNK = 16;
@@ -1895,29 +1895,10 @@ final class VectorOps implements KernelOps {
         }
         if (batch >= X16_WIDE_INPUTS) {
             int eights = batch / X16_WIDE_INPUTS;
-            interleaveByEight(in.pairs(), eights, cols / 2,
-                    scratch.pairsByEight(eights * X16_WIDE_INPUTS * cols / 2));
+            Scratch.byEight(in.pairs(), eights, cols / 2, scratch.pairsByEight(eights * X16_WIDE_INPUTS * cols / 2));
         }
         scratch.quantizedAre(inputKey, x, xOffset, batch, cols);
         return in;
-    }
-
-    /**
-     * The pairs of quants of the first {@code eights * 8} inputs ({@code half} pairs each) with
-     * every eight inputs' pair {@code k} side by side: input {@code 8g + i}'s at
-     * {@code (g * half + k) * 8 + i}, so that {@link #x16Dots8} finds them at one base and small
-     * constant offsets.
-     */
-    static void interleaveByEight(int[] pairs, int eights, int half, int[] into) {
-        for (int g = 0; g < eights; g++) {
-            for (int i = 0; i < X16_WIDE_INPUTS; i++) {
-                int from = (g * X16_WIDE_INPUTS + i) * half;
-                int to = g * half * X16_WIDE_INPUTS + i;
-                for (int k = 0; k < half; k++) {
-                    into[to + k * X16_WIDE_INPUTS] = pairs[from + k];
-                }
-            }
-        }
     }
 
     /** {@link Q4_0X16#quantizeBlock} for every block of one input, a block in {@code 32 / lanes} vectors. */
@@ -2084,7 +2065,7 @@ final class VectorOps implements KernelOps {
     /**
      * The short sums of blocks {@code [from, end)} for eight inputs into {@code scratch}, block by
      * block, input by input; their pairs of quants side by side in {@code byEight} from {@code m}
-     * ({@link #interleaveByEight}). Per nibble vector of the weights, eight chains of products,
+     * ({@link Scratch#byEight}). Per nibble vector of the weights, eight chains of products,
      * each pair of quants at one base and a constant offset: 1.6x the multiply-adds a second of
      * {@link #x16Dots4} run twice (130 against 81 GMAC/s, one thread, weights in the caches),
      * which kept four chains and eight indexes apart, and broadcast half its pairs through a
@@ -2417,7 +2398,7 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link #x16KDots4} for eight inputs, their pairs of quants side by side in {@code byEight}
-     * from {@code m} ({@link #interleaveByEight}): one sub-block of 32 values at a time, eight
+     * from {@code m} ({@link Scratch#byEight}): one sub-block of 32 values at a time, eight
      * chains of products per nibble vector, each pair at one index and a constant offset (as
      * {@link #x16Dots8}). Its chains are a near-copy of {@link #x16Dots8}'s on purpose: a shared
      * helper would have to take or return the eight accumulators, which C2 then boxes, and only
@@ -2755,7 +2736,7 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link #x16Q6Dots} for eight inputs, their pairs of quants side by side in {@code byEight}
-     * from {@code m} ({@link #interleaveByEight}), each input's sums in its own array of
+     * from {@code m} ({@link Scratch#byEight}), each input's sums in its own array of
      * {@code sums}, laid out as {@link #x16Q6Dots} lays out one input's (so that one
      * {@link #x16Q6Scale} serves both): one set at a time, its 6-bit values made once per run and
      * met by eight chains of products, where one input at a time made every value again for every
