@@ -90,6 +90,13 @@ public final class BenchCommand implements Runnable {
          */
         static final List<String> HEAP_FLAGS = List.of("-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch");
 
+        /**
+         * Conditional card marks, as the launcher runs (see the launcher's comment): without them the
+         * program thread's and the core's per-task reference stores can share a line of the parallel
+         * collector's card table, which doubled the chain's cost per task in some runs and not in others.
+         */
+        static final String CARD_FLAG = "-XX:+UseCondCardMark";
+
         @Override
         public void run() {
             if (tasks < 1) {
@@ -102,8 +109,10 @@ public final class BenchCommand implements Runnable {
             int rounds = common.quick ? 3 : 5;
             PrintStream out = System.out;
             out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three after %d untimed"
-                    + " (each the best of %d runs after a warm-up), in a JVM with a fixed, pre-touched heap (%s)%n", tasks,
-                    rounds, OverheadBench.WARM_UP_ROUNDS, OverheadBench.RUNS_PER_ROUND, String.join(" ", HEAP_FLAGS));
+                    + " (each the best of %d runs after a warm-up), in a JVM with a fixed, pre-touched heap (%s) and %s%n",
+                    tasks, rounds, OverheadBench.WARM_UP_ROUNDS, OverheadBench.RUNS_PER_ROUND, String.join(" ", HEAP_FLAGS),
+                    ChildJvm.flags().stream().filter(f -> f.contains("UseCondCardMark")).reduce((first, last) -> last)
+                            .orElse("unconditional card marks (the JVM's default)"));
             List<Path> traces = new ArrayList<>();
             List<OverheadBench.Row> rows = OverheadBench.run(tasks, new int[] {1, 2}, rounds, seed,
                     common.trace == null ? null : (shape, cores) -> {
@@ -160,12 +169,18 @@ public final class BenchCommand implements Runnable {
             }
         }
 
-        /** The child's command line: {@link #HEAP_FLAGS} unless the JVM's own flags size the heap, then those flags. */
+        /**
+         * The child's command line: {@link #HEAP_FLAGS} unless the JVM's own flags size the heap, and
+         * {@link #CARD_FLAG} unless they set it either way, then those flags.
+         */
         List<String> childCommand(String java, List<String> inheritedFlags, String classPath) {
             List<String> flags = new ArrayList<>();
             if (inheritedFlags.stream().noneMatch(f -> f.startsWith("-Xms") || f.startsWith("-Xmx")
                     || f.contains("AlwaysPreTouch"))) {
                 flags.addAll(HEAP_FLAGS);
+            }
+            if (inheritedFlags.stream().noneMatch(f -> f.contains("UseCondCardMark"))) {
+                flags.add(CARD_FLAG);
             }
             flags.addAll(inheritedFlags);
             flags.add("-D" + CHILD_PROPERTY + "=true");

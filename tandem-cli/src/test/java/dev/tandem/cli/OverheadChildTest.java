@@ -7,7 +7,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
-/** {@code bench overhead} measures in a child JVM with a fixed, pre-touched heap. */
+/** {@code bench overhead} measures in a child JVM with a fixed, pre-touched heap and conditional card marks. */
 class OverheadChildTest {
 
     private static BenchCommand.Overhead parsed(String... args) {
@@ -22,10 +22,18 @@ class OverheadChildTest {
                 .childCommand("/jdk/bin/java", List.of("--add-modules", "jdk.incubator.vector", "-XX:AOTCache=c.aot"),
                         "a.jar:b.jar");
         assertThat(command).containsExactly("/jdk/bin/java", "-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch",
-                "--add-modules", "jdk.incubator.vector", "-XX:AOTCache=c.aot",
+                "-XX:+UseCondCardMark", "--add-modules", "jdk.incubator.vector", "-XX:AOTCache=c.aot",
                 "-D" + BenchCommand.Overhead.CHILD_PROPERTY + "=true", "-cp", "a.jar:b.jar", Main.class.getName(),
                 "bench", "overhead", "--tasks", "500", "--seed", "9", "--quick", "--json", "--trace",
                 Path.of("t.pftrace").toString());
+    }
+
+    @Test
+    void aCardMarkFlagOfItsOwnEitherWayIsKeptAndNotAddedTwice() {
+        for (String flag : List.of("-XX:+UseCondCardMark", "-XX:-UseCondCardMark")) {
+            List<String> command = parsed().childCommand("java", List.of(flag), "cp");
+            assertThat(command).as(flag).filteredOn(f -> f.contains("UseCondCardMark")).containsExactly(flag);
+        }
     }
 
     @Test

@@ -51,7 +51,7 @@ import org.openjdk.jmh.infra.Blackhole;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
-@Fork(value = 1, jvmArgsAppend = {"-XX:+UseParallelGC", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"})
+@Fork(value = 1, jvmArgsAppend = {"-XX:+UseParallelGC", "-XX:+UseCondCardMark", "-Xms1g", "-Xmx1g", "-XX:+AlwaysPreTouch"})
 public class TaskPathBenchmark {
     static final int BATCH = 64;
     static final Kernel EMPTY = Kernel.of("empty", context -> {});
