@@ -210,10 +210,18 @@ public final class TensorMap {
                     w = null;
                 }
                 TaskNode[] rs = readers[k];
-                int n = readerCount[k] == 0 ? 0 : pruneFinished(rs, readerCount[k]);
+                int n = readerCount[k];
                 boolean f = fresh[k];
-                if (out > 0 && !f && !fresh[out - 1] && writer[out - 1] == w
-                        && sameReaders(readers[out - 1], readerCount[out - 1], rs, n)) {
+                boolean intoPrevious = out > 0 && !f && !fresh[out - 1] && writer[out - 1] == w;
+                // The readers are compared only if this segment may merge into the one before or
+                // the next into this one, which needs the same writer: with a running writer of
+                // its own, neither can happen, and its finished readers wait for a compaction after
+                // the writer's end (reading each one's state is a cache miss when a core has just
+                // finished it: a fan-out's compactions read about six tasks a submit).
+                if (n > 0 && (w == null || intoPrevious || (k + 1 < count && writer[k + 1] == w))) {
+                    n = pruneFinished(rs, n);
+                }
+                if (intoPrevious && sameReaders(readers[out - 1], readerCount[out - 1], rs, n)) {
                     if (rs.length > 0) {
                         Arrays.fill(rs, 0, n, null);
                     }

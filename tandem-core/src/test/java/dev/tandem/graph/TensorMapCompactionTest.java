@@ -107,6 +107,46 @@ class TensorMapCompactionTest {
     }
 
     /**
+     * Pieces of one region that a running task wrote, split apart by readers that have since
+     * finished, merge at compaction: their readers are looked at although their writer runs,
+     * because each may merge with its neighbour of the same writer. Pieces of running writers of
+     * their own stay apart.
+     */
+    @Test
+    void piecesOfOneRunningWritersRegionMergeOnceTheirReadersFinish() {
+        int shared = 16;
+        int own = 40; // enough segments that a compaction runs after the shared pieces were read
+        int more = 90; // and after that, enough that one runs after the own writers finished
+        DeviceBuffer buffer = buffer((shared + own + more) * SLOT);
+        TensorMap map = new TensorMap();
+        long index = 0;
+        TaskNode whole = task(index++); // writes the shared pieces and keeps running
+        map.access(buffer, 0, shared * SLOT, AccessMode.WRITE, whole);
+        for (int p = 0; p < shared; p++) {
+            TaskNode reader = task(index++);
+            map.access(buffer, p * SLOT, SLOT, AccessMode.READ, reader);
+            finish(reader);
+        }
+        List<TaskNode> writers = new ArrayList<>();
+        for (int p = shared; p < shared + own; p++) {
+            TaskNode writer = task(index++); // keeps running
+            map.access(buffer, p * SLOT, SLOT, AccessMode.WRITE, writer);
+            writers.add(writer);
+            TaskNode reader = task(index++);
+            map.access(buffer, p * SLOT, SLOT, AccessMode.READ, reader);
+            finish(reader);
+        }
+        assertThat(TensorMap.segmentCount(buffer)).as("the shared pieces merged, the others kept apart, and the rest")
+                .isEqualTo(1 + own + 1);
+        writers.forEach(TensorMapCompactionTest::finish); // seen finished by the next compaction, not before
+        for (int p = shared + own; p < shared + own + more; p++) {
+            map.access(buffer, p * SLOT, SLOT, AccessMode.WRITE, task(index++)); // running writers of their own
+        }
+        assertThat(TensorMap.segmentCount(buffer)).as("the own pieces merged once their writers finished")
+                .isEqualTo(1 + 1 + more);
+    }
+
+    /**
      * Random reads and writes of random ranges, tasks finishing in random order, checked
      * against the byte-by-byte definition: a task must follow the unfinished last writer of
      * every byte it touches and, if it writes, every unfinished reader of those bytes since
