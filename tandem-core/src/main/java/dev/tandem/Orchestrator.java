@@ -53,7 +53,8 @@ public interface Orchestrator {
     /**
      * Submits one task of {@code kernel} with scalar arguments that accesses the given regions.
      * Parks (like {@link #endStep}) while the step being built has {@code maxTasksInFlight}
-     * tasks submitted and not yet finished.
+     * tasks submitted and not yet finished. Both arrays are copied: the caller may fill and
+     * reuse one array for every task.
      */
     void submit(Kernel kernel, long[] scalars, Access... accesses);
 

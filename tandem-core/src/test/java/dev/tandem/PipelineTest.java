@@ -10,6 +10,7 @@ import java.lang.foreign.ValueLayout;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -57,6 +58,59 @@ class PipelineTest {
             assertThat(worker.memoryInUse()).isZero();
         }
     }
+
+    /**
+     * {@code submit} copies its access and scalar arrays, so a program may fill one array per
+     * task and reuse it: each task runs with what it was submitted with, even while the next
+     * submits overwrite the arrays (the core is held until the step is built).
+     */
+    @Test
+    void aProgramMayReuseItsArraysAcrossSubmits() {
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            CountDownLatch built = new CountDownLatch(1);
+            Kernel hold = Kernel.of("hold", c -> {
+                try {
+                    built.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            int tasks = 8;
+            TokenStream stream = worker.run((o, n) -> {
+                Buffer values = o.allocate(ValueLayout.JAVA_INT, tasks);
+                Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
+                o.submit(hold, write(token));
+                Access[] accesses = new Access[2];
+                long[] scalars = new long[1];
+                for (int t = 0; t < tasks; t++) {
+                    accesses[0] = readWrite(token);
+                    accesses[1] = write(values.region(4L * t, 4));
+                    scalars[0] = t + 1;
+                    o.submit(STORE, scalars, accesses);
+                }
+                accesses[1] = null; // overwritten after the last submit too
+                scalars[0] = -1;
+                o.submit(SUM, read(values), write(token));
+                built.countDown();
+                o.endStep(token.region());
+            }, 1, RunOptions.defaults().withPublishBatch(1));
+            assertThat(stream.iterator().next().asInt()).isEqualTo(tasks * (tasks + 1) / 2);
+            assertThat(stream.completion().join().status()).isEqualTo(Status.COMPLETED);
+        }
+    }
+
+    /** region(1) = scalar0. */
+    static final Kernel STORE = Kernel.of("store", c -> c.region(1).set(ValueLayout.JAVA_INT, 0, (int) c.scalar(0)));
+
+    /** region(1) = the sum of region(0)'s ints. */
+    static final Kernel SUM = Kernel.of("sum", c -> {
+        var in = c.region(0);
+        int sum = 0;
+        for (long i = 0; i < in.byteSize(); i += 4) {
+            sum += in.get(ValueLayout.JAVA_INT, i);
+        }
+        c.region(1).set(ValueLayout.JAVA_INT, 0, sum);
+    });
 
     @Test
     void serialBaselineAndDeepRunAheadGiveTheSameTokens() {
