@@ -57,6 +57,31 @@ public final class TensorMap {
         return held;
     }
 
+    /**
+     * References to tasks that {@code buffer}'s track keeps outside its live state (slots past the
+     * segment count, reader slots past a segment's reader count); for tests: each would pin a
+     * finished task and everything it references.
+     */
+    static int staleReferences(DeviceBuffer buffer) {
+        Track track = (Track) buffer.dependencyTrack;
+        if (track == null) {
+            return 0;
+        }
+        int stale = 0;
+        for (int k = 0; k < track.writer.length; k++) {
+            if (k >= track.count && track.writer[k] != null) {
+                stale++;
+            }
+            TaskNode[] rs = track.readers[k];
+            for (int i = k < track.count ? track.readerCount[k] : 0; rs != null && i < rs.length; i++) {
+                if (rs[i] != null) {
+                    stale++;
+                }
+            }
+        }
+        return stale;
+    }
+
     /** Records that {@code task} accesses [offset, offset+length) of {@code buffer} and wires its dependencies. */
     public void access(DeviceBuffer buffer, long offset, long length, AccessMode mode, TaskNode task) {
         if (length == 0) {
@@ -222,10 +247,7 @@ public final class TensorMap {
                     n = pruneFinished(rs, n);
                 }
                 if (intoPrevious && sameReaders(readers[out - 1], readerCount[out - 1], rs, n)) {
-                    if (rs.length > 0) {
-                        Arrays.fill(rs, 0, n, null);
-                    }
-                    continue; // absorbed by the equivalent segment before it
+                    continue; // absorbed by the equivalent segment before it (its reader array goes with it)
                 }
                 start[out] = start[k];
                 writer[out] = w;

@@ -147,6 +147,33 @@ class TensorMapCompactionTest {
     }
 
     /**
+     * The track keeps no reference to a task outside its live segments and their readers: not
+     * in slots that collapse, compaction or pruning left behind, where each would pin a finished
+     * task (and its regions and kernel) until the slot is reused.
+     */
+    @Test
+    void noSlotOutsideTheLiveSegmentsKeepsATask() {
+        Random random = new Random(7);
+        int bytes = 2048;
+        DeviceBuffer buffer = buffer(bytes);
+        TensorMap map = new TensorMap();
+        List<TaskNode> live = new ArrayList<>();
+        for (int t = 0; t < 4000; t++) {
+            int start = random.nextInt(bytes / 8) * 8;
+            int length = 8 * (1 + random.nextInt(Math.min(random.nextInt(8) == 0 ? 256 : 8, (bytes - start) / 8)));
+            AccessMode mode = random.nextInt(3) == 0 ? AccessMode.WRITE : AccessMode.READ;
+            TaskNode task = task(t);
+            map.access(buffer, start, length, mode, task);
+            live.add(task);
+            while (live.size() > 12) {
+                finish(live.remove(random.nextInt(live.size())));
+            }
+            assertThat(TensorMap.staleReferences(buffer)).as("after task %d (%s of %d bytes at %d)", t, mode, length, start)
+                    .isZero();
+        }
+    }
+
+    /**
      * Random reads and writes of random ranges, tasks finishing in random order, checked
      * against the byte-by-byte definition: a task must follow the unfinished last writer of
      * every byte it touches and, if it writes, every unfinished reader of those bytes since
