@@ -36,7 +36,12 @@ import java.lang.invoke.VarHandle;
  * wiring costs no atomic update of {@code t.pending} at all.
  *
  * <p>Only the request's host thread pushes edges, so a push CAS fails only because the
- * stack was closed: the loop in {@link #wireTo} runs at most twice.
+ * stack was closed: the loop in {@link #wireTo} runs at most twice. Onto a p not yet published
+ * the push is a plain write: no thread can run p before its publication, so none closes its
+ * stack meanwhile, and the thread that finishes p took it (or a predecessor that released it)
+ * through a volatile update the host made after the push (the ready queue's CAS, or a guard's
+ * atomic drop), so its swap sees the pushed edges. That took a chain's cost per task from 57.7
+ * to 53.2 ns and a 64-wide fan-out's from 169.3 to 162.0 (in-JVM A/B, 1 core).
  *
  * <p>Publication without an atomic. The host publishes tasks in batches, and a batch's
  * tasks last first. A task t that no published task was wired to ({@code wiredToPublished},
@@ -196,6 +201,19 @@ public final class TaskNode extends Edge {
     public boolean wireTo(TaskNode successor) {
         // Its own link for its first wiring (the first that succeeds is the one counted first).
         Edge edge = successor.wired > 0 ? new Edge.To(successor) : successor;
+        if (!published) {
+            // No thread can run this task before its publication, so none finishes it (closes the
+            // stack) meanwhile: a plain push (see the class comment). A stack found closed was
+            // closed before, on this thread (a test finishing a task it never published).
+            Edge head = (Edge) SUCCESSORS.get(this);
+            if (head == CLOSED) {
+                return false;
+            }
+            edge.edgeNext = head;
+            SUCCESSORS.set(this, edge);
+            successor.wired++;
+            return true;
+        }
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
