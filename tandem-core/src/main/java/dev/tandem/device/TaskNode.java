@@ -283,7 +283,7 @@ public final class TaskNode extends Edge {
             TaskNode successor = edge instanceof TaskNode self ? self : ((Edge.To) edge).task;
             Edge below = edge.edgeNext;
             edge.edgeNext = null; // a successor that is its own link must not pin its siblings
-            if ((int) PENDING.getAndAdd(successor, -1) == 1) {
+            if (release(successor)) {
                 if (runNext == null) {
                     runNext = successor;
                 } else {
@@ -293,6 +293,23 @@ public final class TaskNode extends Edge {
             edge = below;
         }
         return runNext;
+    }
+
+    /**
+     * Releases {@code successor} from one finished predecessor; true if that made it ready.
+     * After publication {@code pending} only falls, and it is 1 exactly when this predecessor is
+     * the only one left (its own release is still to come): then no other thread can touch it,
+     * and a read and a plain write replace the atomic decrement. The read acquires: it reads the
+     * value the other predecessors' decrements left (or the host's publication), so their writes
+     * happen-before the successor's run. A chain's tasks each have one predecessor, and the
+     * atomic was most of a core's samples there (its line comes from the host, which wrote it).
+     */
+    private static boolean release(TaskNode successor) {
+        if ((int) PENDING.getAcquire(successor) == 1) {
+            PENDING.set(successor, 0);
+            return true;
+        }
+        return (int) PENDING.getAndAdd(successor, -1) == 1;
     }
 
     /**
