@@ -52,8 +52,23 @@ public final class OverheadBench {
      */
     public static final int WARM_UP_ROUNDS = 2;
 
+    /**
+     * The least warm-up of tandem and ForkJoin per row before its rounds, which then goes on until
+     * a round leaves the JIT quiet ({@link WarmUp}, at most {@value WarmUp#MAX_FACTOR} times as
+     * long). With the two untimed rounds alone, the first row (the chain on 1 core) was measured
+     * while C2 still compiled the paths: 70.6 ns a task, where a harness that ran it longer read
+     * 50-54 in the same hour.
+     */
+    public static final long WARM_UP_NANOS = 1_000_000_000L;
+
     public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed) {
         return run(tasks, coreCounts, rounds, seed, null);
+    }
+
+    /** {@link #run(int, int[], int, long, BiFunction, long)} with {@link #WARM_UP_NANOS} of warm-up a row. */
+    public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed,
+            BiFunction<String, Integer, TraceConfig> traceFor) {
+        return run(tasks, coreCounts, rounds, seed, traceFor, WARM_UP_NANOS);
     }
 
     /**
@@ -61,11 +76,12 @@ public final class OverheadBench {
      * oneTBB (a warm-up and {@value #RUNS_PER_ROUND} timed runs each, the best kept); a row holds
      * each contender's median over the rounds. Alternating spreads the machine's noise over all
      * three: run one after the other, ten runs each, two invocations of the bench gave tandem
-     * 354 and 687 ns a task on the same fanout row. Each tandem worker of the first round is
-     * traced as {@code traceFor(shape, cores)} says (a null function or result: off).
+     * 354 and 687 ns a task on the same fanout row. Before its rounds, each row warms tandem and
+     * ForkJoin up for {@code warmUpNanos} and until the JIT is quiet. Each tandem worker of the
+     * first round is traced as {@code traceFor(shape, cores)} says (a null function or result: off).
      */
     public static List<Row> run(int tasks, int[] coreCounts, int rounds, long seed,
-            BiFunction<String, Integer, TraceConfig> traceFor) {
+            BiFunction<String, Integer, TraceConfig> traceFor, long warmUpNanos) {
         if (rounds < 1) {
             throw new IllegalArgumentException("rounds must be at least 1, got " + rounds);
         }
@@ -78,6 +94,10 @@ public final class OverheadBench {
                 double[] forkJoin = new double[rounds];
                 double[] tbb = new double[rounds];
                 String note = null;
+                WarmUp.run(() -> {
+                    tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, null);
+                    ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
+                }, warmUpNanos);
                 for (int round = -WARM_UP_ROUNDS; round < rounds; round++) {
                     boolean timed = round >= 0;
                     TraceConfig trace = round == 0 && traceFor != null ? traceFor.apply(dag.shape(), cores) : null;

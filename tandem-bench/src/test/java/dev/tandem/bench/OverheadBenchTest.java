@@ -16,7 +16,7 @@ class OverheadBenchTest {
         List<OverheadBench.Row> rows = OverheadBench.run(300, new int[] {1, 2}, 2, 7, (shape, cores) -> {
             traced.add(shape + "/" + cores);
             return null; // asked for, then off: the count is what this checks
-        });
+        }, 0); // the least warm-up: one round
         assertThat(rows).extracting(r -> r.shape() + "/" + r.cores())
                 .containsExactly("chain/1", "chain/2", "fanout/1", "fanout/2", "random/1", "random/2");
         // One traced worker per row, the first timed round's: not one per round, each overwriting the last.
