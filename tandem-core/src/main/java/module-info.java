@@ -11,6 +11,7 @@
 module dev.tandem.core {
     requires org.slf4j;
     requires jdk.jfr;
+    requires static jdk.management; // CardMarks reads the collector's options where the runtime has it
 
     exports dev.tandem;
 }

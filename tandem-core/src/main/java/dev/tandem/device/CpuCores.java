@@ -87,6 +87,7 @@ final class CpuCores implements Device {
         if (coreCount < 1) {
             throw new IllegalArgumentException("a CPU device needs at least one core, was " + coreCount);
         }
+        CardMarks.adviseOnce();
         this.memory = new DeviceMemory(memoryBudget);
         this.recycled = new RecycledMemory(memoryBudget);
         this.queue = new ReadyQueue(SchedulingPolicy.LANES);
