@@ -31,11 +31,18 @@ final class CardMarks {
                 + " (up to twice the cost per task); run with -XX:+UseCondCardMark, as the tandem launcher does";
     }
 
-    /** Logs {@link #advice} for this JVM, once per JVM; silent where the JVM does not tell its options. */
+    /**
+     * Logs {@link #advice} for this JVM, once per JVM, from a virtual thread of its own: reading the
+     * options loads the management classes, 26-33 ms in a cold JVM, which a worker's start does not
+     * wait for. Silent where the JVM does not tell its options.
+     */
     static void adviseOnce() {
-        if (!CHECKED.compareAndSet(false, true)) {
-            return;
+        if (CHECKED.compareAndSet(false, true)) {
+            Thread.ofVirtual().name("tandem-card-marks").start(CardMarks::advise);
         }
+    }
+
+    private static void advise() {
         try {
             HotSpotDiagnosticMXBean vm = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
             if (vm == null) {
