@@ -201,33 +201,25 @@ public final class TaskNode extends Edge {
     public boolean wireTo(TaskNode successor) {
         // Its own link for its first wiring (the first that succeeds is the one counted first).
         Edge edge = successor.wired > 0 ? new Edge.To(successor) : successor;
-        if (!published) {
-            // No thread can run this task before its publication, so none finishes it (closes the
-            // stack) meanwhile: a plain push (see the class comment). A stack found closed was
-            // closed before, on this thread (a test finishing a task it never published).
-            Edge head = (Edge) SUCCESSORS.get(this);
-            if (head == CLOSED) {
-                return false;
-            }
-            edge.edgeNext = head;
-            SUCCESSORS.set(this, edge);
-            successor.wired++;
-            return true;
-        }
         while (true) {
             Edge head = successors;
             if (head == CLOSED) {
                 return false; // the successor's own link stays free: it is in no stack
             }
             edge.edgeNext = head;
+            if (!published) {
+                // No thread runs this task before its publication, so none closes its stack
+                // meanwhile: a plain push (see the class comment).
+                SUCCESSORS.set(this, edge);
+                break;
+            }
             if (SUCCESSORS.compareAndSet(this, head, edge)) {
-                successor.wired++;
-                if (published) {
-                    successor.wiredToPublished = true;
-                }
-                return true;
+                successor.wiredToPublished = true;
+                break;
             }
         }
+        successor.wired++;
+        return true;
     }
 
     /**
