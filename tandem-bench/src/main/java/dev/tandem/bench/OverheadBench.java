@@ -16,6 +16,7 @@ import dev.tandem.bench.peers.ForkJoinPeer;
 import dev.tandem.bench.peers.SyntheticDag;
 import dev.tandem.bench.peers.TbbPeer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -46,18 +47,13 @@ public final class OverheadBench {
     public static final int RUNS_PER_ROUND = 2;
 
     /**
-     * Untimed rounds per row before the timed ones: a new DAG shape's first rounds ran tandem at
-     * about twice its later cost (550-750 against 310-420 ns a task on the fan-out, 1 core) while
-     * C2 compiled the paths that shape takes and the heap grew.
-     */
-    public static final int WARM_UP_ROUNDS = 2;
-
-    /**
      * The least warm-up of tandem and ForkJoin per row before its rounds, which then goes on until
      * a round leaves the JIT quiet ({@link WarmUp}, at most {@value WarmUp#MAX_FACTOR} times as
-     * long). With the two untimed rounds alone, the first row (the chain on 1 core) was measured
-     * while C2 still compiled the paths: 70.6 ns a task, where a harness that ran it longer read
-     * 50-54 in the same hour.
+     * long): a new DAG shape's first rounds ran tandem at about twice its later cost while C2
+     * compiled the paths that shape takes. Two untimed rounds, the warm-up before this one, left
+     * the first row (the chain on 1 core) measured while C2 still compiled: 70.6 ns a task, where
+     * a harness that ran it longer read 50-54 in the same hour. oneTBB runs in a process of its
+     * own, which warms up inside.
      */
     public static final long WARM_UP_NANOS = 1_000_000_000L;
 
@@ -72,7 +68,7 @@ public final class OverheadBench {
     }
 
     /**
-     * Per DAG and core count, {@value #WARM_UP_ROUNDS} untimed and {@code rounds} timed rounds that each run tandem, then ForkJoin, then
+     * Per DAG and core count, {@code rounds} rounds that each run tandem, then ForkJoin, then
      * oneTBB (a warm-up and {@value #RUNS_PER_ROUND} timed runs each, the best kept); a row holds
      * each contender's median over the rounds. Alternating spreads the machine's noise over all
      * three: run one after the other, ten runs each, two invocations of the bench gave tandem
@@ -98,21 +94,14 @@ public final class OverheadBench {
                     tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, null);
                     ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
                 }, warmUpNanos);
-                for (int round = -WARM_UP_ROUNDS; round < rounds; round++) {
-                    boolean timed = round >= 0;
+                for (int round = 0; round < rounds; round++) {
                     TraceConfig trace = round == 0 && traceFor != null ? traceFor.apply(dag.shape(), cores) : null;
-                    double t = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
-                    double f = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
-                    if (timed) {
-                        tandem[round] = t;
-                        forkJoin[round] = f;
-                    }
+                    tandem[round] = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
+                    forkJoin[round] = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
                     if (note == null) {
                         TbbPeer.Result result = TbbPeer.run(dag, cores, RUNS_PER_ROUND);
                         if (result instanceof TbbPeer.Result.Measured m) {
-                            if (timed) {
-                                tbb[round] = m.nsPerTask();
-                            }
+                            tbb[round] = m.nsPerTask();
                         } else {
                             note = ((TbbPeer.Result.Unavailable) result).reason();
                         }
@@ -153,8 +142,8 @@ public final class OverheadBench {
      * The DAG as a program: each task's accesses, then a submit. It holds its regions' accesses as
      * a program holds its tensors' (one {@link Access} per buffer, region and mode, made when first
      * used, inside the timing), and passes one array per access count, which {@code submit}
-     * copies. Made afresh per access instead, the three allocations a task took 5-10% of chain and
-     * fan-out and 18% of random (in-JVM A/B); ForkJoin is handed its edges ready-made.
+     * copies. Made afresh per access instead, the allocations took 9% of the chain's time, 1-3% of the
+     * fan-out's and 17-18% of random's (in-JVM A/B); ForkJoin is handed its edges ready-made.
      */
     private static long runOnce(Worker worker, SyntheticDag dag) {
         long regionBytes = 8;
@@ -166,11 +155,14 @@ public final class OverheadBench {
             int perBuffer = d.regionsPerBuffer();
             AccessMode[] modes = {AccessMode.READ, AccessMode.WRITE, AccessMode.READ_WRITE};
             Access[] held = new Access[Math.multiplyExact(Math.multiplyExact(d.buffers(), perBuffer), modes.length)];
-            Access[][] arrays = new Access[8][];
+            Access[][] arrays = new Access[0][]; // by access count
             int n = d.taskCount();
             for (int t = 0; t < n; t++) {
                 int count = d.accessCount(t);
-                Access[] accesses = count < arrays.length ? arrays[count] : new Access[count];
+                if (count >= arrays.length) {
+                    arrays = Arrays.copyOf(arrays, count + 1);
+                }
+                Access[] accesses = arrays[count];
                 if (accesses == null) {
                     accesses = new Access[count];
                     arrays[count] = accesses;

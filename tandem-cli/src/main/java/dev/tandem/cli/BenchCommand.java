@@ -108,10 +108,10 @@ public final class BenchCommand implements Runnable {
             }
             int rounds = common.quick ? 3 : 5;
             PrintStream out = System.out;
-            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three after %d untimed"
+            out.printf(Locale.ROOT, "overhead: %d tasks per DAG, median of %d rounds alternating the three"
                     + " (each the best of %d runs after a warm-up), each row after %.1f s or more of tandem and ForkJoin"
                     + " until the JIT is quiet, in a JVM with a fixed, pre-touched heap (%s) and %s%n",
-                    tasks, rounds, OverheadBench.WARM_UP_ROUNDS, OverheadBench.RUNS_PER_ROUND,
+                    tasks, rounds, OverheadBench.RUNS_PER_ROUND,
                     OverheadBench.WARM_UP_NANOS / 1e9, String.join(" ", HEAP_FLAGS),
                     ChildJvm.flags().stream().filter(f -> f.contains("UseCondCardMark")).reduce((first, last) -> last)
                             .orElse("unconditional card marks (the JVM's default)"));
