@@ -43,17 +43,21 @@ final class CardMarks {
     }
 
     private static void advise() {
+        String advice = adviceForThisJvm();
+        if (advice != null) {
+            log.info(advice);
+        }
+    }
+
+    /** {@link #advice} for the options this JVM runs with; null where it needs none or does not tell them. */
+    static String adviceForThisJvm() {
         try {
             HotSpotDiagnosticMXBean vm = ManagementFactory.getPlatformMXBean(HotSpotDiagnosticMXBean.class);
-            if (vm == null) {
-                return;
-            }
-            String advice = advice(flag(vm, "UseParallelGC"), flag(vm, "UseSerialGC"), flag(vm, "UseCondCardMark"));
-            if (advice != null) {
-                log.info(advice);
-            }
+            return vm == null ? null
+                    : advice(flag(vm, "UseParallelGC"), flag(vm, "UseSerialGC"), flag(vm, "UseCondCardMark"));
         } catch (RuntimeException | LinkageError unknown) {
             log.debug("could not read the JVM's collector options", unknown); // another JVM, or no jdk.management
+            return null;
         }
     }
 
