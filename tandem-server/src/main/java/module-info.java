@@ -1,14 +1,12 @@
 /**
- * The OpenAI-compatible streaming server: {@code TandemServer} on Helidon SE's web server and
- * its server-sent events, in front of an {@code Engine} (the continuous batcher, or one program
+ * The OpenAI-compatible streaming server: {@code TandemServer} on Helidon SE's web server (its
+ * server-sent events written by the server itself), in front of an {@code Engine} (the continuous batcher, or one program
  * per request). It reads the core and the LLM engine only through their exported packages.
  */
 module dev.tandem.server {
     requires transitive dev.tandem.llm;
     requires io.helidon.webserver;
-    requires io.helidon.webserver.sse;
     requires io.helidon.http;
-    requires io.helidon.http.sse;
     requires io.helidon.common.media.type;
     requires micrometer.core;
     requires micrometer.registry.prometheus;

@@ -12,10 +12,15 @@ import dev.tandem.server.SessionEngine;
 import dev.tandem.server.TandemServer;
 import java.io.PrintStream;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.function.Consumer;
 import java.util.logging.Level;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /**
  * {@code tandem serve}: the OpenAI-compatible server on a model until the process is stopped
@@ -24,13 +29,17 @@ import picocli.CommandLine.Option;
 @Command(
         name = "serve",
         mixinStandardHelpOptions = true,
-        description = "Serve a model over an OpenAI-compatible HTTP API (chat and text completions, streaming).")
+        description = "Serve a model over an OpenAI-compatible HTTP API (chat and text completions, responses, "
+                + "streaming; llama-server's tokenize and detokenize).")
 public final class ServeCommand implements Runnable {
     /** Helidon logs through java.util.logging; held so that the level set here sticks. */
     private static final java.util.logging.Logger HELIDON = java.util.logging.Logger.getLogger("io.helidon");
 
     /** For tests: told of the server once it accepts requests. */
     static volatile Consumer<TandemServer> onStart;
+
+    @Spec
+    CommandSpec spec;
 
     @Option(names = "--model", paramLabel = "PATH|" + EmbeddedModel.NAME, defaultValue = EmbeddedModel.NAME,
             description = "A GGUF file or Hugging Face directory, or " + EmbeddedModel.NAME + " (default).")
@@ -65,6 +74,20 @@ public final class ServeCommand implements Runnable {
             description = "On shutdown, how long streams in flight may finish (default: ${DEFAULT-VALUE}).")
     int drainSeconds;
 
+    @Option(names = "--alias", paramLabel = "NAME",
+            description = "Another name of the model (repeatable); the first is the id responses report. Requests "
+                    + "naming any other model are served by it too, unless --strict-model-name.")
+    List<String> aliases = new ArrayList<>();
+
+    @Option(names = "--strict-model-name",
+            description = "Answer 404 model_not_found to requests naming a model other than the file's name or an alias.")
+    boolean strictModelName;
+
+    @Option(names = "--cors-origin", paramLabel = "ORIGIN",
+            description = "An origin browsers may call from, e.g. http://localhost:3000, or * for any (repeatable; "
+                    + "default: none, no CORS headers).")
+    List<String> corsOrigins = new ArrayList<>();
+
     @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
     int cores;
 
@@ -79,8 +102,17 @@ public final class ServeCommand implements Runnable {
         if (key != null && key.isEmpty()) {
             key = null;
         }
-        ServerConfig config = ServerConfig.builder().host(host).port(port).apiKey(key).maxTokens(maxTokens)
-                .maxBodyBytes(maxBody).drainTimeout(Duration.ofSeconds(drainSeconds)).build();
+        ServerConfig.Builder builder = ServerConfig.builder().host(host).port(port).apiKey(key).maxTokens(maxTokens)
+                .maxBodyBytes(maxBody).drainTimeout(Duration.ofSeconds(drainSeconds))
+                .strictModelNames(strictModelName);
+        aliases.forEach(builder::alias);
+        corsOrigins.forEach(builder::corsOrigin);
+        ServerConfig config;
+        try {
+            config = builder.build();
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
+        }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
         Worker worker = Worker.create(CpuDevice.withCores(coreCount));

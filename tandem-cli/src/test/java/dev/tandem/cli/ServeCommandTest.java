@@ -22,7 +22,8 @@ class ServeCommandTest {
         ServeCommand.onStart = started::complete;
         try {
             CompletableFuture<CliRun.Run> run = CompletableFuture.supplyAsync(
-                    () -> CliRun.execute("serve", "--port", "0", "--cores", "2", "--api-key", "k"));
+                    () -> CliRun.execute("serve", "--port", "0", "--cores", "2", "--api-key", "k", "--alias",
+                            "gpt-4o-mini", "--strict-model-name", "--cors-origin", "http://localhost:3000"));
             TandemServer server = started.get(90, TimeUnit.SECONDS);
             int port = server.port();
             HttpClient http = HttpClient.newHttpClient();
@@ -30,10 +31,19 @@ class ServeCommandTest {
                             URI.create("http://127.0.0.1:" + port + "/v1/chat/completions"))
                     .header("Authorization", "Bearer k")
                     .POST(HttpRequest.BodyPublishers.ofString("""
-                            {"model":"stories260K","messages":[{"role":"user","content":"Tell me a story"}],
+                            {"model":"gpt-4o-mini","messages":[{"role":"user","content":"Tell me a story"}],
                              "max_tokens":24,"stream":true}""")).build(), HttpResponse.BodyHandlers.ofString());
             assertThat(response.statusCode()).isEqualTo(200);
-            assertThat(response.body()).startsWith("data: {").contains("chat.completion.chunk").endsWith("data: [DONE]\n\n");
+            assertThat(response.body()).startsWith("data: {").contains("chat.completion.chunk")
+                    .contains("\"model\":\"gpt-4o-mini\"").endsWith("data: [DONE]\n\n");
+            HttpResponse<String> other = http.send(HttpRequest.newBuilder(
+                            URI.create("http://127.0.0.1:" + port + "/chat/completions"))
+                    .header("Authorization", "Bearer k").header("Origin", "http://localhost:3000")
+                    .POST(HttpRequest.BodyPublishers.ofString(
+                            "{\"model\":\"gpt-4\",\"messages\":[{\"role\":\"user\",\"content\":\"Hi\"}]}"))
+                    .build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(other.statusCode()).isEqualTo(404); // strict names
+            assertThat(other.headers().firstValue("access-control-allow-origin")).hasValue("http://localhost:3000");
             server.close();
             CliRun.Run result = run.get(30, TimeUnit.SECONDS);
             assertThat(result.exitCode()).isZero();
@@ -41,5 +51,12 @@ class ServeCommandTest {
         } finally {
             ServeCommand.onStart = null;
         }
+    }
+
+    @Test
+    void aMalformedCorsOriginIsAUsageError() {
+        CliRun.Run result = CliRun.execute("serve", "--port", "0", "--cors-origin", "localhost:3000");
+        assertThat(result.exitCode()).isEqualTo(2);
+        assertThat(result.err()).contains("CORS origin");
     }
 }

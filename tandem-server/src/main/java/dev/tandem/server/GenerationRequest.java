@@ -6,7 +6,6 @@ import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * The body of {@code POST /v1/chat/completions} or {@code /v1/completions}, parsed and checked.
@@ -36,7 +35,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         if (body == null || !body.isObject()) {
             throw ApiException.badParameter(null, "the request body must be a JSON object");
         }
-        String model = optionalString(body, "model");
+        String model = Params.optionalString(body, "model");
         List<ChatMessage> messages = chat ? messages(body) : List.of();
         String prompt = chat ? null : prompt(body);
 
@@ -61,34 +60,14 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             throw ApiException.badParameter("n", "only n = 1 is supported");
         }
 
-        SamplerConfig.Builder sampler = SamplerConfig.builder();
-        Double temperature = optionalNumber(body, "temperature", 0, 2);
-        if (temperature != null) {
-            sampler.temperature(temperature.floatValue());
-        }
-        Double topP = optionalNumber(body, "top_p", 0, 1);
-        if (topP != null) {
-            if (topP == 0) {
-                throw ApiException.badParameter("top_p", "top_p must be in (0, 1]");
-            }
-            sampler.topP(topP.floatValue());
-        }
-        Double presence = optionalNumber(body, "presence_penalty", -2, 2);
+        SamplerConfig.Builder sampler = Params.sampling(body, SamplerConfig.builder());
+        Double presence = Params.optionalNumber(body, "presence_penalty", -2, 2);
         if (presence != null) {
             sampler.presencePenalty(presence.floatValue());
         }
-        Double frequency = optionalNumber(body, "frequency_penalty", -2, 2);
+        Double frequency = Params.optionalNumber(body, "frequency_penalty", -2, 2);
         if (frequency != null) {
             sampler.frequencyPenalty(frequency.floatValue());
-        }
-        JsonNode seed = body.get("seed");
-        if (seed != null && !seed.isNull()) {
-            if (!seed.isIntegralNumber() || !seed.canConvertToLong()) {
-                throw ApiException.badParameter("seed", "seed must be an integer");
-            }
-            sampler.seed(seed.longValue());
-        } else {
-            sampler.seed(ThreadLocalRandom.current().nextLong());
         }
 
         boolean stream = optionalBoolean(body, "stream");
@@ -199,32 +178,6 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             }
         }
         return List.copyOf(strings);
-    }
-
-    private static String optionalString(JsonNode body, String name) {
-        JsonNode n = body.get(name);
-        if (n == null || n.isNull()) {
-            return null;
-        }
-        if (!n.isTextual()) {
-            throw ApiException.badParameter(name, name + " must be a string");
-        }
-        return n.asText();
-    }
-
-    private static Double optionalNumber(JsonNode body, String name, double min, double max) {
-        JsonNode n = body.get(name);
-        if (n == null || n.isNull()) {
-            return null;
-        }
-        if (!n.isNumber()) {
-            throw ApiException.badParameter(name, name + " must be a number");
-        }
-        double value = n.doubleValue();
-        if (!(value >= min && value <= max)) {
-            throw ApiException.badParameter(name, name + " must be in [" + min + ", " + max + "], was " + value);
-        }
-        return value;
     }
 
     private static boolean optionalBoolean(JsonNode body, String name) {

@@ -1,6 +1,8 @@
 package dev.tandem.server;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 
 /**
@@ -10,7 +12,14 @@ import java.util.Objects;
  * @param host            the address to bind ({@code 127.0.0.1} by default: loopback only)
  * @param port            the port; 0 for an ephemeral one ({@link TandemServer#port()} tells which)
  * @param apiKey          when not null, every {@code /v1} call needs {@code Authorization: Bearer apiKey}
- * @param modelName       the model id clients name, or null for the model's own name
+ * @param modelNames      the names clients may give the model, the first being the id every
+ *                        response reports; empty for the model's own name alone (which is
+ *                        accepted in any case)
+ * @param strictModelNames whether a request naming another model is refused (404
+ *                        {@code model_not_found}, as vLLM does) instead of served by the one
+ *                        model (as llama-server does, the default)
+ * @param corsOrigins     origins a browser may call from ({@code Access-Control-Allow-Origin}),
+ *                        {@code *} for any; empty (the default) for no CORS headers at all
  * @param maxBodyBytes    largest request body read; a larger one is answered 413
  * @param maxPromptTokens longest prompt accepted (413 beyond it); 0 for the model's context less one
  * @param maxTokens       largest {@code max_tokens} accepted (400 beyond it), and the limit of a
@@ -22,9 +31,9 @@ import java.util.Objects;
  *                        ({@code : keep-alive}), so that a client gone while its request waits
  *                        (queued, or a long prefill) is noticed and its request cancelled
  */
-public record ServerConfig(String host, int port, String apiKey, String modelName, int maxBodyBytes,
-        int maxPromptTokens, int maxTokens, Duration requestTimeout, Duration drainTimeout, Duration retryAfter,
-        Duration keepAlive) {
+public record ServerConfig(String host, int port, String apiKey, List<String> modelNames, boolean strictModelNames,
+        List<String> corsOrigins, int maxBodyBytes, int maxPromptTokens, int maxTokens, Duration requestTimeout,
+        Duration drainTimeout, Duration retryAfter, Duration keepAlive) {
 
     public ServerConfig {
         Objects.requireNonNull(host, "host");
@@ -33,6 +42,18 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
         }
         if (apiKey != null && apiKey.isEmpty()) {
             throw new IllegalArgumentException("an API key must not be empty");
+        }
+        modelNames = List.copyOf(modelNames);
+        for (String name : modelNames) {
+            if (name.isBlank()) {
+                throw new IllegalArgumentException("a model name must not be blank");
+            }
+        }
+        corsOrigins = List.copyOf(corsOrigins);
+        for (String origin : corsOrigins) {
+            if (!origin.equals("*") && !origin.matches("https?://[^/\\s]+")) {
+                throw new IllegalArgumentException("a CORS origin is * or scheme://host[:port], was '" + origin + "'");
+            }
         }
         if (maxBodyBytes < 1) {
             throw new IllegalArgumentException("maxBodyBytes must be >= 1, was " + maxBodyBytes);
@@ -67,7 +88,9 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
         private String host = "127.0.0.1";
         private int port = 8080;
         private String apiKey;
-        private String modelName;
+        private final List<String> modelNames = new ArrayList<>();
+        private boolean strictModelNames;
+        private final List<String> corsOrigins = new ArrayList<>();
         private int maxBodyBytes = 1 << 20;
         private int maxPromptTokens;
         private int maxTokens = 4096;
@@ -93,8 +116,27 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
             return this;
         }
 
+        /** Serves the model as {@code value} alone (besides its own name). */
         public Builder modelName(String value) {
-            modelName = value;
+            modelNames.clear();
+            modelNames.add(value);
+            return this;
+        }
+
+        /** One more name of the model; the first one given is the id responses report. */
+        public Builder alias(String value) {
+            modelNames.add(value);
+            return this;
+        }
+
+        public Builder strictModelNames(boolean value) {
+            strictModelNames = value;
+            return this;
+        }
+
+        /** An origin browsers may call from, or {@code *}. */
+        public Builder corsOrigin(String value) {
+            corsOrigins.add(value);
             return this;
         }
 
@@ -134,8 +176,8 @@ public record ServerConfig(String host, int port, String apiKey, String modelNam
         }
 
         public ServerConfig build() {
-            return new ServerConfig(host, port, apiKey, modelName, maxBodyBytes, maxPromptTokens, maxTokens,
-                    requestTimeout, drainTimeout, retryAfter, keepAlive);
+            return new ServerConfig(host, port, apiKey, modelNames, strictModelNames, corsOrigins, maxBodyBytes,
+                    maxPromptTokens, maxTokens, requestTimeout, drainTimeout, retryAfter, keepAlive);
         }
     }
 }

@@ -27,6 +27,8 @@ import java.util.function.ToDoubleFunction;
  *       (finished), {@code disconnected} (the client went away), {@code aborted} (cancelled by the
  *       drain, past its deadline, failed), {@code rejected} (429), {@code unavailable} (503),
  *       {@code invalid} (another 4xx), {@code error} (500);</li>
+ *   <li>{@code tandem.server.refusals}: every error answer of any route, by {@code status} and
+ *       {@code code} (e.g. {@code 404}/{@code not_found}, {@code 401}/{@code invalid_api_key});</li>
  *   <li>{@code tandem.server.tokens.generated}: a counter (its rate is tokens/s);</li>
  *   <li>gauges of the engine: {@code tandem.engine.requests.active}, {@code .queued},
  *       {@code tandem.engine.batch.occupancy}, {@code tandem.engine.kv.blocks.used},
@@ -46,6 +48,7 @@ final class ServerMetrics {
     private final PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
     private final String model;
     private final ConcurrentMap<String, Counter> outcomes = new ConcurrentHashMap<>();
+    private final ConcurrentMap<String, Counter> refusals = new ConcurrentHashMap<>();
     private final Counter tokens;
     private final DistributionSummary inputTokens;
     private final DistributionSummary outputTokens;
@@ -120,6 +123,13 @@ final class ServerMetrics {
     /** A request rejected before it ran. */
     void rejected(String operation, String outcome) {
         request(operation, outcome, 0, 0, 0, 0, 0);
+    }
+
+    /** An error answer of {@code status} and {@code code}: {@code tandem.server.refusals}. */
+    void refused(int status, String code) {
+        refusals.computeIfAbsent(status + "/" + code, k -> Counter.builder("tandem.server.refusals")
+                .description("Error answers by status and code").tag("status", Integer.toString(status))
+                .tag("code", code).register(registry)).increment();
     }
 
     void streamOpened() {

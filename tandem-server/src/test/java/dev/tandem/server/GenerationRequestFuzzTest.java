@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Test;
 
 /**
  * Fuzzes the request parser with Jazzer, from the body's bytes as the server reads them
- * ({@link TandemServer#parseJson}, then {@link GenerationRequest#parse}): for any body, the only
+ * ({@link Replies#parseJson}, then {@link GenerationRequest#parse}): for any body, the only
  * acceptable outcomes are a parsed request within its bounds or an {@link ApiException} (a 400);
  * any other throwable is a finding. The first run found that Jackson guessed UTF-32 from a body
  * starting {@code 7b 00 00 00} and threw a {@code CharConversionException}; the body is now
@@ -44,7 +44,7 @@ class GenerationRequestFuzzTest {
     void fuzzParse(byte[] data) {
         for (boolean chat : new boolean[] {true, false}) {
             try {
-                JsonNode body = TandemServer.parseJson(data);
+                JsonNode body = Replies.parseJson(data);
                 GenerationRequest request = GenerationRequest.parse(body, chat, MAX_TOKENS);
                 assertThat(request.maxTokens()).isBetween(0, MAX_TOKENS);
                 assertThat(request.stop()).hasSizeLessThanOrEqualTo(GenerationRequest.MAX_STOP_STRINGS)
@@ -71,7 +71,7 @@ class GenerationRequestFuzzTest {
         }
         assertThat(seeds).hasSizeGreaterThanOrEqualTo(3);
         for (Path seed : seeds) {
-            JsonNode body = TandemServer.parseJson(Files.readAllBytes(seed));
+            JsonNode body = Replies.parseJson(Files.readAllBytes(seed));
             GenerationRequest.parse(body, body.has("messages"), MAX_TOKENS);
         }
     }
@@ -80,10 +80,10 @@ class GenerationRequestFuzzTest {
     @Test
     void aBodyThatLooksLikeUtf32IsABadRequest() {
         byte[] body = {'{', 0, 0, 0, '"', 'a', '"', ':', '1', '}'};
-        assertThatThrownBy(() -> TandemServer.parseJson(body)).isInstanceOfSatisfying(ApiException.class,
+        assertThatThrownBy(() -> Replies.parseJson(body)).isInstanceOfSatisfying(ApiException.class,
                 e -> assertThat(e.status()).isEqualTo(400));
         byte[] latin1 = {'{', '"', 'p', '"', ':', '"', (byte) 0xE9, '"', '}'};
-        assertThatThrownBy(() -> TandemServer.parseJson(latin1)).isInstanceOf(ApiException.class)
+        assertThatThrownBy(() -> Replies.parseJson(latin1)).isInstanceOf(ApiException.class)
                 .hasMessageContaining("UTF-8");
     }
 }

@@ -168,8 +168,11 @@ class OpenAiClientTest {
                     assertThat(e.statusCode()).isEqualTo(400);
                     assertThat(e.getMessage()).contains("n = 1");
                 });
-        assertThatThrownBy(() -> client.completions().create(CompletionCreateParams.builder().model("gpt-4o")
-                .prompt(PROMPT).build())).isInstanceOf(NotFoundException.class);
+        assertThatThrownBy(() -> client.models().retrieve("gpt-4o")).isInstanceOf(NotFoundException.class);
+        String tooLong = " a".repeat(served.model.config().contextLength() + 8);
+        assertThatThrownBy(() -> client.completions().create(completion().prompt(tooLong).build()))
+                .isInstanceOfSatisfying(BadRequestException.class, e -> assertThat(e.code())
+                        .hasValueSatisfying(code -> assertThat(code).isEqualTo("context_length_exceeded")));
         assertThat(client.models().list().data()).singleElement()
                 .satisfies(m -> assertThat(m.id()).isEqualTo(served.server.modelName()));
     }

@@ -1,0 +1,224 @@
+package dev.tandem.server;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.FinishReason;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import io.helidon.webserver.http.ServerRequest;
+import io.helidon.webserver.http.ServerResponse;
+import java.io.UncheckedIOException;
+import java.time.Instant;
+import java.util.HexFormat;
+import java.util.concurrent.ThreadLocalRandom;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * {@code POST /v1/chat/completions} and {@code /v1/completions}: parses the request, admits it
+ * through {@link Generations}, then writes its deltas as chunks of server-sent events
+ * ({@code "stream": true}) or the whole answer with its usage.
+ *
+ * <p><b>Streaming.</b> Each delta is one {@code data: {chunk}} event, flushed at once; the final
+ * chunk carries {@code finish_reason}, an optional usage chunk follows, then {@code data: [DONE]}.
+ * A client that goes away makes the next write fail; the handler then cancels the completion,
+ * which ends the request on the device and returns its memory. A non-streaming client that goes
+ * away is noticed only when its answer is written; the request's deadline bounds it.
+ */
+final class CompletionsApi {
+    private static final Logger log = LoggerFactory.getLogger(CompletionsApi.class);
+
+    private final Generations generations;
+    private final ModelNames names;
+    private final Replies replies;
+    private final ServerMetrics metrics;
+    private final ServerConfig config;
+    private final LanguageModel model;
+
+    CompletionsApi(Generations generations, ModelNames names, Replies replies, ServerMetrics metrics,
+            ServerConfig config) {
+        this.generations = generations;
+        this.names = names;
+        this.replies = replies;
+        this.metrics = metrics;
+        this.config = config;
+        this.model = generations.model();
+    }
+
+    void chat(ServerRequest req, ServerResponse res) {
+        generate(req, res, true);
+    }
+
+    void completions(ServerRequest req, ServerResponse res) {
+        generate(req, res, false);
+    }
+
+    private void generate(ServerRequest req, ServerResponse res, boolean chat) {
+        long start = System.nanoTime();
+        String operation = chat ? "chat" : "text_completion";
+        GenerationRequest[] parsed = new GenerationRequest[1];
+        Completion completion = generations.admit(req, res, operation, () -> {
+            GenerationRequest request = GenerationRequest.parse(replies.readBody(req), chat, config.maxTokens());
+            names.check(request.model());
+            parsed[0] = request;
+            GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler())
+                    .withStop(request.stop()).withIgnoreEos(request.ignoreEos());
+            return generations.submit(encode(request), request.maxTokens(), options, chat ? "messages" : "prompt");
+        });
+        if (completion == null) {
+            return;
+        }
+        try {
+            if (parsed[0].stream()) {
+                stream(req, res, parsed[0], completion, operation, start);
+            } else {
+                whole(req, res, parsed[0], completion, operation, start);
+            }
+        } finally {
+            generations.release(completion);
+        }
+    }
+
+    private int[] encode(GenerationRequest request) {
+        if (!request.chat()) {
+            return model.encode(request.prompt());
+        }
+        try {
+            return model.encodeChat(request.messages());
+        } catch (RuntimeException e) {
+            // The template rejects the conversation (e.g. roles that do not alternate).
+            throw ApiException.badParameter("messages", "the chat template rejects these messages: " + e.getMessage());
+        }
+    }
+
+    private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, Completion completion,
+            String operation, long start) {
+        String id = (request.chat() ? "chatcmpl-" : "cmpl-") + randomId();
+        long created = Instant.now().getEpochSecond();
+        long first = 0;
+        int promptTokens = completion.promptTokens().length;
+        String outcome;
+        metrics.streamOpened();
+        SseWriter events = null;
+        try {
+            events = new SseWriter(res, config.keepAlive(), completion::cancel);
+            if (request.chat()) {
+                events.data(chunk(request, id, created, "", true, null));
+            }
+            for (Completion.Delta delta : completion) {
+                if (delta.token() >= 0 && first == 0) {
+                    first = System.nanoTime();
+                }
+                if (!delta.text().isEmpty()) {
+                    events.data(chunk(request, id, created, delta.text(), false, null));
+                }
+            }
+            FinishReason finish = completion.finishReason();
+            if (events.clientGone()) {
+                outcome = "disconnected";
+            } else if (finish == FinishReason.ABORTED) {
+                ApiException error = generations.aborted(completion);
+                replies.refused(req, error);
+                events.data(Replies.errorBody(error));
+                events.data("[DONE]");
+                outcome = "aborted";
+            } else {
+                events.data(chunk(request, id, created, null, false, finish.wire()));
+                if (request.includeUsage()) {
+                    ObjectNode usage = envelope(request, id, created, true);
+                    usage.putArray("choices");
+                    usage.set("usage", usage(promptTokens, completion.tokens().length));
+                    events.data(usage);
+                }
+                events.data("[DONE]");
+                outcome = finish.wire();
+            }
+        } catch (UncheckedIOException e) {
+            // The client went away: stop generating for it at once.
+            completion.cancel();
+            outcome = "disconnected";
+            log.debug("client disconnected from {}: {}", id, e.getMessage());
+        } finally {
+            metrics.streamClosed();
+            if (events != null) {
+                events.close();
+            }
+        }
+        metrics.request(operation, outcome, promptTokens, completion.tokens().length, start, first, System.nanoTime());
+    }
+
+    private void whole(ServerRequest req, ServerResponse res, GenerationRequest request, Completion completion,
+            String operation, long start) {
+        long first = 0;
+        for (Completion.Delta delta : completion) {
+            if (delta.token() >= 0 && first == 0) {
+                first = System.nanoTime();
+            }
+        }
+        int promptTokens = completion.promptTokens().length;
+        int completionTokens = completion.tokens().length;
+        FinishReason finish = completion.finishReason();
+        if (finish == FinishReason.ABORTED) {
+            metrics.request(operation, "aborted", promptTokens, completionTokens, start, first, System.nanoTime());
+            replies.error(req, res, generations.aborted(completion));
+            return;
+        }
+        String id = (request.chat() ? "chatcmpl-" : "cmpl-") + randomId();
+        long created = Instant.now().getEpochSecond();
+        ObjectNode body = envelope(request, id, created, false);
+        ObjectNode choice = body.putArray("choices").addObject().put("index", 0);
+        if (request.chat()) {
+            choice.putObject("message").put("role", "assistant").put("content", completion.text()).putNull("refusal");
+        } else {
+            choice.put("text", completion.text());
+        }
+        choice.putNull("logprobs").put("finish_reason", finish.wire());
+        body.set("usage", usage(promptTokens, completionTokens));
+        metrics.request(operation, finish.wire(), promptTokens, completionTokens, start, first, System.nanoTime());
+        Replies.json(res, body);
+    }
+
+    private ObjectNode envelope(GenerationRequest request, String id, long created, boolean chunk) {
+        String object = request.chat() ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
+        return Replies.JSON.createObjectNode().put("id", id).put("object", object).put("created", created)
+                .put("model", names.id());
+    }
+
+    /** A chunk of a stream: {@code text} (or none), the assistant's role on a chat's first chunk, a finish reason. */
+    private ObjectNode chunk(GenerationRequest request, String id, long created, String text, boolean role,
+            String finish) {
+        ObjectNode chunk = envelope(request, id, created, true);
+        ArrayNode choices = chunk.putArray("choices");
+        ObjectNode choice = choices.addObject().put("index", 0);
+        if (request.chat()) {
+            ObjectNode delta = choice.putObject("delta");
+            if (role) {
+                delta.put("role", "assistant");
+            }
+            if (text != null) {
+                delta.put("content", text);
+            }
+        } else {
+            choice.put("text", text == null ? "" : text);
+        }
+        choice.putNull("logprobs");
+        if (finish == null) {
+            choice.putNull("finish_reason");
+        } else {
+            choice.put("finish_reason", finish);
+        }
+        return chunk;
+    }
+
+    static ObjectNode usage(int prompt, int completion) {
+        return Replies.JSON.createObjectNode().put("prompt_tokens", prompt).put("completion_tokens", completion)
+                .put("total_tokens", prompt + completion);
+    }
+
+    static String randomId() {
+        byte[] bytes = new byte[12];
+        ThreadLocalRandom.current().nextBytes(bytes);
+        return HexFormat.of().formatHex(bytes);
+    }
+}
