@@ -74,6 +74,10 @@ public final class ServeCommand implements Runnable {
             description = "On shutdown, how long streams in flight may finish (default: ${DEFAULT-VALUE}).")
     int drainSeconds;
 
+    @Option(names = {"-c", "--ctx-size"}, paramLabel = "TOKENS", defaultValue = "0",
+            description = "Context length of every request, at most the model's (default: the model's).")
+    int contextSize;
+
     @Option(names = "--alias", paramLabel = "NAME",
             description = "Another name of the model (repeatable); the first is the id responses report. Requests "
                     + "naming any other model are served by it too, unless --strict-model-name.")
@@ -91,6 +95,11 @@ public final class ServeCommand implements Runnable {
     @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
     int cores;
 
+    @Option(names = "--no-prefix-cache",
+            description = "Compute every prompt from its first token instead of taking the KV blocks of a prefix "
+                    + "seen before.")
+    boolean noPrefixCache;
+
     @Option(names = "--no-batching",
             description = "Run each request as its own program instead of sharing steps in one continuous batch.")
     boolean noBatching;
@@ -107,6 +116,9 @@ public final class ServeCommand implements Runnable {
                 .strictModelNames(strictModelName);
         aliases.forEach(builder::alias);
         corsOrigins.forEach(builder::corsOrigin);
+        if (contextSize < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--ctx-size must be >= 0");
+        }
         ServerConfig config;
         try {
             config = builder.build();
@@ -117,10 +129,10 @@ public final class ServeCommand implements Runnable {
         PrintStream out = System.out;
         Worker worker = Worker.create(CpuDevice.withCores(coreCount));
         try {
-            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model));
+            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize);
             Engine engine = noBatching
                     ? SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build()
-                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
+                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).prefixCache(!noPrefixCache)
                             .build());
             TandemServer server = TandemServer.start(engine, config);
             Runnable shutdown = () -> {

@@ -64,6 +64,14 @@ import org.slf4j.LoggerFactory;
  * takes them from the pool as it grows, so a member that joined never runs out of cache
  * mid-stream; one that could never fit is rejected at {@code submit}.
  *
+ * <p><b>Prefix caching.</b> The blocks are {@link KvBlockPool}'s: a member's full block is
+ * registered there under its content (the prefix before it and its tokens) once tasks already
+ * built write every position of it and every token of it is known; a joining member takes the
+ * longest registered chain that begins its prompt and prefills only the rest (never its last
+ * prompt token, whose logits give its first token). Registered blocks stay cached after their
+ * member leaves until the pool needs the room. See {@link KvBlockPool} for why a shared block is
+ * never written.
+ *
  * <p><b>The program</b> (its own virtual thread, as every request's) allocates the pool, the
  * activations of one step and the token buffers once, then loops: under the lock it drops
  * members that ended (returning their blocks and slot, releasing their feed), admits waiting
@@ -108,6 +116,7 @@ public final class Batcher implements AutoCloseable {
     private final BatcherConfig config;
     private final int blockSize;
     private final int poolBlocks;
+    private final KvBlockPool pool; // guarded by lock
     private final Kernel gather;
 
     private final ReentrantLock lock = new ReentrantLock();
@@ -115,8 +124,6 @@ public final class Batcher implements AutoCloseable {
     private final ArrayDeque<Member> queue = new ArrayDeque<>(); // guarded by lock
     private final List<Member> active = new ArrayList<>(); // guarded by lock
     private final boolean[] slotUsed; // guarded by lock
-    private final int[] freeBlocks; // guarded by lock: a stack
-    private int freeCount; // guarded by lock
     private int reserved; // guarded by lock
     private boolean closing; // guarded by lock: no new members
     private boolean stopping; // guarded by lock: every member ends, then the program returns
@@ -127,6 +134,8 @@ public final class Batcher implements AutoCloseable {
     private long tokens; // guarded by lock
     private long mixedSteps; // guarded by lock
     private long pausedRows; // guarded by lock
+    private long cachedPromptTokens; // guarded by lock: prompt tokens taken from the prefix cache
+    private long computedPromptTokens; // guarded by lock: prompt tokens prefilled
 
     private final ConcurrentLinkedQueue<Plan> inFlight = new ConcurrentLinkedQueue<>();
     private final TokenStream program;
@@ -144,11 +153,7 @@ public final class Batcher implements AutoCloseable {
         this.poolBlocks = config.kvBlocks() > 0 ? config.kvBlocks()
                 : (int) Math.max(1, Math.min((long) config.maxBatch() * perContext, config.kvBytes() / perBlock));
         this.slotUsed = new boolean[config.maxBatch()];
-        this.freeBlocks = new int[poolBlocks];
-        for (int i = 0; i < poolBlocks; i++) {
-            freeBlocks[i] = poolBlocks - 1 - i; // block 0 on top
-        }
-        this.freeCount = poolBlocks;
+        this.pool = new KvBlockPool(poolBlocks, blockSize, config.prefixCache());
         this.gather = Kernel.of("batch_gather", k -> {
             int n = (int) k.scalar(0);
             MemorySegment next = k.region(0);
@@ -242,10 +247,10 @@ public final class Batcher implements AutoCloseable {
                         config.maxQueued() + " members are waiting to join");
             }
             TokenFeed feed = TokenFeed.builder(worker).name("member").deadline(deadline).onChange(this::wake).build();
-            Member member = new Member(feed, prompt.clone(), options, maxTokens, need);
-            queue.add(member);
+            Completion completion = model.start(feed.stream(), prompt, options);
+            queue.add(new Member(feed, prompt.clone(), options, maxTokens, need, completion));
             work.signal();
-            return model.start(feed.stream(), prompt, options);
+            return completion;
         } finally {
             lock.unlock();
         }
@@ -255,8 +260,9 @@ public final class Batcher implements AutoCloseable {
     public BatcherStats stats() {
         lock.lock();
         try {
-            return new BatcherStats(active.size(), queue.size(), config.maxBatch(), poolBlocks - freeCount, reserved,
-                    poolBlocks, steps, prefillRows, decodeRows, mixedSteps, pausedRows, tokens);
+            return new BatcherStats(active.size(), queue.size(), config.maxBatch(), pool.held(), reserved,
+                    poolBlocks, steps, prefillRows, decodeRows, mixedSteps, pausedRows, tokens, pool.cached(),
+                    cachedPromptTokens, computedPromptTokens, pool.evictions());
         } finally {
             lock.unlock();
         }
@@ -410,10 +416,10 @@ public final class Batcher implements AutoCloseable {
         }
     }
 
-    /** Returns a member's blocks, reservation and slot, and releases its feed. */
+    /** Returns a member's blocks (those of a known prefix stay cached), reservation and slot; releases its feed. */
     private void leave(Member m) {
         for (int j = 0; j < m.blockCount; j++) {
-            freeBlocks[freeCount++] = m.table[j];
+            pool.release(m.table[j]);
         }
         m.blockCount = 0;
         reserved -= m.need;
@@ -450,6 +456,7 @@ public final class Batcher implements AutoCloseable {
             reserved += m.need;
             m.sampler = new Sampler(m.options.sampler(), model.config().vocab());
             m.sampler.acceptPrompt(m.prompt);
+            m.takeCachedPrefix();
             m.feed.started();
             active.add(m);
         }
@@ -500,6 +507,8 @@ public final class Batcher implements AutoCloseable {
                 r++;
             }
             m.prefilled = chunk[2];
+            m.written(chunk[2]);
+            computedPromptTokens += chunk[2] - chunk[1];
             if (m.prefilled == m.prompt.length) {
                 plan.add(column++, r - 1, m); // its last prompt row yields token 0
             }
@@ -508,6 +517,7 @@ public final class Batcher implements AutoCloseable {
             Member m = decoding.get(i);
             int p = m.prompt.length + m.built - 1; // the position of its previous token
             m.ensureBlock(p);
+            m.written(p + 1);
             plan.position[r] = p;
             plan.tables[r] = m.table;
             plan.decodeSlots[i] = m.slot;
@@ -601,6 +611,7 @@ public final class Batcher implements AutoCloseable {
                     }
                     int t = ints.getAtIndex(I32, i);
                     m.feed.offerInt(t);
+                    m.generated(t);
                     tokens++;
                     if (model.endsGeneration(t) && !m.options.ignoreEos()) {
                         m.feed.complete();
@@ -676,7 +687,16 @@ public final class Batcher implements AutoCloseable {
         final int maxTokens;
         final int need;
         final int[] table;
+        final Completion completion;
+        /** The prompt, then the tokens delivered: the token at each position whose keys the cache holds. */
+        final int[] sequence;
+        int known;
         int blockCount;
+        /** Positions whose keys and values tasks already built write. */
+        int written;
+        /** Leading blocks registered in (or taken from) the prefix cache, and the last one's key. */
+        int registered;
+        KvBlockPool.Key lastKey;
         int slot = -1;
         Sampler sampler;
         int prefilled;
@@ -684,23 +704,67 @@ public final class Batcher implements AutoCloseable {
         int delivered;
         boolean left;
 
-        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need) {
+        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need,
+                Completion completion) {
             this.feed = feed;
             this.prompt = prompt;
             this.options = options;
             this.maxTokens = maxTokens;
             this.need = need;
             this.table = new int[need];
+            this.completion = completion;
+            this.sequence = java.util.Arrays.copyOf(prompt, prompt.length + maxTokens);
+            this.known = prompt.length;
+        }
+
+        /**
+         * On joining: the cached blocks that begin its prompt become the start of its table and
+         * its prefill starts after them. At least the prompt's last token is always computed
+         * (its logits give the first token), so only blocks before it are taken.
+         */
+        void takeCachedPrefix() {
+            int[] shared = pool.match(prompt, (prompt.length - 1) / blockSize);
+            System.arraycopy(shared, 0, table, 0, shared.length);
+            blockCount = shared.length;
+            registered = shared.length;
+            lastKey = shared.length == 0 ? null : pool.key(shared[shared.length - 1]);
+            prefilled = shared.length * blockSize;
+            written = prefilled;
+            cachedPromptTokens += prefilled;
+            completion.cachedPromptTokens(prefilled);
         }
 
         /** Takes blocks from the pool until position {@code p} has one (within the reservation). */
         void ensureBlock(int p) {
             int j = p / blockSize;
             while (blockCount <= j) {
-                if (blockCount >= need || freeCount == 0) {
+                if (blockCount >= need) {
                     throw new AssertionError("member beyond its reservation: block " + j + " of " + need);
                 }
-                table[blockCount++] = freeBlocks[--freeCount];
+                table[blockCount++] = pool.allocate();
+            }
+        }
+
+        /** Tasks now built write the keys and values of positions below {@code end}. */
+        void written(int end) {
+            written = Math.max(written, end);
+            registerFullBlocks();
+        }
+
+        /** Its token {@code t} was delivered: the token at the next position. */
+        void generated(int t) {
+            if (known < sequence.length) {
+                sequence[known++] = t;
+                registerFullBlocks();
+            }
+        }
+
+        /** Registers each block whose every position is written and whose every token is known. */
+        private void registerFullBlocks() {
+            int limit = Math.min(written, known);
+            while ((registered + 1) * blockSize <= limit && registered < blockCount) {
+                lastKey = pool.register(table[registered], lastKey, sequence, registered * blockSize);
+                registered++;
             }
         }
     }
@@ -740,6 +804,16 @@ public final class Batcher implements AutoCloseable {
     @Override
     public String toString() {
         return "Batcher[" + model.name() + ", " + stats() + "]";
+    }
+
+    /** For tests: checks the KV pool's invariants with no member in it (every block free or cached). */
+    void checkPoolIdle() {
+        lock.lock();
+        try {
+            pool.checkIdle();
+        } finally {
+            lock.unlock();
+        }
     }
 
     /** For tests: the outcome of the batch program once it ended. */

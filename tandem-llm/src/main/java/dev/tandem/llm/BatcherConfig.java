@@ -14,9 +14,12 @@ package dev.tandem.llm;
  *                     its sequence sits out the steps (the others go on) until the reader catches up
  * @param runAhead     steps built ahead of the device
  * @param prefill      which joining member's prompt goes first within a step's budget
+ * @param prefixCache  whether full KV blocks stay cached by content after their member leaves, so
+ *                     that a prompt beginning with the same tokens takes them instead of computing
+ *                     them again (evicted least recently used when the pool needs room)
  */
 public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kvBlocks, long kvBytes,
-        int streamBuffer, int runAhead, PrefillOrder prefill) {
+        int streamBuffer, int runAhead, PrefillOrder prefill, boolean prefixCache) {
 
     /** The order in which the prompts of joining members share a step's budget. */
     public enum PrefillOrder {
@@ -46,7 +49,10 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
         }
     }
 
-    /** 8 members, 64 queued, 256 rows a step, a pool of up to 1 GiB, 16 unread tokens, run-ahead 2, shortest prompt first. */
+    /**
+     * 8 members, 64 queued, 256 rows a step, a pool of up to 1 GiB, 16 unread tokens, run-ahead 2,
+     * shortest prompt first, prefix caching on.
+     */
     public static BatcherConfig defaults() {
         return builder().build();
     }
@@ -57,7 +63,8 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
 
     public Builder toBuilder() {
         return new Builder().maxBatch(maxBatch).maxQueued(maxQueued).tokenBudget(tokenBudget).kvBlocks(kvBlocks)
-                .kvBytes(kvBytes).streamBuffer(streamBuffer).runAhead(runAhead).prefill(prefill);
+                .kvBytes(kvBytes).streamBuffer(streamBuffer).runAhead(runAhead).prefill(prefill)
+                .prefixCache(prefixCache);
     }
 
     /** Builds a {@link BatcherConfig}; unset values keep their defaults. */
@@ -70,6 +77,7 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
         private int streamBuffer = 16;
         private int runAhead = 2;
         private PrefillOrder prefill = PrefillOrder.SHORTEST_FIRST;
+        private boolean prefixCache = true;
 
         private Builder() {}
 
@@ -113,10 +121,15 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
             return this;
         }
 
+        public Builder prefixCache(boolean value) {
+            this.prefixCache = value;
+            return this;
+        }
+
         /** @throws IllegalArgumentException naming the first bad value */
         public BatcherConfig build() {
             return new BatcherConfig(maxBatch, maxQueued, tokenBudget, kvBlocks, kvBytes, streamBuffer, runAhead,
-                    prefill);
+                    prefill, prefixCache);
         }
     }
 }

@@ -15,9 +15,14 @@ package dev.tandem.llm;
  * @param mixedSteps      steps with both prompt and decoding rows
  * @param pausedRows      decoding rows left out of built steps because the member's reader was behind
  * @param tokens          tokens delivered to members
+ * @param kvBlocksCached  pool blocks holding a known prefix (in use or not) that a prompt may take
+ * @param cachedPromptTokens prompt tokens taken from the prefix cache instead of computed
+ * @param computedPromptTokens prompt tokens computed (prefilled)
+ * @param kvBlocksEvicted cached blocks reused for other content since the start
  */
 public record BatcherStats(int active, int queued, int maxBatch, int kvBlocksInUse, int kvBlocksReserved,
-        int kvBlocks, long steps, long prefillRows, long decodeRows, long mixedSteps, long pausedRows, long tokens) {
+        int kvBlocks, long steps, long prefillRows, long decodeRows, long mixedSteps, long pausedRows, long tokens,
+        int kvBlocksCached, long cachedPromptTokens, long computedPromptTokens, long kvBlocksEvicted) {
 
     /** Members in the batch over the batch's size. */
     public double occupancy() {

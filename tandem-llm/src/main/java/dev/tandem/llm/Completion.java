@@ -46,6 +46,7 @@ public final class Completion implements Iterable<Completion.Delta> {
     private String stopString;
     private Outcome outcome;
     private boolean iterated;
+    private volatile int cachedPromptTokens;
 
     Completion(LanguageModel model, TokenStream stream, int[] prompt, GenerateOptions options) {
         this.model = model;
@@ -54,6 +55,19 @@ public final class Completion implements Iterable<Completion.Delta> {
         this.options = options;
         this.decoder = new TextStreamer(model.tokenizer()::tokenBytes, options.stop());
         this.limit = Math.min(options.maxTokens(), model.config().contextLength() - prompt.length);
+    }
+
+    /**
+     * Prompt tokens whose keys and values came from the prefix cache instead of being computed
+     * (OpenAI's {@code usage.prompt_tokens_details.cached_tokens}); final once the first token
+     * is out, 0 for an engine without a prefix cache.
+     */
+    public int cachedPromptTokens() {
+        return cachedPromptTokens;
+    }
+
+    void cachedPromptTokens(int tokens) {
+        cachedPromptTokens = tokens;
     }
 
     public TokenStream stream() {

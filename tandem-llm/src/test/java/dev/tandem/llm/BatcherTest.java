@@ -56,10 +56,29 @@ class BatcherTest {
 
     /** What a request of its own yields: the reference for every member. */
     static int[] alone(int[] prompt, GenerateOptions options) {
+        return alone(prompt, options, worker, model);
+    }
+
+    static int[] alone(int[] prompt, GenerateOptions options, Worker worker, LanguageModel model) {
         Completion c = model.start(worker.run(model.program(), model.request(prompt, options),
                 model.runOptions(options)), prompt, options);
         c.await();
         return c.tokens();
+    }
+
+    /** Waits until every member that ended has left at a step boundary (the program drops them there). */
+    static void awaitIdle(Batcher batcher) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            BatcherStats s = batcher.stats();
+            if (s.active() == 0 && s.queued() == 0 && s.kvBlocksInUse() == 0) {
+                return;
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("the batcher did not become idle: " + s);
+            }
+            java.util.concurrent.locks.LockSupport.parkNanos(1_000_000); // a poll interval, not a synchronisation
+        }
     }
 
     static void assertIdle(Batcher batcher) {

@@ -55,7 +55,7 @@ public final class BatcherEngine implements Engine {
     public EngineStats stats() {
         BatcherStats s = batcher.stats();
         return new EngineStats(s.active(), s.queued(), s.maxBatch(), s.kvBlocksInUse(), s.kvBlocks(),
-                worker.memoryInUse());
+                worker.memoryInUse(), s.kvBlocksCached(), s.cachedPromptTokens(), s.computedPromptTokens());
     }
 
     @Override

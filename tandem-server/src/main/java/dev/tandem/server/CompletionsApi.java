@@ -128,7 +128,8 @@ final class CompletionsApi {
                 if (request.includeUsage()) {
                     ObjectNode usage = envelope(request, id, created, true);
                     usage.putArray("choices");
-                    usage.set("usage", usage(promptTokens, completion.tokens().length));
+                    usage.set("usage", usage(promptTokens, completion.tokens().length,
+                            completion.cachedPromptTokens()));
                     events.data(usage);
                 }
                 events.data("[DONE]");
@@ -174,7 +175,7 @@ final class CompletionsApi {
             choice.put("text", completion.text());
         }
         choice.putNull("logprobs").put("finish_reason", finish.wire());
-        body.set("usage", usage(promptTokens, completionTokens));
+        body.set("usage", usage(promptTokens, completionTokens, completion.cachedPromptTokens()));
         metrics.request(operation, finish.wire(), promptTokens, completionTokens, start, first, System.nanoTime());
         Replies.json(res, body);
     }
@@ -211,9 +212,12 @@ final class CompletionsApi {
         return chunk;
     }
 
-    static ObjectNode usage(int prompt, int completion) {
-        return Replies.JSON.createObjectNode().put("prompt_tokens", prompt).put("completion_tokens", completion)
-                .put("total_tokens", prompt + completion);
+    /** OpenAI's usage, with the prompt tokens taken from the prefix cache in {@code prompt_tokens_details}. */
+    static ObjectNode usage(int prompt, int completion, int cached) {
+        ObjectNode usage = Replies.JSON.createObjectNode().put("prompt_tokens", prompt)
+                .put("completion_tokens", completion).put("total_tokens", prompt + completion);
+        usage.putObject("prompt_tokens_details").put("cached_tokens", cached);
+        return usage;
     }
 
     static String randomId() {

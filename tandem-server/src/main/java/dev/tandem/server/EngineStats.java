@@ -10,9 +10,12 @@ package dev.tandem.server;
  *                        page its cache
  * @param kvBlocksTotal   KV-cache blocks in the pool; 0 when unknown
  * @param memoryInUse     device bytes in use (weights included), or 0 when unknown
+ * @param kvBlocksCached  KV-cache blocks holding a prefix a prompt may take; 0 without a prefix cache
+ * @param cachedPromptTokens prompt tokens taken from the prefix cache since the start
+ * @param computedPromptTokens prompt tokens computed since the start; 0 when not counted
  */
 public record EngineStats(int active, int queued, int maxActive, long kvBlocksInUse, long kvBlocksTotal,
-        long memoryInUse) {
+        long memoryInUse, long kvBlocksCached, long cachedPromptTokens, long computedPromptTokens) {
 
     /** Fraction of the batch's capacity in use, in [0, 1]. */
     public double batchOccupancy() {

@@ -244,7 +244,8 @@ final class ResponsesApi {
             int input = completion.promptTokens().length;
             int outputTokens = completion.tokens().length;
             ObjectNode usage = r.putObject("usage").put("input_tokens", input);
-            usage.putObject("input_tokens_details").put("cached_tokens", 0).put("cache_write_tokens", 0);
+            usage.putObject("input_tokens_details").put("cached_tokens", completion.cachedPromptTokens())
+                    .put("cache_write_tokens", 0);
             usage.put("output_tokens", outputTokens);
             usage.putObject("output_tokens_details").put("reasoning_tokens", 0);
             usage.put("total_tokens", input + outputTokens);

@@ -2,6 +2,7 @@ package dev.tandem.server;
 
 import io.micrometer.core.instrument.Counter;
 import io.micrometer.core.instrument.DistributionSummary;
+import io.micrometer.core.instrument.FunctionCounter;
 import io.micrometer.core.instrument.Gauge;
 import io.micrometer.core.instrument.Timer;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
@@ -32,7 +33,9 @@ import java.util.function.ToDoubleFunction;
  *   <li>{@code tandem.server.tokens.generated}: a counter (its rate is tokens/s);</li>
  *   <li>gauges of the engine: {@code tandem.engine.requests.active}, {@code .queued},
  *       {@code tandem.engine.batch.occupancy}, {@code tandem.engine.kv.blocks.used},
- *       {@code .total}, {@code tandem.engine.memory.used}; and
+ *       {@code .total}, {@code .cached}, {@code tandem.engine.memory.used}; counters of prompt
+ *       tokens {@code tandem.engine.prefix.cache.hits} (taken from the prefix cache) and
+ *       {@code .misses} (computed); and
  *       {@code tandem.server.streams.open}.</li>
  * </ul>
  */
@@ -69,6 +72,12 @@ final class ServerMetrics {
         gauge("tandem.engine.kv.blocks.total", "KV-cache blocks in the pool (0: unknown)", engine,
                 e -> e.stats().kvBlocksTotal());
         gauge("tandem.engine.memory.used", "Device bytes in use", engine, e -> e.stats().memoryInUse());
+        gauge("tandem.engine.kv.blocks.cached", "KV-cache blocks holding a prefix a prompt may take", engine,
+                e -> e.stats().kvBlocksCached());
+        FunctionCounter.builder("tandem.engine.prefix.cache.hits", engine, e -> e.stats().cachedPromptTokens())
+                .description("Prompt tokens taken from the prefix cache").baseUnit("tokens").register(registry);
+        FunctionCounter.builder("tandem.engine.prefix.cache.misses", engine, e -> e.stats().computedPromptTokens())
+                .description("Prompt tokens computed").baseUnit("tokens").register(registry);
         Gauge.builder("tandem.server.streams.open", openStreams, AtomicInteger::get)
                 .description("Streaming responses in progress").register(registry);
     }

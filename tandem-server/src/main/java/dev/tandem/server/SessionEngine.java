@@ -120,7 +120,7 @@ public final class SessionEngine implements Engine {
     @Override
     public EngineStats stats() {
         SessionStats s = session.stats();
-        return new EngineStats(s.active(), s.queued(), maxActive, 0, 0, worker.memoryInUse());
+        return new EngineStats(s.active(), s.queued(), maxActive, 0, 0, worker.memoryInUse(), 0, 0, 0);
     }
 
     @Override

@@ -1,5 +1,7 @@
 package dev.tandem.server;
 
+import dev.tandem.llm.sampling.SamplerConfig;
+import dev.tandem.llm.chat.ChatMessage;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -89,6 +91,41 @@ class BatcherEngineTest {
             return s.active() == 0 && s.queued() == 0 && s.kvBlocksInUse() == 0 && s.kvBlocksReserved() == 0;
         })).as("every member gone, every block back").isTrue();
         assertThat(worker.memoryInUse()).isEqualTo(baseline);
+    }
+
+    @Test
+    void aSharedSystemPromptIsTakenFromThePrefixCacheAndReportedAsCachedTokens() throws Exception {
+        int block = model.model().options().kvBlockSize();
+        StringBuilder system = new StringBuilder();
+        while (model.encode(system.toString()).length < block + 16) {
+            system.append("You are a kind storyteller who tells short stories about animals to small children. ");
+        }
+        HttpClient http = HttpClient.newHttpClient();
+        int[] cached = new int[2];
+        String[] contents = new String[2];
+        for (int i = 0; i < 2; i++) {
+            String body = JSON.writeValueAsString(JSON.createObjectNode().put("max_tokens", 8).put("temperature", 0)
+                    .set("messages", JSON.createArrayNode()
+                            .add(JSON.createObjectNode().put("role", "system").put("content", system.toString()))
+                            .add(JSON.createObjectNode().put("role", "user").put("content", PROMPTS[i]))));
+            HttpResponse<String> response = http.send(HttpRequest.newBuilder(uri("/v1/chat/completions"))
+                    .POST(HttpRequest.BodyPublishers.ofString(body)).build(), HttpResponse.BodyHandlers.ofString());
+            assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
+            JsonNode answer = JSON.readTree(response.body());
+            cached[i] = answer.at("/usage/prompt_tokens_details/cached_tokens").asInt(-1);
+            contents[i] = answer.at("/choices/0/message/content").asText();
+        }
+        assertThat(cached[1]).isPositive().isEqualTo(cached[1] / block * block);
+        int[] prompt = model.encodeChat(List.of(ChatMessage.system(system.toString()), ChatMessage.user(PROMPTS[1])));
+        GenerateOptions greedy = GenerateOptions.defaults().withMaxTokens(8).withSampler(SamplerConfig.GREEDY);
+        Completion reference = model.start(worker.run(model.program(), model.request(prompt, greedy),
+                model.runOptions(greedy)), prompt, greedy);
+        assertThat(contents[1]).isEqualTo(reference.await());
+        String metrics = http.send(HttpRequest.newBuilder(uri("/metrics")).build(),
+                HttpResponse.BodyHandlers.ofString()).body();
+        assertThat(metrics).containsPattern("tandem_engine_prefix_cache_hits_tokens_total [1-9]")
+                .containsPattern("tandem_engine_kv_blocks_cached [1-9]");
+        assertIdle();
     }
 
     @Test
