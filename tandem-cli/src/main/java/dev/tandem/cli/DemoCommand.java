@@ -48,8 +48,8 @@ public final class DemoCommand implements Runnable {
 
     @Option(names = "--model", paramLabel = "PATH|NAME",
             description = "A GGUF checkpoint, " + dev.tandem.llm.EmbeddedModel.NAME + " (the embedded story model), or a"
-                    + " random-weights shape: tiny or small (default: ${DEFAULT-VALUE}).",
-            defaultValue = dev.tandem.llm.EmbeddedModel.NAME)
+                    + " random-weights shape: tiny or small (default: " + dev.tandem.llm.EmbeddedModel.NAME
+                    + "; tiny for the paged-attention workload, which runs shapes only).")
     String model;
 
     @Option(names = "--check", description = "Compare every stream with the scalar reference; exit 1 on any mismatch.")
@@ -78,7 +78,9 @@ public final class DemoCommand implements Runnable {
         }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         boolean live = out == System.out && System.console() != null && System.console().isTerminal();
-        DemoWorkload demo = DemoWorkload.of(workload, model, requests, tokens, seed); // bad input fails here
+        String chosen = model != null ? model
+                : "paged-attention".equalsIgnoreCase(workload) ? "tiny" : dev.tandem.llm.EmbeddedModel.NAME;
+        DemoWorkload demo = DemoWorkload.of(workload, chosen, requests, tokens, seed); // bad input fails here
         out.printf(Locale.ROOT, "tandem demo: %d requests x %d tokens on %d device cores; %s%n", requests, tokens,
                 coreCount, demo.describe());
 
