@@ -6,10 +6,13 @@ import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * The body of {@code POST /v1/chat/completions} or {@code /v1/completions}, parsed and checked.
- * Unknown fields are ignored; a known field of the wrong type or out of range is a 400 naming it.
+ * Every field is served, accepted and ignored by design ({@link #IGNORED_BY_DESIGN}), or refused
+ * with a 400 naming it: an unknown field, or one whose value asks for what the server does not
+ * do, never passes silently. A known field of the wrong type or out of range is a 400 naming it.
  *
  * <p>Sampling fields left out take llama.cpp's defaults (as llama-server does): temperature
  * 0.8, top-p 0.95, top-k 40, min-p 0.05; {@code seed} left out is random.
@@ -30,11 +33,23 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
 
     static final int MAX_STOP_STRINGS = 4;
 
+    /** Fields that change nothing here, by design: who calls, and hints for OpenAI's own infrastructure. */
+    static final Set<String> IGNORED_BY_DESIGN = Set.of("user", "service_tier", "store", "metadata",
+            "prompt_cache_key", "safety_identifier");
+    private static final Set<String> SERVED_BOTH = Set.of("model", "max_tokens", "n", "temperature", "top_p",
+            "presence_penalty", "frequency_penalty", "seed", "stop", "stream", "stream_options", "ignore_eos",
+            "top_k", "min_p", "repeat_penalty", "logit_bias", "logprobs");
+    private static final Set<String> SERVED_CHAT = Set.of("messages", "max_completion_tokens", "top_logprobs",
+            "response_format", "tools", "tool_choice", "parallel_tool_calls", "modalities", "functions",
+            "function_call", "audio", "prediction", "reasoning_effort", "verbosity", "web_search_options");
+    private static final Set<String> SERVED_COMPLETIONS = Set.of("prompt", "best_of", "echo", "suffix");
+
     /** Parses {@code body}; {@code maxTokensLimit} bounds {@code max_tokens}. */
     static GenerationRequest parse(JsonNode body, boolean chat, int maxTokensLimit) {
         if (body == null || !body.isObject()) {
             throw ApiException.badParameter(null, "the request body must be a JSON object");
         }
+        checkFields(body, chat);
         String model = Params.optionalString(body, "model");
         List<ChatMessage> messages = chat ? messages(body) : List.of();
         String prompt = chat ? null : prompt(body);
@@ -61,6 +76,24 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         }
 
         SamplerConfig.Builder sampler = Params.sampling(body, SamplerConfig.builder());
+        Double topK = Params.optionalNumber(body, "top_k", 0, Integer.MAX_VALUE);
+        if (topK != null) {
+            if (topK != Math.rint(topK)) {
+                throw ApiException.badParameter("top_k", "top_k must be an integer");
+            }
+            sampler.topK(topK.intValue());
+        }
+        Double minP = Params.optionalNumber(body, "min_p", 0, 1);
+        if (minP != null) {
+            sampler.minP(minP.floatValue());
+        }
+        Double repeat = Params.optionalNumber(body, "repeat_penalty", 0, 10);
+        if (repeat != null) {
+            if (repeat == 0) {
+                throw ApiException.badParameter("repeat_penalty", "repeat_penalty must be > 0 (1 is none)");
+            }
+            sampler.repetitionPenalty(repeat.floatValue());
+        }
         Double presence = Params.optionalNumber(body, "presence_penalty", -2, 2);
         if (presence != null) {
             sampler.presencePenalty(presence.floatValue());
@@ -85,6 +118,59 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         }
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
                 includeUsage, optionalBoolean(body, "ignore_eos"));
+    }
+
+    /**
+     * Refuses a field this endpoint does not know, and a known one whose value asks for what the
+     * server does not do (a 400 naming it); lets through the default or empty values clients
+     * send for them.
+     */
+    private static void checkFields(JsonNode body, boolean chat) {
+        for (var it = body.fieldNames(); it.hasNext();) {
+            String name = it.next();
+            boolean known = SERVED_BOTH.contains(name) || IGNORED_BY_DESIGN.contains(name)
+                    || (chat ? SERVED_CHAT : SERVED_COMPLETIONS).contains(name);
+            if (!known) {
+                throw unsupported(name, "the parameter " + name + " is not supported by this endpoint");
+            }
+        }
+        refuseUnless(body, "logit_bias", v -> v.isObject() && v.isEmpty(), "logit_bias is not supported yet");
+        refuseUnless(body, "logprobs", v -> v.isBoolean() && !v.booleanValue() || v.isIntegralNumber() && v.intValue() == 0,
+                "log-probabilities are not supported yet");
+        refuseUnless(body, "top_logprobs", v -> v.isIntegralNumber() && v.intValue() == 0,
+                "log-probabilities are not supported yet");
+        refuseUnless(body, "response_format", v -> v.isObject() && "text".equals(v.path("type").asText()),
+                "only response_format {\"type\": \"text\"} is supported yet");
+        refuseUnless(body, "tools", v -> v.isArray() && v.isEmpty(), "tools are not supported yet");
+        refuseUnless(body, "tool_choice", v -> v.isTextual() && (v.asText().equals("none") || v.asText().equals("auto")),
+                "tool_choice needs tools, which are not supported yet");
+        refuseUnless(body, "parallel_tool_calls", JsonNode::isBoolean, "parallel_tool_calls must be a boolean");
+        refuseUnless(body, "functions", v -> v.isArray() && v.isEmpty(), "functions (deprecated) are not supported");
+        refuseUnless(body, "function_call", v -> v.isTextual() && v.asText().equals("none"),
+                "function_call (deprecated) is not supported");
+        refuseUnless(body, "modalities", v -> v.isArray() && v.size() == 1 && "text".equals(v.get(0).asText()),
+                "only the text modality is served");
+        refuseUnless(body, "audio", v -> false, "audio output is not supported");
+        refuseUnless(body, "prediction", v -> false, "predicted outputs are not supported");
+        refuseUnless(body, "reasoning_effort", v -> false, "reasoning_effort is not supported by this model");
+        refuseUnless(body, "verbosity", v -> false, "verbosity is not supported by this model");
+        refuseUnless(body, "web_search_options", v -> false, "web search is not supported");
+        refuseUnless(body, "best_of", v -> v.isIntegralNumber() && v.intValue() == 1, "only best_of = 1 is supported");
+        refuseUnless(body, "echo", v -> v.isBoolean() && !v.booleanValue(), "echo is not supported");
+        refuseUnless(body, "suffix", v -> v.isTextual() && v.asText().isEmpty(), "suffix (insertion) is not supported");
+    }
+
+    /** A 400 naming {@code name} when it is present, not null, and {@code accepted} refuses its value. */
+    private static void refuseUnless(JsonNode body, String name, java.util.function.Predicate<JsonNode> accepted,
+            String message) {
+        JsonNode value = body.get(name);
+        if (value != null && !value.isNull() && !accepted.test(value)) {
+            throw unsupported(name, message);
+        }
+    }
+
+    private static ApiException unsupported(String param, String message) {
+        return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
     }
 
     private static final Map<String, String> ROLES = Map.of("system", "system", "developer", "system", "user", "user",

@@ -143,7 +143,8 @@ class WireTest {
         HttpResponse<String> response = post(served, "/v1/chat/completions", """
                 {"model":"stories260K","messages":[{"role":"system","content":"You tell stories."},
                  {"role":"user","content":[{"type":"text","text":"Once"}]}],"max_completion_tokens":8,
-                 "temperature":0,"n":1,"user":"someone","logit_bias":{},"unknown_field":[1,2,3]}""");
+                 "temperature":0,"n":1,"user":"someone","logit_bias":{},"store":false,"metadata":{"k":"v"},
+                 "tools":[],"tool_choice":"none","logprobs":false,"response_format":{"type":"text"}}""");
         assertThat(response.statusCode()).as(response.body()).isEqualTo(200);
         JsonNode body = JSON.readTree(response.body());
         assertThat(body.get("object").asText()).isEqualTo("chat.completion");
@@ -218,7 +219,21 @@ class WireTest {
                         "messages[0].content[0]"),
                 new Bad("/v1/chat/completions",
                         "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"max_completion_tokens\":-1}",
-                        "max_completion_tokens"));
+                        "max_completion_tokens"),
+                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"unknown_field\":1}",
+                        "unknown_field"),
+                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5\":1}}",
+                        "logit_bias"),
+                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"audio\":{}}",
+                        "audio"),
+                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"prompt\":\"x\"}",
+                        "prompt"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"echo\":true}", "echo"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"suffix\":\"y\"}", "suffix"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"best_of\":3}", "best_of"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"messages\":[]}", "messages"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"top_k\":1.5}", "top_k"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"repeat_penalty\":0}", "repeat_penalty"));
         for (Bad b : bad) {
             JsonNode error = error(post(served, b.path(), b.body()), 400);
             assertThat(error.get("param").asText()).as(b.body()).isEqualTo(b.param());
