@@ -40,6 +40,8 @@ public final class LanguageModel {
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
     private final boolean hasTemplate;
+    private final boolean templateKnowsTools;
+    private final dev.tandem.llm.chat.ToolSyntax toolSyntax;
     private final java.util.BitSet endOfGeneration = new java.util.BitSet();
 
     private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
@@ -48,6 +50,9 @@ public final class LanguageModel {
         this.model = model;
         this.tokenizer = tokenizer;
         this.hasTemplate = template != null && !template.isBlank();
+        this.templateKnowsTools = hasTemplate && template.contains("tools");
+        this.toolSyntax = templateKnowsTools ? dev.tandem.llm.chat.ToolSyntax.of(template)
+                : dev.tandem.llm.chat.ToolSyntax.GENERIC;
         String bos = tokenizer.bos() >= 0 ? tokenizer.piece(tokenizer.bos()) : "";
         String eos = tokenizer.eos() >= 0 ? tokenizer.piece(tokenizer.eos()) : "";
         this.template = ChatTemplate.forModel(template, bos, eos);
@@ -169,9 +174,34 @@ public final class LanguageModel {
      * opened; BOS is added only when the template did not write it.
      */
     public int[] encodeChat(List<ChatMessage> messages) {
-        String text = template.render(messages, true);
+        return encodeChat(messages, List.of());
+    }
+
+    /**
+     * The tokens of a chat that offers {@code tools} (each the JSON text of OpenAI's
+     * {@code {"type": "function", "function": {…}}}): given to the template as its {@code tools}
+     * variable when it knows tools, else listed in a system turn put first, with instructions
+     * to call them as {@link #toolSyntax()} reads.
+     */
+    public int[] encodeChat(List<ChatMessage> messages, List<String> tools) {
+        String text;
+        if (tools.isEmpty()) {
+            text = template.render(messages, true);
+        } else if (templateKnowsTools) {
+            text = template.render(messages, true, dev.tandem.llm.chat.ToolDefinitions.variables(tools));
+        } else {
+            List<ChatMessage> withTools = new java.util.ArrayList<>();
+            withTools.add(ChatMessage.system(dev.tandem.llm.chat.ToolDefinitions.instructions(tools)));
+            withTools.addAll(messages);
+            text = template.render(withTools, true);
+        }
         boolean templateHasBos = tokenizer.bos() >= 0 && text.startsWith(tokenizer.piece(tokenizer.bos()));
         return tokenizer.encode(text, !templateHasBos, true);
+    }
+
+    /** How this model writes tool calls, as its chat template teaches it. */
+    public dev.tandem.llm.chat.ToolSyntax toolSyntax() {
+        return toolSyntax;
     }
 
     /**

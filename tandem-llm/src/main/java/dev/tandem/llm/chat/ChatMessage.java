@@ -1,14 +1,19 @@
 package dev.tandem.llm.chat;
 
+import java.util.List;
+
 /**
- * One turn of a conversation, as chat templates see it: {@code message.role} and
- * {@code message.content} (or {@code message['role']}).
+ * One turn of a conversation, as chat templates see it: {@code message.role},
+ * {@code message.content}, and for tool use {@code message.tool_calls} (an assistant turn's
+ * calls), {@code message.tool_call_id} and {@code message.name} (a {@code tool} turn's answer).
  *
- * @param role    {@code system}, {@code user} or {@code assistant} (templates may know others, such
- *                as {@code tool}); never blank
- * @param content the text of the turn, possibly empty
+ * @param role       {@code system}, {@code user}, {@code assistant} or {@code tool} (templates may
+ *                   know others); never blank
+ * @param content    the text of the turn, possibly empty
+ * @param toolCalls  the calls an assistant turn makes, empty for none
+ * @param toolCallId the call a {@code tool} turn answers, or null
  */
-public record ChatMessage(String role, String content) {
+public record ChatMessage(String role, String content, List<ToolCall> toolCalls, String toolCallId) {
 
     public ChatMessage {
         if (role == null || role.isBlank()) {
@@ -17,6 +22,12 @@ public record ChatMessage(String role, String content) {
         if (content == null) {
             throw new IllegalArgumentException("content of a " + role + " message must not be null");
         }
+        toolCalls = toolCalls == null ? List.of() : List.copyOf(toolCalls);
+    }
+
+    /** A turn of text alone. */
+    public ChatMessage(String role, String content) {
+        this(role, content, List.of(), null);
     }
 
     public static ChatMessage system(String content) {

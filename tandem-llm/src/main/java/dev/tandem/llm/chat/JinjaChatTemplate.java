@@ -89,6 +89,23 @@ final class JinjaChatTemplate implements ChatTemplate {
             Map<String, Object> turn = new LinkedHashMap<>();
             turn.put("role", message.role());
             turn.put("content", message.content());
+            if (!message.toolCalls().isEmpty()) {
+                List<Object> calls = new ArrayList<>();
+                for (ToolCall call : message.toolCalls()) {
+                    Map<String, Object> function = new LinkedHashMap<>();
+                    function.put("name", call.name());
+                    function.put("arguments", ToolDefinitions.parse(call.arguments())); // templates expect a dict
+                    Map<String, Object> entry = new LinkedHashMap<>();
+                    entry.put("id", call.id());
+                    entry.put("type", "function");
+                    entry.put("function", function);
+                    calls.add(entry);
+                }
+                turn.put("tool_calls", calls);
+            }
+            if (message.toolCallId() != null) {
+                turn.put("tool_call_id", message.toolCallId());
+            }
             turns.add(turn);
         }
         context.put("messages", turns);
