@@ -6,6 +6,7 @@ import dev.tandem.llm.Completion;
 import dev.tandem.llm.FinishReason;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.chat.ToolCall;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import java.io.UncheckedIOException;
@@ -85,7 +86,7 @@ final class CompletionsApi {
             return model.encode(request.prompt());
         }
         try {
-            return model.encodeChat(request.messages());
+            return model.encodeChat(request.messages(), request.tools());
         } catch (RuntimeException e) {
             // The template rejects the conversation (e.g. roles that do not alternate).
             throw ApiException.badParameter("messages", "the chat template rejects these messages: " + e.getMessage());
@@ -104,17 +105,21 @@ final class CompletionsApi {
         try {
             events = new SseWriter(res, config.keepAlive(), completion::cancel);
             if (request.chat()) {
-                events.data(chunk(request, id, created, "", true, null));
+                events.data(chunk(request, id, created, null, true, null));
             }
+            ToolCallFilter tools = new ToolCallFilter(model.toolSyntax(), request.usesTools(),
+                    request.parallelToolCalls());
             for (Completion.Delta delta : completion) {
                 if (delta.token() >= 0 && first == 0) {
                     first = System.nanoTime();
                 }
-                if (!delta.text().isEmpty()) {
-                    events.data(chunk(request, id, created, delta.text(), false, null));
+                String out = tools.accept(delta.text());
+                if (!out.isEmpty()) {
+                    events.data(chunk(request, id, created, out, false, null));
                 }
             }
             FinishReason finish = completion.finishReason();
+            ToolCallFilter.End end = finish == FinishReason.ABORTED ? null : tools.end();
             if (events.clientGone()) {
                 outcome = "disconnected";
             } else if (finish == FinishReason.ABORTED) {
@@ -124,7 +129,23 @@ final class CompletionsApi {
                 events.data("[DONE]");
                 outcome = "aborted";
             } else {
-                events.data(chunk(request, id, created, null, false, finish.wire()));
+                if (!end.content().isEmpty()) {
+                    events.data(chunk(request, id, created, end.content(), false, null));
+                }
+                for (int i = 0; i < end.calls().size(); i++) {
+                    ToolCall call = end.calls().get(i);
+                    ObjectNode opening = chunk(request, id, created, null, false, null);
+                    ObjectNode entry = ((ObjectNode) opening.at("/choices/0/delta")).putArray("tool_calls").addObject()
+                            .put("index", i).put("id", call.id()).put("type", "function");
+                    entry.putObject("function").put("name", call.name()).put("arguments", "");
+                    events.data(opening);
+                    ObjectNode arguments = chunk(request, id, created, null, false, null);
+                    ((ObjectNode) arguments.at("/choices/0/delta")).putArray("tool_calls").addObject().put("index", i)
+                            .putObject("function").put("arguments", call.arguments());
+                    events.data(arguments);
+                }
+                events.data(chunk(request, id, created, null, false,
+                        end.calls().isEmpty() ? finish.wire() : "tool_calls"));
                 if (request.includeUsage()) {
                     ObjectNode usage = envelope(request, id, created, true);
                     usage.putArray("choices");
@@ -169,12 +190,31 @@ final class CompletionsApi {
         long created = Instant.now().getEpochSecond();
         ObjectNode body = envelope(request, id, created, false);
         ObjectNode choice = body.putArray("choices").addObject().put("index", 0);
+        String finishReason = finish.wire();
         if (request.chat()) {
-            choice.putObject("message").put("role", "assistant").put("content", completion.text()).putNull("refusal");
+            ToolCallFilter.End end = ToolCallFilter.whole(completion.text(), model.toolSyntax(), request.usesTools(),
+                    request.parallelToolCalls());
+            ObjectNode message = choice.putObject("message").put("role", "assistant");
+            if (end.calls().isEmpty()) {
+                message.put("content", end.content());
+            } else {
+                if (end.content().isEmpty()) {
+                    message.putNull("content");
+                } else {
+                    message.put("content", end.content());
+                }
+                ArrayNode calls = message.putArray("tool_calls");
+                for (ToolCall call : end.calls()) {
+                    ObjectNode entry = calls.addObject().put("id", call.id()).put("type", "function");
+                    entry.putObject("function").put("name", call.name()).put("arguments", call.arguments());
+                }
+                finishReason = "tool_calls";
+            }
+            message.putNull("refusal");
         } else {
             choice.put("text", completion.text());
         }
-        choice.putNull("logprobs").put("finish_reason", finish.wire());
+        choice.putNull("logprobs").put("finish_reason", finishReason);
         body.set("usage", usage(promptTokens, completionTokens, completion.cachedPromptTokens()));
         metrics.request(operation, finish.wire(), promptTokens, completionTokens, start, first, System.nanoTime());
         Replies.json(res, body);
@@ -195,7 +235,7 @@ final class CompletionsApi {
         if (request.chat()) {
             ObjectNode delta = choice.putObject("delta");
             if (role) {
-                delta.put("role", "assistant");
+                delta.put("role", "assistant").putNull("content"); // as llama-server's first chunk
             }
             if (text != null) {
                 delta.put("content", text);

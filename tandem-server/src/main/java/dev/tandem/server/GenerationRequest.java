@@ -2,6 +2,7 @@ package dev.tandem.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.tandem.llm.chat.ChatMessage;
+import dev.tandem.llm.chat.ToolCall;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.ArrayList;
 import java.util.List;
@@ -27,9 +28,18 @@ import java.util.Set;
  * @param stream       whether to answer with server-sent events
  * @param includeUsage {@code stream_options.include_usage}
  * @param ignoreEos    llama-server's {@code ignore_eos}: generate through the end-of-sequence token
+ * @param tools        the tools offered (each the JSON text of {@code {"type": "function", …}}),
+ *                     empty when none are, or when {@code tool_choice} is {@code none}
+ * @param parallelToolCalls whether the reply may make several calls ({@code parallel_tool_calls})
  */
 record GenerationRequest(boolean chat, String model, List<ChatMessage> messages, String prompt, int maxTokens,
-        SamplerConfig sampler, List<String> stop, boolean stream, boolean includeUsage, boolean ignoreEos) {
+        SamplerConfig sampler, List<String> stop, boolean stream, boolean includeUsage, boolean ignoreEos,
+        List<String> tools, boolean parallelToolCalls) {
+
+    /** Whether the reply is read for tool calls. */
+    boolean usesTools() {
+        return !tools.isEmpty();
+    }
 
     static final int MAX_STOP_STRINGS = 4;
 
@@ -116,8 +126,11 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         if (user != null && !user.isNull() && !user.isTextual()) {
             throw ApiException.badParameter("user", "user must be a string");
         }
+        List<String> tools = chat ? tools(body) : List.of();
+        JsonNode parallel = body.get("parallel_tool_calls");
+        boolean parallelToolCalls = parallel == null || parallel.isNull() || parallel.booleanValue();
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
-                includeUsage, optionalBoolean(body, "ignore_eos"));
+                includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls);
     }
 
     /**
@@ -141,9 +154,9 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
                 "log-probabilities are not supported yet");
         refuseUnless(body, "response_format", v -> v.isObject() && "text".equals(v.path("type").asText()),
                 "only response_format {\"type\": \"text\"} is supported yet");
-        refuseUnless(body, "tools", v -> v.isArray() && v.isEmpty(), "tools are not supported yet");
+        refuseUnless(body, "tools", JsonNode::isArray, "tools must be an array of functions");
         refuseUnless(body, "tool_choice", v -> v.isTextual() && (v.asText().equals("none") || v.asText().equals("auto")),
-                "tool_choice needs tools, which are not supported yet");
+                "tool_choice may be none or auto; required and a named function are not supported yet");
         refuseUnless(body, "parallel_tool_calls", JsonNode::isBoolean, "parallel_tool_calls must be a boolean");
         refuseUnless(body, "functions", v -> v.isArray() && v.isEmpty(), "functions (deprecated) are not supported");
         refuseUnless(body, "function_call", v -> v.isTextual() && v.asText().equals("none"),
@@ -173,6 +186,46 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
     }
 
+    private static final java.util.regex.Pattern FUNCTION_NAME = java.util.regex.Pattern.compile("[a-zA-Z0-9_-]{1,64}");
+
+    /** The functions of {@code tools}, each as the JSON text templates get; none when tool_choice is none. */
+    private static List<String> tools(JsonNode body) {
+        JsonNode tools = body.get("tools");
+        JsonNode choice = body.get("tool_choice");
+        if (tools == null || tools.isNull() || tools.isEmpty()
+                || choice != null && choice.isTextual() && choice.asText().equals("none")) {
+            return List.of();
+        }
+        List<String> out = new ArrayList<>();
+        java.util.Set<String> names = new java.util.HashSet<>();
+        for (int i = 0; i < tools.size(); i++) {
+            JsonNode tool = tools.get(i);
+            String at = "tools[" + i + "]";
+            if (!tool.isObject() || !"function".equals(tool.path("type").asText())) {
+                throw unsupported(at + ".type", "only tools of type function are supported");
+            }
+            JsonNode function = tool.get("function");
+            if (function == null || !function.isObject()) {
+                throw ApiException.badParameter(at + ".function", at + ".function must be an object");
+            }
+            String name = function.path("name").asText("");
+            if (!FUNCTION_NAME.matcher(name).matches()) {
+                throw ApiException.badParameter(at + ".function.name", at
+                        + ".function.name must be 1 to 64 letters, digits, underscores or dashes");
+            }
+            if (!names.add(name)) {
+                throw ApiException.badParameter(at + ".function.name", "two tools are named " + name);
+            }
+            JsonNode parameters = function.get("parameters");
+            if (parameters != null && !parameters.isNull() && !parameters.isObject()) {
+                throw ApiException.badParameter(at + ".function.parameters", at
+                        + ".function.parameters must be a JSON Schema object");
+            }
+            out.add(tool.toString());
+        }
+        return List.copyOf(out);
+    }
+
     private static final Map<String, String> ROLES = Map.of("system", "system", "developer", "system", "user", "user",
             "assistant", "assistant", "tool", "tool");
 
@@ -196,9 +249,55 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             if (mapped == null) {
                 throw ApiException.badParameter(at + ".role", at + ".role must be one of " + ROLES.keySet());
             }
-            messages.add(new ChatMessage(mapped, content(m.get("content"), at + ".content")));
+            messages.add(new ChatMessage(mapped, content(m.get("content"), at + ".content"),
+                    toolCalls(m, mapped, at), toolCallId(m, mapped, at)));
         }
         return messages;
+    }
+
+    /** An assistant turn's {@code tool_calls}: each {@code {id, type: function, function: {name, arguments}}}. */
+    private static List<ToolCall> toolCalls(JsonNode m, String role, String at) {
+        JsonNode calls = m.get("tool_calls");
+        if (calls == null || calls.isNull()) {
+            return List.of();
+        }
+        if (!role.equals("assistant") || !calls.isArray()) {
+            throw ApiException.badParameter(at + ".tool_calls", "tool_calls must be an array, on an assistant message");
+        }
+        List<ToolCall> out = new ArrayList<>();
+        for (int j = 0; j < calls.size(); j++) {
+            JsonNode call = calls.get(j);
+            String where = at + ".tool_calls[" + j + "]";
+            JsonNode function = call.path("function");
+            if (!call.path("id").isTextual() || !function.path("name").isTextual()
+                    || !function.path("arguments").isTextual()) {
+                throw ApiException.badParameter(where, where
+                        + " needs an id, and a function with a name and arguments (a JSON string)");
+            }
+            try {
+                if (!Replies.JSON.readTree(function.get("arguments").asText()).isObject()) {
+                    throw ApiException.badParameter(where + ".function.arguments", "arguments must hold a JSON object");
+                }
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                throw ApiException.badParameter(where + ".function.arguments", "arguments are not JSON: "
+                        + e.getOriginalMessage());
+            }
+            out.add(new ToolCall(call.get("id").asText(), function.get("name").asText(),
+                    function.get("arguments").asText()));
+        }
+        return out;
+    }
+
+    /** A tool turn's {@code tool_call_id}, which it must have. */
+    private static String toolCallId(JsonNode m, String role, String at) {
+        JsonNode id = m.get("tool_call_id");
+        if (!role.equals("tool")) {
+            return null;
+        }
+        if (id == null || !id.isTextual()) {
+            throw ApiException.badParameter(at + ".tool_call_id", "a tool message needs the tool_call_id it answers");
+        }
+        return id.asText();
     }
 
     /** A message's content: a string, null (an assistant turn of tool calls), or text parts. */
