@@ -18,7 +18,9 @@ import dev.tandem.Token;
 import dev.tandem.TokenFeed;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.sampling.Sampler;
+import dev.tandem.llm.sampling.TokenLogprobs;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -225,6 +227,7 @@ public final class Batcher implements AutoCloseable {
                     + " tokens leaves no room in the context of " + c.contextLength());
         }
         int maxTokens = Math.min(options.maxTokens(), room);
+        TokenGrammar grammar = options.grammar() == null ? null : model.compile(options.grammar());
         int need = Math.ceilDiv(prompt.length + maxTokens - 1, blockSize);
         if (need > poolBlocks) {
             throw new AdmissionRejectedException(AdmissionRejectedException.Reason.TOO_LARGE, "a prompt of "
@@ -242,7 +245,7 @@ public final class Batcher implements AutoCloseable {
                         config.maxQueued() + " members are waiting to join");
             }
             TokenFeed feed = TokenFeed.builder(worker).name("member").deadline(deadline).onChange(this::wake).build();
-            Member member = new Member(feed, prompt.clone(), options, maxTokens, need);
+            Member member = new Member(feed, prompt.clone(), options, maxTokens, need, grammar);
             queue.add(member);
             work.signal();
             return model.start(feed.stream(), prompt, options);
@@ -448,7 +451,8 @@ public final class Batcher implements AutoCloseable {
             slotUsed[slot] = true;
             m.slot = slot;
             reserved += m.need;
-            m.sampler = new Sampler(m.options.sampler(), model.config().vocab());
+            m.sampler = new Sampler(m.options.sampler(), model.config().vocab(),
+                    m.grammar == null ? null : m.grammar.matcher(), m.options.logprobs());
             m.sampler.acceptPrompt(m.prompt);
             m.feed.started();
             active.add(m);
@@ -548,9 +552,12 @@ public final class Batcher implements AutoCloseable {
         if (n > 0) {
             Sampler[] samplers = new Sampler[n];
             int[] slots = new int[n];
+            @SuppressWarnings("unchecked")
+            ConcurrentLinkedQueue<TokenLogprobs>[] logprobs = new ConcurrentLinkedQueue[n];
             for (int i = 0; i < n; i++) {
                 samplers[i] = plan.members[i].sampler;
                 slots[i] = plan.members[i].slot;
+                logprobs[i] = plan.members[i].logprobs;
             }
             List<Access> accesses = new ArrayList<>();
             int blocks = llama.addLogitReads(accesses, a, n);
@@ -562,6 +569,9 @@ public final class Batcher implements AutoCloseable {
                     long row = (long) i * vocab * F;
                     LlamaModel.gatherRow(k, 0, blocks, n, i, logits, row);
                     int token = samplers[i].sample(logits, row);
+                    if (logprobs[i] != null) {
+                        logprobs[i].add(samplers[i].lastLogprobs());
+                    }
                     tokens.setAtIndex(I32, i, token);
                     nextTokens.setAtIndex(I32, slots[i], token);
                 }
@@ -596,11 +606,21 @@ public final class Batcher implements AutoCloseable {
                 for (int i = 0; i < plan.columns; i++) {
                     Member m = plan.members[i];
                     m.delivered++;
+                    // the sample task queued one record per token of the member, in step order
+                    TokenLogprobs lp = m.logprobs == null ? null : m.logprobs.poll();
                     if (m.left || m.feed.isEnded()) {
                         continue; // built before its end: dropped
                     }
                     int t = ints.getAtIndex(I32, i);
-                    m.feed.offerInt(t);
+                    if (lp == null) {
+                        m.feed.offerInt(t);
+                    } else {
+                        byte[] bytes = new byte[Integer.BYTES + TokenLogprobs.bytes(lp.topTokens().length)];
+                        MemorySegment to = MemorySegment.ofArray(bytes);
+                        to.set(I32, 0, t);
+                        lp.writeTo(to, Integer.BYTES);
+                        m.feed.offer(bytes);
+                    }
                     tokens++;
                     if (model.endsGeneration(t) && !m.options.ignoreEos()) {
                         m.feed.complete();
@@ -676,6 +696,13 @@ public final class Batcher implements AutoCloseable {
         final int maxTokens;
         final int need;
         final int[] table;
+        /** The member's grammar, or null. */
+        final TokenGrammar grammar;
+        /**
+         * With logprobs: the records of its sampled tokens, added by the sample task and taken by the
+         * delivery in the same (step) order; null without.
+         */
+        final ConcurrentLinkedQueue<TokenLogprobs> logprobs;
         int blockCount;
         int slot = -1;
         Sampler sampler;
@@ -684,8 +711,10 @@ public final class Batcher implements AutoCloseable {
         int delivered;
         boolean left;
 
-        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need) {
+        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need, TokenGrammar grammar) {
             this.feed = feed;
+            this.grammar = grammar;
+            this.logprobs = options.logprobs() >= 0 ? new ConcurrentLinkedQueue<>() : null;
             this.prompt = prompt;
             this.options = options;
             this.maxTokens = maxTokens;
