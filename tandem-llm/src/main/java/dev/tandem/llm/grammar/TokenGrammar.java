@@ -1,6 +1,7 @@
 package dev.tandem.llm.grammar;
 
 import dev.tandem.llm.grammar.GrammarVocabulary.Trie;
+import java.util.HashMap;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -11,7 +12,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * <p><b>The mask of a state</b> is the set of tokens whose bytes the automaton can consume from
  * it (each byte in turn, from the state), plus the end tokens when the state accepts. It is
  * computed by walking the vocabulary's trie depth-first with the automaton, a subtree cut off as
- * soon as its prefix leaves no stack, and cached by state (the set of stacks): in JSON the states
+ * soon as its prefix leaves no stack (the automaton's transitions memoised within the walk), and
+ * cached by state (the set of stacks): in JSON the states
  * repeat (inside one string every character leaves the same stacks), so after the first few tokens
  * of a schema most steps cost a cache lookup and a pass over the mask's words. The cache holds at
  * most about 64 MiB of masks per grammar and starts over when full.
@@ -89,25 +91,62 @@ public final class TokenGrammar {
             System.arraycopy(endMask, 0, mask, 0, words);
         }
         if (!state.isComplete()) {
-            walk(vocabulary.trie(), 0, state, mask);
+            new Walk(vocabulary.trie(), mask).from(0, new Walk.State(state));
         }
         return mask;
     }
 
-    private void walk(Trie trie, int node, Stacks state, long[] mask) {
-        byte[] bytes = trie.childBytes[node];
-        int[] children = trie.children[node];
-        for (int i = 0; i < bytes.length; i++) {
-            Stacks next = table.advance(state, bytes[i] & 0xFF);
-            if (next.isDead()) {
-                continue;
+    /**
+     * One walk of the trie from a state. Trie nodes far apart often leave the automaton in the same
+     * state (inside a string, every ordinary character does), so each distinct state of the walk is
+     * made once and its transitions memoised: the walk then costs about an array lookup per trie node.
+     */
+    private final class Walk {
+        final Trie trie;
+        final long[] mask;
+        final HashMap<Stacks, State> states = new HashMap<>();
+
+        Walk(Trie trie, long[] mask) {
+            this.trie = trie;
+            this.mask = mask;
+        }
+
+        static final class State {
+            final Stacks stacks;
+            final State[] next = new State[256];
+
+            State(Stacks stacks) {
+                this.stacks = stacks;
             }
-            int child = children[i];
-            for (int t : trie.tokens[child]) {
-                mask[t >>> 6] |= 1L << (t & 63);
+        }
+
+        private static final State DEAD = new State(Stacks.DEAD);
+
+        State next(State from, int b) {
+            State n = from.next[b];
+            if (n == null) {
+                Stacks s = table.advance(from.stacks, b);
+                n = s.isDead() ? DEAD : states.computeIfAbsent(s, State::new);
+                from.next[b] = n;
             }
-            if (!next.isComplete()) {
-                walk(trie, child, next, mask);
+            return n;
+        }
+
+        void from(int node, State state) {
+            byte[] bytes = trie.childBytes[node];
+            int[] children = trie.children[node];
+            for (int i = 0; i < bytes.length; i++) {
+                State next = next(state, bytes[i] & 0xFF);
+                if (next == DEAD) {
+                    continue;
+                }
+                int child = children[i];
+                for (int t : trie.tokens[child]) {
+                    mask[t >>> 6] |= 1L << (t & 63);
+                }
+                if (!next.stacks.isComplete()) {
+                    from(child, next);
+                }
             }
         }
     }

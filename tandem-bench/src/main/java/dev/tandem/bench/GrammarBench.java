@@ -1,0 +1,174 @@
+package dev.tandem.bench;
+
+import dev.tandem.CpuDevice;
+import dev.tandem.Worker;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.grammar.Grammar;
+import dev.tandem.llm.grammar.GrammarVocabulary;
+import dev.tandem.llm.grammar.TokenGrammar;
+import dev.tandem.llm.sampling.Sampler;
+import dev.tandem.llm.sampling.SamplerConfig;
+import dev.tandem.llm.tokenizer.Tokenizer;
+import dev.tandem.llm.tokenizer.Vocabulary;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Random;
+
+/**
+ * What constrained decoding costs per token: the sample step with and without a grammar (the
+ * mask's lookup and application, the matcher's advance) over real vocabularies, with random
+ * logits, and whole decoding on the embedded model with and without a grammar. Contenders
+ * alternate within each round; figures are medians over the rounds after the first.
+ *
+ * <p>{@code java ... dev.tandem.bench.GrammarBench [vocab.gguf ...]}: vocabulary-only GGUF files
+ * (say {@code ../shared/models/vocab/ggml-vocab-llama-spm.gguf}); the embedded model's always.
+ */
+public final class GrammarBench {
+    static final String SCHEMA = """
+            {"type":"object","properties":{
+              "city":{"type":"string","maxLength":24},
+              "unit":{"enum":["celsius","fahrenheit"]},
+              "days":{"type":"integer"},
+              "tags":{"type":"array","items":{"type":"string","maxLength":12},"maxItems":4},
+              "alert":{"anyOf":[{"type":"boolean"},{"type":"null"}]}},
+             "required":["city","unit","days","tags","alert"],"additionalProperties":false}""";
+
+    private GrammarBench() {}
+
+    /**
+     * One sampler comparison.
+     *
+     * @param coldMs the first sequence under a freshly compiled grammar (trie, masks all computed), ms
+     */
+    public record SamplerRow(String vocabulary, int vocab, String grammar, double plainNs, double constrainedNs,
+            double coldMs) {
+        public double ratio() {
+            return constrainedNs / plainNs;
+        }
+    }
+
+    public static SamplerRow sampler(String name, Tokenizer tokenizer, Grammar grammar, String grammarName,
+            int rounds, int tokens) {
+        int vocab = tokenizer.vocabSize();
+        int eos = tokenizer.eos();
+        float[] logits = new float[vocab];
+        Random random = new Random(1);
+        for (int i = 0; i < vocab; i++) {
+            logits[i] = (float) random.nextGaussian() * 2;
+        }
+        SamplerConfig config = SamplerConfig.builder().seed(7).build(); // llama.cpp's defaults: top-k 40 ...
+        long t0 = System.nanoTime();
+        GrammarVocabulary v = GrammarVocabulary.of(tokenizer, t -> t == eos);
+        TokenGrammar compiled = v.compile(grammar);
+        Sampler cold = new Sampler(config, vocab, compiled.matcher(), -1);
+        while (!cold.grammar().isEnded() && cold.position() < 10_000) {
+            cold.sample(logits, 0);
+        }
+        double coldMs = (System.nanoTime() - t0) / 1e6;
+        List<Double> plain = new ArrayList<>();
+        List<Double> constrained = new ArrayList<>();
+        for (int round = 0; round <= rounds; round++) {
+            Sampler p = new Sampler(config.toBuilder().seed(round).build(), vocab);
+            long a = System.nanoTime();
+            for (int i = 0; i < tokens; i++) {
+                p.sample(logits, 0);
+            }
+            long b = System.nanoTime();
+            Sampler c = new Sampler(config.toBuilder().seed(round).build(), vocab, compiled.matcher(), -1);
+            long d = System.nanoTime();
+            for (int i = 0; i < tokens; i++) {
+                c.sample(logits, 0);
+                if (c.grammar().isEnded()) {
+                    c.reset();
+                }
+            }
+            long e = System.nanoTime();
+            if (round > 0) {
+                plain.add((double) (b - a) / tokens);
+                constrained.add((double) (e - d) / tokens);
+            }
+        }
+        return new SamplerRow(name, vocab, grammarName, Stats.median(plain), Stats.median(constrained), coldMs);
+    }
+
+    /** Whole decoding on the embedded model: median ns per generated token, without and with a grammar. */
+    public record DecodeRow(double plainNs, double constrainedNs, int constrainedTokens) {
+        public double ratio() {
+            return constrainedNs / plainNs;
+        }
+    }
+
+    public static DecodeRow decode(int rounds) {
+        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path(), 2048);
+            int[] prompt = model.encode("Once upon a time");
+            GenerateOptions plain = GenerateOptions.defaults().withMaxTokens(256).withIgnoreEos(true);
+            GenerateOptions constrained = GenerateOptions.defaults().withMaxTokens(1024)
+                    .withGrammar(Grammar.jsonSchema(SCHEMA));
+            List<Double> p = new ArrayList<>();
+            List<Double> c = new ArrayList<>();
+            int n = 0;
+            for (int round = 0; round <= rounds; round++) {
+                double a = perToken(model, worker, prompt, plain);
+                long start = System.nanoTime();
+                Completion done = run(model, worker, prompt, constrained);
+                done.await();
+                n = done.tokens().length;
+                double b = (double) (System.nanoTime() - start) / Math.max(1, n);
+                if (round > 0) {
+                    p.add(a);
+                    c.add(b);
+                }
+            }
+            return new DecodeRow(Stats.median(p), Stats.median(c), n);
+        }
+    }
+
+    private static Completion run(LanguageModel model, Worker worker, int[] prompt, GenerateOptions options) {
+        return model.start(worker.run(model.program(), model.request(prompt, options), model.runOptions(options)),
+                prompt, options);
+    }
+
+    private static double perToken(LanguageModel model, Worker worker, int[] prompt, GenerateOptions options) {
+        long start = System.nanoTime();
+        Completion c = run(model, worker, prompt, options);
+        c.await();
+        return (double) (System.nanoTime() - start) / Math.max(1, c.tokens().length);
+    }
+
+    public static void main(String[] args) throws Exception {
+        List<SamplerRow> rows = new ArrayList<>();
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            Tokenizer embedded = LanguageModel.load(worker, EmbeddedModel.path()).tokenizer();
+            rows.add(sampler("stories260K", embedded, Grammar.jsonSchema(SCHEMA), "schema", 7, 4000));
+            rows.add(sampler("stories260K", embedded, Grammar.jsonObject(), "json_object", 7, 4000));
+        }
+        for (String arg : args) {
+            Path path = Path.of(arg);
+            if (!Files.exists(path)) {
+                System.out.println("skipped " + arg + ": no such file");
+                continue;
+            }
+            Tokenizer t = Tokenizer.of(Vocabulary.fromGguf(path));
+            String name = path.getFileName().toString().replace(".gguf", "");
+            rows.add(sampler(name, t, Grammar.jsonSchema(SCHEMA), "schema", 7, 2000));
+            rows.add(sampler(name, t, Grammar.jsonObject(), "json_object", 7, 2000));
+        }
+        System.out.println("| vocabulary | tokens | grammar | plain ns/token | constrained ns/token | ratio | cold sequence ms |");
+        System.out.println("| --- | --- | --- | --- | --- | --- | --- |");
+        for (SamplerRow r : rows) {
+            System.out.printf(Locale.ROOT, "| %s | %d | %s | %.0f | %.0f | %.2f | %.1f |%n", r.vocabulary(), r.vocab(),
+                    r.grammar(), r.plainNs(), r.constrainedNs(), r.ratio(), r.coldMs());
+        }
+        DecodeRow d = decode(5);
+        System.out.printf(Locale.ROOT, "decode stories260K (request of its own, greedy): plain %.1f us/token, schema"
+                + " %.1f us/token (%d tokens), ratio %.2f%n", d.plainNs() / 1e3, d.constrainedNs() / 1e3,
+                d.constrainedTokens(), d.ratio());
+    }
+}
