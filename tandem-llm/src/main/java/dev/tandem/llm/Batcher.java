@@ -95,6 +95,10 @@ import org.slf4j.LoggerFactory;
  * what a request of its own computes (rows are independent in every kernel), so greedy output
  * is token for token that of {@link LanguageModel} alone.
  *
+ * <p><b>Failures of one member.</b> A draw that throws (a member's grammar that the vocabulary
+ * cannot continue) is caught in the sample task and recorded on the member; the delivery fails
+ * that member's feed with it, and the batch goes on. Errors belong to the request that caused them.
+ *
  * <p><b>Back-pressure.</b> A member whose reader holds {@code streamBuffer} tokens it has not
  * taken (counting tokens in built steps) sits out the steps until the reader takes one (the
  * feed's {@code onChange} wakes the program); the others go on.
@@ -551,6 +555,7 @@ public final class Batcher implements AutoCloseable {
         llama.forward(o, a, keys, values, rowTokens, plan.rows, plan.position, plan.tables, logitRows);
         if (n > 0) {
             Sampler[] samplers = new Sampler[n];
+            Member[] members = java.util.Arrays.copyOf(plan.members, n);
             int[] slots = new int[n];
             @SuppressWarnings("unchecked")
             ConcurrentLinkedQueue<TokenLogprobs>[] logprobs = new ConcurrentLinkedQueue[n];
@@ -568,8 +573,15 @@ public final class Batcher implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     long row = (long) i * vocab * F;
                     LlamaModel.gatherRow(k, 0, blocks, n, i, logits, row);
-                    int token = samplers[i].sample(logits, row);
-                    if (logprobs[i] != null) {
+                    int token;
+                    try {
+                        token = samplers[i].sample(logits, row);
+                    } catch (RuntimeException e) {
+                        // This member's grammar or logits failed: it fails alone, at delivery.
+                        members[i].sampleFailure = e;
+                        token = 0;
+                    }
+                    if (logprobs[i] != null && members[i].sampleFailure == null) {
                         logprobs[i].add(samplers[i].lastLogprobs());
                     }
                     tokens.setAtIndex(I32, i, token);
@@ -610,6 +622,11 @@ public final class Batcher implements AutoCloseable {
                     TokenLogprobs lp = m.logprobs == null ? null : m.logprobs.poll();
                     if (m.left || m.feed.isEnded()) {
                         continue; // built before its end: dropped
+                    }
+                    Throwable sampleFailure = m.sampleFailure;
+                    if (sampleFailure != null) {
+                        m.feed.fail(sampleFailure);
+                        continue;
                     }
                     int t = ints.getAtIndex(I32, i);
                     if (lp == null) {
@@ -703,6 +720,12 @@ public final class Batcher implements AutoCloseable {
          * delivery in the same (step) order; null without.
          */
         final ConcurrentLinkedQueue<TokenLogprobs> logprobs;
+        /**
+         * Set by a sample task whose draw for this member threw (say, its grammar allows no token
+         * of the vocabulary); the delivery fails the member's feed with it. Written by the sample task
+         * before the step's token exists, read by the delivery after: volatile for the reader only.
+         */
+        volatile Throwable sampleFailure;
         int blockCount;
         int slot = -1;
         Sampler sampler;

@@ -26,6 +26,17 @@ import java.util.List;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import dev.tandem.Outcome;
+import dev.tandem.Status;
+import dev.tandem.llm.gguf.GgufCheckpointWriter;
+import dev.tandem.llm.gguf.GgufFile;
+import dev.tandem.llm.gguf.GgufTensor;
+import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.gguf.GgufValueType;
+import dev.tandem.llm.gguf.GgufWriter;
+import java.nio.file.Path;
+import java.util.Arrays;
 
 /**
  * Constrained decoding and log-probabilities end to end on the embedded model, through both decode
@@ -224,5 +235,90 @@ class ConstrainedGenerationTest {
             assertThat(d.logprobs()).isNull();
         }
         assertThat(plain.logprobs()).isEmpty();
+    }
+
+    @Test
+    void randomWeightModelsKeepToRandomSchemas(@TempDir Path dir) throws Exception {
+        for (long weights = 1; weights <= 2; weights++) {
+            Path file = dir.resolve("random-" + weights + ".gguf");
+            new GgufCheckpointWriter(RandomWeights.forText(model.config(), weights)).vocabularyFrom(EmbeddedModel.path())
+                    .write(file);
+            try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+                LanguageModel random = LanguageModel.load(own, file, 2048);
+                try (Batcher batcher = Batcher.start(own, random, BatcherConfig.builder().maxBatch(4).build())) {
+                    List<String> schemas = new ArrayList<>();
+                    List<Completion> completions = new ArrayList<>();
+                    for (long seed = 0; seed < 6; seed++) {
+                        String schema = new dev.tandem.llm.grammar.RandomSchemasAccess(weights * 100 + seed).root();
+                        schemas.add(schema);
+                        completions.add(batcher.submit(random.encode("Lily"),
+                                sampled(seed).withGrammar(Grammar.jsonSchema(schema)), null));
+                    }
+                    for (int i = 0; i < completions.size(); i++) {
+                        Completion c = completions.get(i);
+                        String text = c.await();
+                        assertThat(c.finishReason()).as(schemas.get(i) + " gave " + text).isEqualTo(FinishReason.STOP);
+                        assertValid(schemas.get(i), text);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * A copy of the embedded model whose byte token for 0x01 is a control token: nothing else spells
+     * that byte, so a grammar that needs it cannot go on.
+     */
+    private static Path withoutByte01(Path dir) throws Exception {
+        Path copy = dir.resolve("no-0x01.gguf");
+        try (GgufFile source = GgufFile.open(EmbeddedModel.path())) {
+            GgufWriter w = new GgufWriter().version(source.version());
+            source.metadata().asMap().forEach(w::put);
+            List<String> tokens = source.metadata().strings("tokenizer.ggml.tokens");
+            int id = tokens.indexOf("<0x01>");
+            assertThat(id).as("the embedded vocabulary has byte tokens").isPositive();
+            long[] types = Arrays.stream(source.metadata().ints("tokenizer.ggml.token_type")).asLongStream().toArray();
+            types[id] = 3; // CONTROL
+            w.put("tokenizer.ggml.token_type", GgufValue.integers(GgufValueType.INT32, types));
+            for (GgufTensor t : source.tensors()) {
+                w.tensor(t.name(), t.type(), t.dims(), source.data(t));
+            }
+            w.write(copy);
+        }
+        return copy;
+    }
+
+    @Test
+    void aMemberWhoseGrammarTheVocabularyCannotContinueFailsAloneInTheBatch(@TempDir Path dir) throws Exception {
+        try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+            LanguageModel m = LanguageModel.load(own, withoutByte01(dir), 512);
+            Grammar needs01 = Grammar.literal("a\u0001b");
+            try (Batcher batcher = Batcher.start(own, m, BatcherConfig.builder().maxBatch(4).build())) {
+                Completion plain = batcher.submit(m.encode("Once"), GenerateOptions.defaults().withMaxTokens(40)
+                        .withIgnoreEos(true), null);
+                Completion stuck = batcher.submit(m.encode("Once"), GenerateOptions.defaults().withMaxTokens(40)
+                        .withGrammar(needs01), null);
+                stuck.await();
+                assertThat(stuck.finishReason()).isEqualTo(FinishReason.ABORTED);
+                Outcome outcome = stuck.outcome();
+                assertThat(outcome.status()).isEqualTo(Status.FAILED);
+                assertThat(outcome.cause()).hasMessageContaining("cannot spell");
+                assertThat(stuck.text()).isEqualTo("a");
+                plain.await();
+                assertThat(plain.finishReason()).isEqualTo(FinishReason.LENGTH);
+                assertThat(plain.tokens()).hasSize(40);
+                Completion after = batcher.submit(m.encode("Once"), GenerateOptions.defaults().withMaxTokens(5), null);
+                after.await();
+                assertThat(after.tokens()).hasSize(5);
+            }
+            // A request of its own fails the same way.
+            GenerateOptions options = GenerateOptions.defaults().withMaxTokens(40).withGrammar(needs01);
+            int[] prompt = m.encode("Once");
+            Completion alone = m.start(own.run(m.program(), m.request(prompt, options), m.runOptions(options)), prompt,
+                    options);
+            alone.await();
+            assertThat(alone.finishReason()).isEqualTo(FinishReason.ABORTED);
+            assertThat(alone.outcome().status()).isEqualTo(Status.FAILED);
+        }
     }
 }
