@@ -38,7 +38,12 @@ import java.util.Set;
  *       listed ones is generated: the output still validates). An object schema without
  *       {@code properties} generates any object ({@code {}} if additional properties are false);
  *   <li>strings: {@code minLength}, {@code maxLength} (in characters; an escape is one), {@code enum}
- *       and {@code const} (of any JSON values); {@code pattern} and {@code format} are refused;
+ *       and {@code const} (of any JSON values); {@code pattern}, anchored, in the regular-expression
+ *       subset of {@link PatternGrammar}; {@code format} {@code date} (days up to 28, so every date
+ *       generated exists), {@code time} and {@code date-time} (offsets within ±17:59), {@code uuid}
+ *       (others are refused); a
+ *       pattern or format beside a length bound is refused (put the bound into the pattern);
+ *       {@code pattern} and {@code format} on other types have no effect, as JSON Schema says;
  *   <li>numbers and integers: JSON's syntax, at most 16 digits before and after the point and 2 in
  *       the exponent; {@code minimum}, {@code maximum}, {@code multipleOf} are refused;
  *   <li>arrays: {@code items} (a schema), {@code minItems}, {@code maxItems};
@@ -58,8 +63,8 @@ public final class JsonSchemaGrammar {
     private static final Set<String> ANNOTATIONS = Set.of("title", "description", "$schema", "$id", "$comment",
             "examples", "default", "deprecated", "readOnly", "writeOnly");
     private static final Set<String> SUPPORTED = Set.of("type", "properties", "required", "additionalProperties",
-            "items", "minItems", "maxItems", "minLength", "maxLength", "enum", "const", "anyOf", "$ref", "$defs",
-            "definitions");
+            "items", "minItems", "maxItems", "minLength", "maxLength", "pattern", "format", "enum", "const", "anyOf",
+            "$ref", "$defs", "definitions");
     private static final Set<String> TYPES = Set.of("string", "number", "integer", "boolean", "null", "object",
             "array");
     /** Bounds above this are refused: their rules would be as many. */
@@ -175,7 +180,8 @@ public final class JsonSchemaGrammar {
                 types = Set.of("object");
             } else if (schema.has("items") || schema.has("minItems") || schema.has("maxItems")) {
                 types = Set.of("array");
-            } else if (schema.has("minLength") || schema.has("maxLength")) {
+            } else if (schema.has("minLength") || schema.has("maxLength") || schema.has("pattern")
+                    || schema.has("format")) {
                 types = Set.of("string");
             } else {
                 return anyValue();
@@ -258,8 +264,7 @@ public final class JsonSchemaGrammar {
 
     private static GrammarException unsupported(String keyword, String path) {
         String why = switch (keyword) {
-            case "pattern", "patternProperties" -> "regular expressions are not supported in constrained decoding";
-            case "format" -> "string formats are not supported in constrained decoding; use enum or a plain string";
+            case "patternProperties" -> "property names by pattern are not supported in constrained decoding";
             case "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf" ->
                     "numeric bounds are not supported in constrained decoding";
             case "oneOf" -> "oneOf is not supported (its alternatives must exclude each other); use anyOf";
@@ -294,6 +299,22 @@ public final class JsonSchemaGrammar {
     }
 
     private Node string(JsonNode schema, String path) {
+        if (schema.has("pattern") || schema.has("format")) {
+            String keyword = schema.has("pattern") ? "pattern" : "format";
+            for (String other : List.of("pattern", "format", "minLength", "maxLength")) {
+                if (!other.equals(keyword) && schema.has(other)) {
+                    throw new GrammarException(other, path, "\"" + other + "\" beside \"" + keyword
+                            + "\" is not supported: put the length into the pattern ({n,m})");
+                }
+            }
+            JsonNode value = schema.get(keyword);
+            if (!value.isTextual()) {
+                throw new GrammarException(keyword, path, keyword + " must be a string");
+            }
+            Node content = keyword.equals("pattern") ? PatternGrammar.compile(value.textValue(), path)
+                    : PatternGrammar.format(value.textValue(), path);
+            return seq(oneOf("\""), content, oneOf("\""));
+        }
         int min = bound(schema, "minLength", 0, path);
         int max = bound(schema, "maxLength", -1, path);
         if (max >= 0 && max < min) {

@@ -187,6 +187,38 @@ class GrammarMatcherTest {
         assertValid(parameters, wrapped.get("arguments").toString());
     }
 
+    static final List<String> PATTERNS = List.of("^[a-z]{1,3}-[0-9]{2}$", "^(yes|no|maybe)$", "^\\d+(\\.\\d{1,2})?$",
+            "^[A-Z][a-z]*( [A-Z][a-z]*)?$", "^[^,\"]{0,4}$", "^.{2,3}$", "^\\w\\s\\W$", "^[\\-+]?\\(?x\\)?$",
+            "^(?:ab|c)*d$", "^é[ü-ü]\\u0041\\x42$", "^\"\\\\$", "^\\S{1,2}\\D$");
+
+    /** Each pattern's outputs match it, by the JDK's regular expressions as well as the validator. */
+    @Property(tries = 120)
+    void everyWalkThroughAPatternMatchesIt(@ForAll long seed) throws Exception {
+        Random random = new Random(seed);
+        String pattern = PATTERNS.get(random.nextInt(PATTERNS.size()));
+        com.fasterxml.jackson.databind.node.ObjectNode schema = JSON.createObjectNode().put("type", "string")
+                .put("pattern", pattern);
+        String out = walk(SMALL.compile(Grammar.jsonSchema(schema.toString())), random, true);
+        assertValid(schema, out);
+        assertThat(java.util.regex.Pattern.compile(pattern).matcher(JSON.readTree(out).textValue()).matches())
+                .as("%s against %s", out, pattern).isTrue();
+    }
+
+    @Property(tries = 60)
+    void everyWalkThroughAFormatParses(@ForAll long seed) throws Exception {
+        Random random = new Random(seed);
+        String[] formats = {"date", "time", "date-time", "uuid"};
+        String format = formats[random.nextInt(formats.length)];
+        String schema = "{\"type\":\"string\",\"format\":\"" + format + "\"}";
+        String value = JSON.readTree(walk(SMALL.compile(Grammar.jsonSchema(schema)), random, false)).textValue();
+        switch (format) {
+            case "date" -> java.time.LocalDate.parse(value);
+            case "time" -> java.time.OffsetTime.parse(value);
+            case "date-time" -> java.time.OffsetDateTime.parse(value);
+            default -> assertThat(java.util.UUID.fromString(value).toString()).isEqualTo(value);
+        }
+    }
+
     @Test
     void anyOfToolCallsAndRepeatsCompose() throws Exception {
         Grammar a = Grammar.sequence(Grammar.literal("A:"), Grammar.jsonSchema("{\"type\":\"integer\"}"));

@@ -17,8 +17,15 @@ class JsonSchemaGrammarTest {
 
     @ParameterizedTest
     @CsvSource(delimiter = '|', value = {
-        "{\"type\":\"string\",\"pattern\":\"^a+$\"}                                   | pattern              | ",
-        "{\"type\":\"string\",\"format\":\"date-time\"}                               | format               | ",
+        "{\"type\":\"string\",\"pattern\":\"a+\"}                                     | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^(?=a)a$\"}                               | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^(a)\\\\1$\"}                              | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^a+?$\"}                                  | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^[a-$\"}                                  | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^a{5,2}$\"}                               | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^[^é]$\"}                                 | pattern              | ",
+        "{\"type\":\"string\",\"pattern\":\"^a$\",\"maxLength\":3}                    | maxLength            | ",
+        "{\"type\":\"string\",\"format\":\"email\"}                                   | format               | ",
         "{\"type\":\"integer\",\"minimum\":3}                                         | minimum              | ",
         "{\"type\":\"number\",\"multipleOf\":2}                                       | multipleOf           | ",
         "{\"oneOf\":[{\"type\":\"string\"}]}                                           | oneOf                | ",

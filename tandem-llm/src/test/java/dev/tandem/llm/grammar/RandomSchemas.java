@@ -9,7 +9,7 @@ import java.util.Random;
 /**
  * Random JSON Schemas of the supported subset whose languages are finite (strings and arrays
  * bounded), so a random walk through one always ends: objects with required and optional
- * properties, strings with length bounds, enums and consts of mixed values, numbers, integers,
+ * properties, strings with length bounds, patterns or formats, enums and consts of mixed values, numbers, integers,
  * booleans, null, type lists, arrays, anyOf, and $defs/$ref.
  */
 final class RandomSchemas {
@@ -70,6 +70,14 @@ final class RandomSchemas {
 
     private ObjectNode string() {
         ObjectNode s = type("string");
+        if (random.nextInt(4) == 0) {
+            s.put("pattern", GrammarMatcherTest.PATTERNS.get(random.nextInt(GrammarMatcherTest.PATTERNS.size())));
+            return s;
+        }
+        if (random.nextInt(6) == 0) {
+            s.put("format", new String[] {"date", "time", "date-time", "uuid"}[random.nextInt(4)]);
+            return s;
+        }
         int min = random.nextInt(3);
         s.put("minLength", min);
         s.put("maxLength", min + random.nextInt(4));
