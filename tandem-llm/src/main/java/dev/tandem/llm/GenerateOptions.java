@@ -38,6 +38,10 @@ public record GenerateOptions(int maxTokens, SamplerConfig sampler, List<String>
                 throw new IllegalArgumentException("a stop string must not be empty");
             }
         }
+        if (grammar != null && ignoreEos) {
+            throw new IllegalArgumentException("a grammar and ignoreEos exclude each other: a constrained output ends"
+                    + " with the end token where its grammar's text is complete");
+        }
         if (logprobs < -1 || logprobs > TokenLogprobs.MAX_TOP) {
             throw new IllegalArgumentException("logprobs = " + logprobs + " must be in [-1, " + TokenLogprobs.MAX_TOP
                     + "] (-1: none)");

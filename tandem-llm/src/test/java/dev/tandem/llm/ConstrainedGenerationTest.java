@@ -161,12 +161,12 @@ class ConstrainedGenerationTest {
     }
 
     @Test
-    void anUncompilableSchemaFailsAtSubmitNamingTheKeyword() {
-        GenerateOptions bad = GenerateOptions.defaults()
-                .withGrammar(null).withGrammar(Grammar.jsonObject());
-        assertThat(bad.grammar()).isEqualTo(Grammar.jsonObject());
+    void badConstraintOptionsFailClearly() {
+        assertThat(GenerateOptions.defaults().withGrammar(Grammar.jsonObject()).withGrammar(null).grammar()).isNull();
         assertThatThrownBy(() -> Grammar.jsonSchema("{\"type\":\"string\",\"pattern\":\"a*\"}"))
                 .isInstanceOf(GrammarException.class).hasMessageContaining("pattern");
+        assertThatThrownBy(() -> GenerateOptions.defaults().withIgnoreEos(true).withGrammar(Grammar.jsonObject()))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ignoreEos");
         assertThatThrownBy(() -> GenerateOptions.defaults().withLogprobs(21))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("logprobs");
     }
