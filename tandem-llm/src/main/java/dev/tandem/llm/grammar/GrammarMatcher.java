@@ -89,10 +89,16 @@ public final class GrammarMatcher {
             }
             int base = w << 6;
             int end = Math.min(64, vocab - base);
-            for (int i = 0; i < end; i++) {
-                if ((bits >>> i & 1L) == 0) {
-                    logits[offset + base + i] = Float.NEGATIVE_INFINITY;
+            if (bits == 0) {
+                java.util.Arrays.fill(logits, offset + base, offset + base + end, Float.NEGATIVE_INFINITY);
+                continue;
+            }
+            for (long forbidden = ~bits; forbidden != 0; forbidden &= forbidden - 1) {
+                int i = Long.numberOfTrailingZeros(forbidden);
+                if (i >= end) {
+                    break;
                 }
+                logits[offset + base + i] = Float.NEGATIVE_INFINITY;
             }
         }
         if (!any) {
