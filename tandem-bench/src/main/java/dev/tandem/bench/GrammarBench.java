@@ -143,44 +143,70 @@ public final class GrammarBench {
         return (double) (System.nanoTime() - start) / Math.max(1, c.tokens().length);
     }
 
+    /** The rows of one run. */
+    public record Result(List<SamplerRow> rows, DecodeRow decode, List<String> skipped) {
+        /** A markdown table of the sampler rows and a line for the decode row. */
+        public String markdown() {
+            StringBuilder out = new StringBuilder();
+            for (String s : skipped) {
+                out.append("skipped ").append(s).append(": no such file\n");
+            }
+            out.append("| vocabulary | tokens | grammar | plain ns/token | constrained ns/token | ratio |"
+                    + " first sequence ms |\n| --- | --- | --- | --- | --- | --- | --- |\n");
+            for (SamplerRow r : rows) {
+                out.append(String.format(Locale.ROOT, "| %s | %d | %s | %.0f | %.0f | %.2f | %.1f |%n",
+                        r.vocabulary(), r.vocab(), r.grammar(), r.plainNs(), r.constrainedNs(), r.ratio(), r.coldMs()));
+            }
+            out.append(String.format(Locale.ROOT, "decode stories260K (request of its own, greedy): plain %.1f"
+                    + " us/token, schema %.1f us/token (%d tokens), ratio %.2f%n", decode.plainNs() / 1e3,
+                    decode.constrainedNs() / 1e3, decode.constrainedTokens(), decode.ratio()));
+            return out.toString();
+        }
+
+        /** The figures as JSON-ready maps. */
+        public java.util.Map<String, Object> toJson() {
+            java.util.Map<String, Object> json = new java.util.LinkedHashMap<>();
+            json.put("sampler", rows.stream().map(r -> {
+                java.util.Map<String, Object> m = new java.util.LinkedHashMap<>();
+                m.put("vocabulary", r.vocabulary());
+                m.put("tokens", r.vocab());
+                m.put("grammar", r.grammar());
+                m.put("plain_ns_per_token", r.plainNs());
+                m.put("constrained_ns_per_token", r.constrainedNs());
+                m.put("ratio", r.ratio());
+                m.put("first_sequence_ms", r.coldMs());
+                return m;
+            }).toList());
+            json.put("decode_plain_us_per_token", decode.plainNs() / 1e3);
+            json.put("decode_constrained_us_per_token", decode.constrainedNs() / 1e3);
+            json.put("decode_ratio", decode.ratio());
+            json.put("skipped", skipped);
+            return json;
+        }
+    }
+
     /**
      * The sampler rows (the embedded vocabulary, then each vocabulary-only GGUF that exists) and the
-     * decode row, as a markdown table and a line.
+     * decode row, {@code rounds} measured rounds each after one of warm-up.
      */
-    public static String report(List<Path> vocabularies) {
+    public static Result run(List<Path> vocabularies, int rounds) {
         List<SamplerRow> rows = new ArrayList<>();
-        StringBuilder out = new StringBuilder();
+        List<String> skipped = new ArrayList<>();
         try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
             Tokenizer embedded = LanguageModel.load(worker, EmbeddedModel.path()).tokenizer();
-            rows.add(sampler("stories260K", embedded, Grammar.jsonSchema(SCHEMA), "schema", 7, 4000));
-            rows.add(sampler("stories260K", embedded, Grammar.jsonObject(), "json_object", 7, 4000));
+            rows.add(sampler("stories260K", embedded, Grammar.jsonSchema(SCHEMA), "schema", rounds, 4000));
+            rows.add(sampler("stories260K", embedded, Grammar.jsonObject(), "json_object", rounds, 4000));
         }
         for (Path path : vocabularies) {
             if (!Files.exists(path)) {
-                out.append("skipped ").append(path).append(": no such file\n");
+                skipped.add(path.toString());
                 continue;
             }
             Tokenizer t = Tokenizer.of(Vocabulary.fromGguf(path));
             String name = path.getFileName().toString().replace(".gguf", "");
-            rows.add(sampler(name, t, Grammar.jsonSchema(SCHEMA), "schema", 7, 2000));
-            rows.add(sampler(name, t, Grammar.jsonObject(), "json_object", 7, 2000));
+            rows.add(sampler(name, t, Grammar.jsonSchema(SCHEMA), "schema", rounds, 2000));
+            rows.add(sampler(name, t, Grammar.jsonObject(), "json_object", rounds, 2000));
         }
-        out.append("| vocabulary | tokens | grammar | plain ns/token | constrained ns/token | ratio |"
-                + " first sequence ms |\n| --- | --- | --- | --- | --- | --- | --- |\n");
-        for (SamplerRow r : rows) {
-            out.append(String.format(Locale.ROOT, "| %s | %d | %s | %.0f | %.0f | %.2f | %.1f |%n", r.vocabulary(),
-                    r.vocab(), r.grammar(), r.plainNs(), r.constrainedNs(), r.ratio(), r.coldMs()));
-        }
-        DecodeRow d = decode(5);
-        out.append(String.format(Locale.ROOT, "decode stories260K (request of its own, greedy): plain %.1f us/token,"
-                + " schema %.1f us/token (%d tokens), ratio %.2f%n", d.plainNs() / 1e3, d.constrainedNs() / 1e3,
-                d.constrainedTokens(), d.ratio()));
-        return out.toString();
-    }
-
-    /** Logs {@link #report} of the vocabulary files named by the arguments. */
-    public static void main(String[] args) {
-        org.slf4j.LoggerFactory.getLogger(GrammarBench.class)
-                .info("\n{}", report(java.util.Arrays.stream(args).map(Path::of).toList()));
+        return new Result(rows, decode(Math.max(1, rounds - 2)), skipped);
     }
 }
