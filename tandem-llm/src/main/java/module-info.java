@@ -18,6 +18,7 @@ module dev.tandem.llm {
     exports dev.tandem.llm;
     exports dev.tandem.llm.chat;
     exports dev.tandem.llm.gguf;
+    exports dev.tandem.llm.grammar;
     exports dev.tandem.llm.safetensors;
     exports dev.tandem.llm.sampling;
     exports dev.tandem.llm.tokenizer;

@@ -24,7 +24,8 @@ import picocli.CommandLine.Option;
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
         subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
                 BenchCommand.Decode.class, BenchCommand.Serve.class,
-                BenchCommand.Batch.class, BenchCommand.Kernels.class, BenchCommand.FirstRun.class})
+                BenchCommand.Batch.class, BenchCommand.Kernels.class, BenchCommand.FirstRun.class,
+                BenchCommand.GrammarCost.class})
 public final class BenchCommand implements Runnable {
 
     @picocli.CommandLine.Spec
@@ -644,6 +645,33 @@ public final class BenchCommand implements Runnable {
                 json.put("rows", rows.stream().map(dev.tandem.bench.BatchBench.Row::toJson).toList());
                 json.put("cores", coreCount);
                 out.println(Json.write(json));
+            }
+        }
+    }
+
+    @Command(name = "grammar", mixinStandardHelpOptions = true,
+            description = "Constrained decoding's per-token cost: the sample step with and without a JSON Schema"
+                    + " grammar (and json_object) over each vocabulary, and whole greedy decoding of the embedded model;"
+                    + " contenders alternate, medians, ratio constrained/plain.")
+    static final class GrammarCost implements Runnable {
+        @picocli.CommandLine.Mixin
+        Common common = new Common();
+
+        @Option(names = "--vocab", paramLabel = "GGUF", split = ",", description = "Vocabulary-only (or full) GGUF"
+                + " files whose vocabularies to measure besides the embedded one (default: none).")
+        List<java.nio.file.Path> vocabularies = List.of();
+
+        @Override
+        public void run() {
+            if (common.trace != null) {
+                throw new IllegalArgumentException("bench grammar does not write traces");
+            }
+            dev.tandem.bench.GrammarBench.Result r = dev.tandem.bench.GrammarBench.run(vocabularies,
+                    common.quick ? 3 : 7);
+            PrintStream out = System.out;
+            out.print(r.markdown());
+            if (common.json) {
+                out.println(Json.write(r.toJson()));
             }
         }
     }

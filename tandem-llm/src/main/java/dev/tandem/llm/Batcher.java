@@ -18,7 +18,9 @@ import dev.tandem.Token;
 import dev.tandem.TokenFeed;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.sampling.Sampler;
+import dev.tandem.llm.sampling.TokenLogprobs;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
@@ -100,6 +102,10 @@ import org.slf4j.LoggerFactory;
  * new member after every task of the old one that touched it. A member's rows compute exactly
  * what a request of its own computes (rows are independent in every kernel), so greedy output
  * is token for token that of {@link LanguageModel} alone.
+ *
+ * <p><b>Failures of one member.</b> A draw that throws (a member's grammar that the vocabulary
+ * cannot continue) is caught in the sample task and recorded on the member; the delivery fails
+ * that member's feed with it, and the batch goes on. Errors belong to the request that caused them.
  *
  * <p><b>Back-pressure.</b> A member whose reader holds {@code streamBuffer} tokens it has not
  * taken (counting tokens in built steps) sits out the steps until the reader takes one (the
@@ -230,6 +236,7 @@ public final class Batcher implements AutoCloseable {
                     + " tokens leaves no room in the context of " + c.contextLength());
         }
         int maxTokens = Math.min(options.maxTokens(), room);
+        TokenGrammar grammar = options.grammar() == null ? null : model.compile(options.grammar());
         int need = Math.ceilDiv(prompt.length + maxTokens - 1, blockSize);
         if (need > poolBlocks) {
             throw new AdmissionRejectedException(AdmissionRejectedException.Reason.TOO_LARGE, "a prompt of "
@@ -248,7 +255,7 @@ public final class Batcher implements AutoCloseable {
             }
             TokenFeed feed = TokenFeed.builder(worker).name("member").deadline(deadline).onChange(this::wake).build();
             Completion completion = model.start(feed.stream(), prompt, options);
-            queue.add(new Member(feed, prompt.clone(), options, maxTokens, need, completion));
+            queue.add(new Member(feed, prompt.clone(), options, maxTokens, need, grammar, completion));
             work.signal();
             return completion;
         } finally {
@@ -454,7 +461,8 @@ public final class Batcher implements AutoCloseable {
             slotUsed[slot] = true;
             m.slot = slot;
             reserved += m.need;
-            m.sampler = new Sampler(m.options.sampler(), model.config().vocab());
+            m.sampler = new Sampler(m.options.sampler(), model.config().vocab(),
+                    m.grammar == null ? null : m.grammar.matcher(), m.options.logprobs());
             m.sampler.acceptPrompt(m.prompt);
             m.takeCachedPrefix();
             m.feed.started();
@@ -557,10 +565,14 @@ public final class Batcher implements AutoCloseable {
         llama.forward(o, a, keys, values, rowTokens, plan.rows, plan.position, plan.tables, logitRows);
         if (n > 0) {
             Sampler[] samplers = new Sampler[n];
+            Member[] members = java.util.Arrays.copyOf(plan.members, n);
             int[] slots = new int[n];
+            @SuppressWarnings("unchecked")
+            ConcurrentLinkedQueue<TokenLogprobs>[] logprobs = new ConcurrentLinkedQueue[n];
             for (int i = 0; i < n; i++) {
                 samplers[i] = plan.members[i].sampler;
                 slots[i] = plan.members[i].slot;
+                logprobs[i] = plan.members[i].logprobs;
             }
             List<Access> accesses = new ArrayList<>();
             int blocks = llama.addLogitReads(accesses, a, n);
@@ -571,7 +583,17 @@ public final class Batcher implements AutoCloseable {
                 for (int i = 0; i < n; i++) {
                     long row = (long) i * vocab * F;
                     LlamaModel.gatherRow(k, 0, blocks, n, i, logits, row);
-                    int token = samplers[i].sample(logits, row);
+                    int token;
+                    try {
+                        token = samplers[i].sample(logits, row);
+                    } catch (RuntimeException e) {
+                        // This member's grammar or logits failed: it fails alone, at delivery.
+                        members[i].sampleFailure = e;
+                        token = 0;
+                    }
+                    if (logprobs[i] != null && members[i].sampleFailure == null) {
+                        logprobs[i].add(samplers[i].lastLogprobs());
+                    }
                     tokens.setAtIndex(I32, i, token);
                     nextTokens.setAtIndex(I32, slots[i], token);
                 }
@@ -606,11 +628,26 @@ public final class Batcher implements AutoCloseable {
                 for (int i = 0; i < plan.columns; i++) {
                     Member m = plan.members[i];
                     m.delivered++;
+                    // the sample task queued one record per token of the member, in step order
+                    TokenLogprobs lp = m.logprobs == null ? null : m.logprobs.poll();
                     if (m.left || m.feed.isEnded()) {
                         continue; // built before its end: dropped
                     }
+                    Throwable sampleFailure = m.sampleFailure;
+                    if (sampleFailure != null) {
+                        m.feed.fail(sampleFailure);
+                        continue;
+                    }
                     int t = ints.getAtIndex(I32, i);
-                    m.feed.offerInt(t);
+                    if (lp == null) {
+                        m.feed.offerInt(t);
+                    } else {
+                        byte[] bytes = new byte[Integer.BYTES + TokenLogprobs.bytes(lp.topTokens().length)];
+                        MemorySegment to = MemorySegment.ofArray(bytes);
+                        to.set(I32, 0, t);
+                        lp.writeTo(to, Integer.BYTES);
+                        m.feed.offer(bytes);
+                    }
                     m.generated(t);
                     tokens++;
                     if (model.endsGeneration(t) && !m.options.ignoreEos()) {
@@ -691,6 +728,19 @@ public final class Batcher implements AutoCloseable {
         /** The prompt, then the tokens delivered: the token at each position whose keys the cache holds. */
         final int[] sequence;
         int known;
+        /** The member's grammar, or null. */
+        final TokenGrammar grammar;
+        /**
+         * With logprobs: the records of its sampled tokens, added by the sample task and taken by the
+         * delivery in the same (step) order; null without.
+         */
+        final ConcurrentLinkedQueue<TokenLogprobs> logprobs;
+        /**
+         * Set by a sample task whose draw for this member threw (say, its grammar allows no token
+         * of the vocabulary); the delivery fails the member's feed with it. Written by the sample task
+         * before the step's token exists, read by the delivery after: volatile for the reader only.
+         */
+        volatile Throwable sampleFailure;
         int blockCount;
         /** Positions whose keys and values tasks already built write. */
         int written;
@@ -704,9 +754,11 @@ public final class Batcher implements AutoCloseable {
         int delivered;
         boolean left;
 
-        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need,
+        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need, TokenGrammar grammar,
                 Completion completion) {
             this.feed = feed;
+            this.grammar = grammar;
+            this.logprobs = options.logprobs() >= 0 ? new ConcurrentLinkedQueue<>() : null;
             this.prompt = prompt;
             this.options = options;
             this.maxTokens = maxTokens;

@@ -5,6 +5,8 @@ import dev.tandem.StreamTerminatedException;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.llm.sampling.TextStreamer;
+import dev.tandem.llm.sampling.TokenLogprobs;
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -31,8 +33,16 @@ public final class Completion implements Iterable<Completion.Delta> {
      * @param token the token id
      * @param text  text completed by this token (may be empty: an incomplete character, or text
      *              held back as a possible stop string)
+     * @param logprobs the token's log-probabilities when the options asked for them
+     *              ({@link GenerateOptions#logprobs()}), else null; null too for the flush delta of
+     *              held-back text (token -1)
      */
-    public record Delta(int token, String text) {}
+    public record Delta(int token, String text, TokenLogprobs logprobs) {
+        /** A delta without log-probabilities. */
+        public Delta(int token, String text) {
+            this(token, text, null);
+        }
+    }
 
     private final LanguageModel model;
     private final TokenStream stream;
@@ -40,6 +50,7 @@ public final class Completion implements Iterable<Completion.Delta> {
     private final GenerateOptions options;
     private final TextStreamer decoder;
     private final List<Integer> tokens = new ArrayList<>();
+    private final List<TokenLogprobs> logprobs = new ArrayList<>();
     private final StringBuilder text = new StringBuilder();
     private final int limit;
     private FinishReason finish;
@@ -82,6 +93,14 @@ public final class Completion implements Iterable<Completion.Delta> {
     /** The generated tokens so far; the EOS token that ended a completion is not among them. */
     public int[] tokens() {
         return tokens.stream().mapToInt(Integer::intValue).toArray();
+    }
+
+    /**
+     * The log-probabilities of {@link #tokens()}, one per token in the same order, when the options
+     * asked for them; else empty.
+     */
+    public List<TokenLogprobs> logprobs() {
+        return List.copyOf(logprobs);
     }
 
     /** The text so far. */
@@ -139,16 +158,22 @@ public final class Completion implements Iterable<Completion.Delta> {
                 }
                 try {
                     while (source.hasNext()) {
-                        int token = source.next().asInts()[0];
+                        Token t = source.next();
+                        int token = t.asInts()[0];
                         if (token == LlamaRequest.FINISHED) {
                             continue;
                         }
+                        TokenLogprobs lp = options.logprobs() < 0 ? null
+                                : TokenLogprobs.readFrom(MemorySegment.ofArray(t.bytes()), Integer.BYTES);
                         if (model.endsGeneration(token) && !options.ignoreEos()) {
                             end(FinishReason.STOP);
-                            next = new Delta(token, "");
+                            next = new Delta(token, "", lp);
                             return true;
                         }
                         tokens.add(token);
+                        if (lp != null) {
+                            logprobs.add(lp);
+                        }
                         String delta = decoder.accept(token);
                         text.append(delta);
                         if (decoder.stopped()) {
@@ -157,7 +182,7 @@ public final class Completion implements Iterable<Completion.Delta> {
                         } else if (tokens.size() >= limit) {
                             end(FinishReason.LENGTH);
                         }
-                        next = new Delta(token, delta);
+                        next = new Delta(token, delta, lp);
                         return true;
                     }
                     // The request completed: its token limit.

@@ -7,6 +7,9 @@ import dev.tandem.kernels.Ops;
 import dev.tandem.llm.chat.ChatMessage;
 import dev.tandem.llm.chat.ChatTemplate;
 import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.grammar.Grammar;
+import dev.tandem.llm.grammar.GrammarVocabulary;
+import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.tokenizer.Tokenizer;
 import dev.tandem.llm.tokenizer.Vocabulary;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -43,6 +46,7 @@ public final class LanguageModel {
     private final boolean templateKnowsTools;
     private final dev.tandem.llm.chat.ToolSyntax toolSyntax;
     private final java.util.BitSet endOfGeneration = new java.util.BitSet();
+    private volatile GrammarVocabulary grammarVocabulary;
 
     private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
         this.name = name;
@@ -218,8 +222,33 @@ public final class LanguageModel {
                     + config().contextLength());
         }
         LlamaRequest request = LlamaRequest.of(prompt, Math.min(options.maxTokens(), room))
-                .withSampler(options.sampler());
+                .withSampler(options.sampler())
+                .withGrammar(options.grammar() == null ? null : compile(options.grammar()))
+                .withLogprobs(options.logprobs());
         return options.ignoreEos() || tokenizer.eos() < 0 ? request : request.withStopToken(tokenizer.eos());
+    }
+
+    /**
+     * This model's vocabulary for constrained decoding (made on first use): the tokens' bytes, and
+     * its end tokens ({@link #endsGeneration}) as the grammar's end.
+     */
+    public GrammarVocabulary grammarVocabulary() {
+        GrammarVocabulary v = grammarVocabulary;
+        if (v == null) {
+            synchronized (this) {
+                v = grammarVocabulary;
+                if (v == null) {
+                    v = GrammarVocabulary.of(tokenizer, this::endsGeneration);
+                    grammarVocabulary = v;
+                }
+            }
+        }
+        return v;
+    }
+
+    /** {@code grammar} compiled for this model's vocabulary; cached per grammar. */
+    public TokenGrammar compile(Grammar grammar) {
+        return grammarVocabulary().compile(grammar);
     }
 
     /** Run options for a request of {@code options}: the token limit of its request. */

@@ -804,7 +804,8 @@ public final class LlamaModel {
             }
             promptTokens = allocate.apply((long) prompt * Integer.BYTES);
             input = allocate.apply((long) batch * Integer.BYTES);
-            out = allocate.apply((long) batch * Integer.BYTES + (long) batch * config.vocab() * F);
+            out = allocate.apply((long) batch * Integer.BYTES + (long) batch * request.logprobsBytes()
+                    + (long) batch * config.vocab() * F);
             probs = allocate.apply(config.vocab() * F);
             a = new Activations(Math.max(prompt, batch), batch, allocate);
             keys = new Buffer[config.layers()];
@@ -860,7 +861,8 @@ public final class LlamaModel {
                 int[] logitRows) {
             forward(o, a, keys, values, tokenSource, rows, position, rowTables, logitRows);
             submitSample(o, step);
-            o.endStep(request.logits() ? out.region() : out.region(0, (long) batch * Integer.BYTES));
+            o.endStep(request.logits() ? out.region()
+                    : out.region(0, (long) batch * (Integer.BYTES + request.logprobsBytes())));
         }
 
         private void submitSample(Orchestrator o, int step) {
@@ -887,14 +889,30 @@ public final class LlamaModel {
             Sampler[] samplers = new Sampler[batch];
             for (int b = 0; b < batch; b++) {
                 SamplerConfig sc = request.sampler();
-                samplers[b] = new Sampler(b == 0 ? sc : sc.toBuilder().seed(sc.seed() + b).build(), vocab);
+                samplers[b] = new Sampler(b == 0 ? sc : sc.toBuilder().seed(sc.seed() + b).build(), vocab,
+                        request.grammar() == null ? null : request.grammar().matcher(), request.topLogprobs());
                 samplers[b].acceptPrompt(request.prompt(b));
             }
+            int recordBytes = request.logprobsBytes();
+            long logitsAt = (long) batch * (Integer.BYTES + recordBytes);
+            if (recordBytes == 0) {
+                return Kernel.of("sample", c -> {
+                    int n = (int) c.scalar(0);
+                    int blockCount = (int) c.scalar(1);
+                    int stop = (int) c.scalar(2);
+                    sampleEach(c, n, blockCount, stop, vocab, logitsAt, (out, row, b) -> samplers[b].sample(out, row));
+                });
+            }
+            // With logprobs: each sequence's record follows the token ints (a FINISHED sequence's stays as it was).
             return Kernel.of("sample", c -> {
                 int n = (int) c.scalar(0);
                 int blockCount = (int) c.scalar(1);
                 int stop = (int) c.scalar(2);
-                sampleEach(c, n, blockCount, stop, vocab, (out, row, b) -> samplers[b].sample(out, row));
+                sampleEach(c, n, blockCount, stop, vocab, logitsAt, (out, row, b) -> {
+                    int token = samplers[b].sample(out, row);
+                    samplers[b].lastLogprobs().writeTo(out, request.logprobsAt(b));
+                    return token;
+                });
             });
         }
     }
@@ -1027,10 +1045,10 @@ public final class LlamaModel {
      * then either mark it FINISHED (it yielded the stop token before) or pick its token; the
      * token goes to {@code out} and to the next step's input.
      */
-    private static void sampleEach(TaskContext c, int n, int blockCount, int stop, int vocab, Pick pick) {
+    private static void sampleEach(TaskContext c, int n, int blockCount, int stop, int vocab, long logitsAt,
+            Pick pick) {
         MemorySegment out = c.region(blockCount);
         MemorySegment input = c.region(blockCount + 1);
-        long logitsAt = (long) n * Integer.BYTES;
         for (int b = 0; b < n; b++) {
             long row = logitsAt + (long) b * vocab * F;
             gatherRow(c, 0, blockCount, n, b, out, row);
@@ -1186,7 +1204,7 @@ public final class LlamaModel {
             float topP = Float.intBitsToFloat((int) c.scalar(5));
             long seed = c.scalar(6);
             MemorySegment probs = c.region(blockCount + 2);
-            sampleEach(c, n, blockCount, stop, vocab, (out, row, b) -> ops.sample(out, row, probs, 0, vocab,
+            sampleEach(c, n, blockCount, stop, vocab, (long) n * Integer.BYTES, (out, row, b) -> ops.sample(out, row, probs, 0, vocab,
                     temperature, topP, Sampling.seedFor(seed, step, b)));
         });
     }

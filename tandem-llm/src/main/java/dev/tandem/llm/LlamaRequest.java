@@ -1,7 +1,9 @@
 package dev.tandem.llm;
 
 import dev.tandem.Token;
+import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.sampling.SamplerConfig;
+import dev.tandem.llm.sampling.TokenLogprobs;
 import java.util.Arrays;
 import java.util.function.Predicate;
 
@@ -13,7 +15,9 @@ import java.util.function.Predicate;
  * <p>A step's token holds one little-endian int per sequence ({@link Token#asInts()}): the token
  * of that sequence, or {@link #FINISHED} once the sequence has yielded {@link #stopToken()}. With
  * {@link #withLogits(boolean) logits}, the ints are followed by each sequence's logits of that
- * step as f32 ({@code [batch, vocab]}), for checks.
+ * step as f32 ({@code [batch, vocab]}), for checks. With {@link #withLogprobs(int) logprobs},
+ * the ints are followed first by one {@link TokenLogprobs} record per sequence, each
+ * {@link TokenLogprobs#bytes bytes(topLogprobs)} long ({@link #logprobsAt(int)}), then the logits.
  *
  * <p>Limits ({@link LlamaModel#check} names the one broken): every prompt has at least one token,
  * each in {@code [0, vocab)}, and {@code prompt length + maxTokens <= contextLength}.
@@ -27,9 +31,14 @@ import java.util.function.Predicate;
  *                   {@link dev.tandem.llm.sampling.Sampler} chain (penalties, top-k, top-p, min-p,
  *                   temperature, seed), one sampler per sequence fed its prompt; sequence {@code b}
  *                   draws with seed {@code sampler.seed() + b}
+ * @param grammar    when not null, the grammar every sequence's tokens keep to (each sequence with
+ *                   a matcher of its own), applied in the sample task before the sampler chain;
+ *                   needs {@code sampler}
+ * @param topLogprobs -1 for none, else each token carries its {@link TokenLogprobs} with this many
+ *                   alternatives; needs {@code sampler}
  */
 public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits,
-        SamplerConfig sampler) {
+        SamplerConfig sampler, TokenGrammar grammar, int topLogprobs) {
 
     /** The value of a sequence in a step after the step where it yielded its stop token. */
     public static final int FINISHED = -1;
@@ -49,6 +58,19 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
         if (sampling == null) {
             throw new IllegalArgumentException("sampling must not be null");
         }
+        if (topLogprobs < -1 || topLogprobs > TokenLogprobs.MAX_TOP) {
+            throw new IllegalArgumentException("topLogprobs = " + topLogprobs + " must be in [-1, "
+                    + TokenLogprobs.MAX_TOP + "] (-1: none)");
+        }
+        if (sampler == null && (grammar != null || topLogprobs >= 0)) {
+            throw new IllegalArgumentException("a grammar and logprobs need the sampler chain: set withSampler");
+        }
+    }
+
+    /** A request without a grammar or logprobs. */
+    public LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits,
+            SamplerConfig sampler) {
+        this(prompts, maxTokens, stopToken, sampling, logits, sampler, null, -1);
     }
 
     /** One sequence, greedy, no stop token. */
@@ -62,24 +84,44 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     }
 
     public LlamaRequest withStopToken(int value) {
-        return new LlamaRequest(prompts, maxTokens, value, sampling, logits, sampler);
+        return new LlamaRequest(prompts, maxTokens, value, sampling, logits, sampler, grammar, topLogprobs);
     }
 
     public LlamaRequest withSampling(Sampling value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, value, logits, sampler);
+        return new LlamaRequest(prompts, maxTokens, stopToken, value, logits, sampler, grammar, topLogprobs);
     }
 
     public LlamaRequest withLogits(boolean value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, value, sampler);
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, value, sampler, grammar, topLogprobs);
     }
 
     /** Picks tokens with the full sampler chain of {@code value} (null: the nucleus kernel of {@link #sampling()}). */
     public LlamaRequest withSampler(SamplerConfig value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, value);
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, value, grammar, topLogprobs);
+    }
+
+    /** Keeps every sequence's tokens in {@code value} (null: unconstrained); needs {@link #withSampler}. */
+    public LlamaRequest withGrammar(TokenGrammar value) {
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, sampler, value, topLogprobs);
+    }
+
+    /** Each token carries its log-probabilities with {@code top} alternatives (-1: none); needs {@link #withSampler}. */
+    public LlamaRequest withLogprobs(int top) {
+        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, sampler, grammar, top);
+    }
+
+    /** Bytes of one sequence's logprobs record in a step's token; 0 without logprobs. */
+    public int logprobsBytes() {
+        return topLogprobs < 0 ? 0 : TokenLogprobs.bytes(topLogprobs);
+    }
+
+    /** Where sequence {@code b}'s logprobs record starts in a step's token bytes. */
+    public long logprobsAt(int b) {
+        return (long) prompts.length * Integer.BYTES + (long) b * logprobsBytes();
     }
 
     public LlamaRequest withMaxTokens(int value) {
-        return new LlamaRequest(prompts, value, stopToken, sampling, logits, sampler);
+        return new LlamaRequest(prompts, value, stopToken, sampling, logits, sampler, grammar, topLogprobs);
     }
 
     /**
@@ -161,7 +203,8 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     public boolean equals(Object o) {
         return o instanceof LlamaRequest r && Arrays.deepEquals(prompts, r.prompts) && maxTokens == r.maxTokens
                 && stopToken == r.stopToken && sampling.equals(r.sampling) && logits == r.logits
-                && java.util.Objects.equals(sampler, r.sampler);
+                && java.util.Objects.equals(sampler, r.sampler) && java.util.Objects.equals(grammar, r.grammar)
+                && topLogprobs == r.topLogprobs;
     }
 
     @Override
@@ -172,6 +215,8 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     @Override
     public String toString() {
         return "LlamaRequest[batch=" + prompts.length + ", maxTokens=" + maxTokens + ", stopToken=" + stopToken
-                + ", sampling=" + (sampler != null ? sampler : sampling) + ", logits=" + logits + "]";
+                + ", sampling=" + (sampler != null ? sampler : sampling) + ", logits=" + logits
+                + (grammar != null ? ", grammar=" + grammar.grammar() : "")
+                + (topLogprobs >= 0 ? ", topLogprobs=" + topLogprobs : "") + "]";
     }
 }

@@ -18,13 +18,13 @@ class ModuleBoundaryTest {
         ModuleDescriptor descriptor = ModuleFinder.of(classes).find("dev.tandem.llm").orElseThrow().descriptor();
         assertThat(descriptor.exports().stream().map(ModuleDescriptor.Exports::source).collect(Collectors.toSet()))
                 .isEqualTo(Set.of("dev.tandem.llm", "dev.tandem.llm.chat", "dev.tandem.llm.gguf",
-                        "dev.tandem.llm.safetensors", "dev.tandem.llm.sampling", "dev.tandem.llm.tokenizer"));
+                        "dev.tandem.llm.grammar", "dev.tandem.llm.safetensors", "dev.tandem.llm.sampling", "dev.tandem.llm.tokenizer"));
         assertThat(descriptor.exports()).noneMatch(ModuleDescriptor.Exports::isQualified);
         assertThat(descriptor.requires().stream().map(ModuleDescriptor.Requires::name))
                 .contains("dev.tandem.core", "dev.tandem.kernels");
         // The one package not exported holds only the embedded model's file (a resource).
         assertThat(descriptor.packages()).containsExactlyInAnyOrder("dev.tandem.llm", "dev.tandem.llm.chat",
-                "dev.tandem.llm.gguf", "dev.tandem.llm.safetensors", "dev.tandem.llm.sampling",
+                "dev.tandem.llm.gguf", "dev.tandem.llm.grammar", "dev.tandem.llm.safetensors", "dev.tandem.llm.sampling",
                 "dev.tandem.llm.tokenizer", "dev.tandem.llm.models");
     }
 }

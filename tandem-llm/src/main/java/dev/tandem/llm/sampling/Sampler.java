@@ -1,5 +1,6 @@
 package dev.tandem.llm.sampling;
 
+import dev.tandem.llm.grammar.GrammarMatcher;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -15,6 +16,9 @@ import java.lang.foreign.ValueLayout;
  * tandem does not have:
  *
  * <ol>
+ *   <li><b>the grammar</b>, with a {@link GrammarMatcher}: every token it does not allow next gets
+ *       {@code -Infinity}, before anything else, so the chain below only ever picks an allowed
+ *       token (constrained decoding); the drawn token then moves the matcher on;
  *   <li><b>penalties</b>, on each token {@code t} seen {@code c > 0} times in the window:
  *       {@code l = l > 0 ? l / repetitionPenalty : l * repetitionPenalty}, then
  *       {@code l -= c * frequencyPenalty + presencePenalty} (float arithmetic, in that order);
@@ -42,6 +46,13 @@ import java.lang.foreign.ValueLayout;
  * and frequency count within that window too (llama.cpp's semantics; OpenAI counts the whole
  * output: use a window as long as the output for that).
  *
+ * <h2>Log-probabilities</h2>
+ *
+ * With {@code topLogprobs >= 0}, each draw also records {@link #lastLogprobs()}: the drawn token's
+ * log-probability and the {@code topLogprobs} most likely tokens', from the log-softmax of the
+ * <em>raw</em> logits (before the grammar's mask, the penalties and the temperature: the model's
+ * own distribution, as OpenAI reports it). Without it nothing of this is computed.
+ *
  * <h2>Reproducibility</h2>
  *
  * Token {@code k} (0 is the first generated) is drawn with {@code drawBits(seed, k)} only, so a
@@ -66,9 +77,26 @@ public final class Sampler {
     private int windowStart;
     private int windowSize;
     private long position;
+    private final GrammarMatcher grammar;
+    private final int topLogprobs;
+    private final int[] topIds;
+    private final float[] topValues;
+    private double logSumExp;
+    private TokenLogprobs lastLogprobs;
 
     /** A sampler for a vocabulary of {@code vocab} tokens, with an empty window, at token 0. */
     public Sampler(SamplerConfig config, int vocab) {
+        this(config, vocab, null, -1);
+    }
+
+    /**
+     * A sampler that keeps its tokens in {@code grammar} (null: unconstrained) and records each
+     * token's log-probabilities with {@code topLogprobs} alternatives ({@code -1}: none recorded).
+     *
+     * @throws IllegalArgumentException when the grammar's vocabulary is not of {@code vocab} tokens, or
+     *         {@code topLogprobs} is outside {@code [-1, } {@link TokenLogprobs#MAX_TOP}{@code ]}
+     */
+    public Sampler(SamplerConfig config, int vocab, GrammarMatcher grammar, int topLogprobs) {
         if (config == null) {
             throw new IllegalArgumentException("config must not be null");
         }
@@ -81,6 +109,36 @@ public final class Sampler {
         this.keys = new long[vocab];
         this.window = new int[config.repeatLastN()];
         this.windowSorted = new long[config.repeatLastN()];
+        if (grammar != null && grammar.grammar().vocabulary().size() != vocab) {
+            throw new IllegalArgumentException("the grammar is compiled for a vocabulary of "
+                    + grammar.grammar().vocabulary().size() + " tokens, the sampler's has " + vocab);
+        }
+        if (topLogprobs < -1 || topLogprobs > TokenLogprobs.MAX_TOP) {
+            throw new IllegalArgumentException("topLogprobs = " + topLogprobs + " must be in [-1, "
+                    + TokenLogprobs.MAX_TOP + "] (-1: none)");
+        }
+        this.grammar = grammar;
+        this.topLogprobs = topLogprobs;
+        this.topIds = new int[Math.max(0, topLogprobs)];
+        this.topValues = new float[Math.max(0, topLogprobs)];
+    }
+
+    /** The grammar this sampler keeps to, or null. */
+    public GrammarMatcher grammar() {
+        return grammar;
+    }
+
+    /** Alternatives recorded per token, or -1 when log-probabilities are not recorded. */
+    public int topLogprobs() {
+        return topLogprobs;
+    }
+
+    /**
+     * The log-probabilities of the token drawn last (see the class comment), or null before the
+     * first draw or when they are not recorded.
+     */
+    public TokenLogprobs lastLogprobs() {
+        return lastLogprobs;
     }
 
     public SamplerConfig config() {
@@ -96,8 +154,12 @@ public final class Sampler {
         return position;
     }
 
-    /** Forgets the window and returns to token 0. */
+    /** Forgets the window and returns to token 0 (and the grammar to its start). */
     public void reset() {
+        if (grammar != null) {
+            grammar.reset();
+        }
+        lastLogprobs = null;
         windowStart = 0;
         windowSize = 0;
         position = 0;
@@ -122,9 +184,16 @@ public final class Sampler {
         }
     }
 
-    /** Records a generated token (one drawn here, or forced by the caller) and moves to the next. */
+    /**
+     * Records a generated token (one drawn here, or forced by the caller) and moves to the next.
+     *
+     * @throws IllegalArgumentException when the grammar does not allow it (nothing changes then)
+     */
     public void accept(int token) {
         checkToken(token, "token");
+        if (grammar != null) {
+            grammar.accept(token);
+        }
         push(token);
         position++;
     }
@@ -135,7 +204,11 @@ public final class Sampler {
             throw new IllegalArgumentException("logits must hold vocab = " + vocab + " floats from offset " + offset);
         }
         System.arraycopy(logits, offset, work, 0, vocab);
-        return sampleWork();
+        int token = sampleWork();
+        if (topLogprobs >= 0) {
+            recordLogprobs(token, logits[offset + token]);
+        }
+        return token;
     }
 
     /** Draws token {@link #position()} from {@code vocab} f32 logits at byte {@code offset}, and accepts it. */
@@ -144,7 +217,11 @@ public final class Sampler {
             throw new IllegalArgumentException("logits must hold vocab = " + vocab + " floats from byte " + offset);
         }
         MemorySegment.copy(logits, ValueLayout.JAVA_FLOAT_UNALIGNED, offset, work, 0, vocab);
-        return sampleWork();
+        int token = sampleWork();
+        if (topLogprobs >= 0) {
+            recordLogprobs(token, logits.get(ValueLayout.JAVA_FLOAT_UNALIGNED, offset + (long) token * Float.BYTES));
+        }
+        return token;
     }
 
     /**
@@ -160,6 +237,12 @@ public final class Sampler {
     }
 
     private int sampleWork() {
+        if (topLogprobs >= 0) {
+            rawStatistics();
+        }
+        if (grammar != null) {
+            grammar.applyMask(work, 0);
+        }
         float max = checkLogits();
         if (config.penalizes() && windowSize > 0) {
             applyPenalties();
@@ -168,6 +251,41 @@ public final class Sampler {
         int token = config.greedy() ? argmax() : draw(max);
         accept(token);
         return token;
+    }
+
+    /**
+     * Of the raw logits in {@code work}: their log-sum-exp, and the {@code topLogprobs} largest
+     * (ties: the smaller index) in {@code topIds}/{@code topValues}, largest first.
+     */
+    private void rawStatistics() {
+        float max = checkLogits();
+        double sum = 0;
+        int n = topIds.length;
+        int filled = 0;
+        for (int i = 0; i < vocab; i++) {
+            float l = work[i];
+            sum += Math.exp((double) l - max);
+            if (n > 0 && (filled < n || l > topValues[filled - 1])) {
+                int j = filled < n ? filled++ : n - 1;
+                while (j > 0 && topValues[j - 1] < l) {
+                    topValues[j] = topValues[j - 1];
+                    topIds[j] = topIds[j - 1];
+                    j--;
+                }
+                topValues[j] = l;
+                topIds[j] = i;
+            }
+        }
+        logSumExp = max + Math.log(sum);
+    }
+
+    private void recordLogprobs(int token, float raw) {
+        int n = Math.min(topIds.length, vocab);
+        float[] lps = new float[n];
+        for (int i = 0; i < n; i++) {
+            lps[i] = (float) (topValues[i] - logSumExp);
+        }
+        lastLogprobs = new TokenLogprobs(token, (float) (raw - logSumExp), java.util.Arrays.copyOf(topIds, n), lps);
     }
 
     /** The largest logit; throws on NaN, +Infinity, or nothing above -Infinity. */
