@@ -7,6 +7,11 @@ import dev.tandem.llm.FinishReason;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.llm.chat.ToolCall;
+import dev.tandem.llm.grammar.Grammar;
+import dev.tandem.llm.grammar.GrammarException;
+import dev.tandem.llm.sampling.TokenLogprobs;
+import java.util.ArrayList;
+import java.util.List;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import java.io.UncheckedIOException;
@@ -63,8 +68,7 @@ final class CompletionsApi {
             GenerationRequest request = GenerationRequest.parse(replies.readBody(req), chat, config.maxTokens());
             names.check(request.model());
             parsed[0] = request;
-            GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler())
-                    .withStop(request.stop()).withIgnoreEos(request.ignoreEos());
+            GenerateOptions options = options(request);
             return generations.submit(encode(request), request.maxTokens(), options, chat ? "messages" : "prompt");
         });
         if (completion == null) {
@@ -79,6 +83,33 @@ final class CompletionsApi {
         } finally {
             generations.release(completion);
         }
+    }
+
+    /** The generation a request asks for: sampler, stop strings, grammar, log-probabilities. */
+    private GenerateOptions options(GenerationRequest request) {
+        GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler()).withStop(request.stop())
+                .withIgnoreEos(request.ignoreEos());
+        Grammar grammar = request.responseFormat();
+        if (request.forcesToolCall()) {
+            try {
+                grammar = model.toolSyntax().forcedCall(request.tools(),
+                        request.toolChoice().equals("required") ? null : request.toolChoice());
+            } catch (GrammarException e) {
+                throw new ApiException(400, "invalid_request_error", "tools", "unsupported_parameter",
+                        "a tool's parameters cannot be served for a forced call: " + e.getMessage());
+            }
+        }
+        try {
+            if (grammar != null) {
+                options = options.withGrammar(grammar);
+            }
+            if (request.logprobs() >= 0) {
+                options = options.withLogprobs(request.logprobs());
+            }
+        } catch (IllegalArgumentException e) {
+            throw ApiException.badParameter("ignore_eos", e.getMessage());
+        }
+        return options;
     }
 
     private int[] encode(GenerationRequest request) {
@@ -109,13 +140,17 @@ final class CompletionsApi {
             }
             ToolCallFilter tools = new ToolCallFilter(model.toolSyntax(), request.usesTools(),
                     request.parallelToolCalls());
+            List<TokenLogprobs> pending = new ArrayList<>();
             for (Completion.Delta delta : completion) {
                 if (delta.token() >= 0 && first == 0) {
                     first = System.nanoTime();
                 }
+                if (delta.logprobs() != null) {
+                    pending.add(delta.logprobs());
+                }
                 String out = tools.accept(delta.text());
                 if (!out.isEmpty()) {
-                    events.data(chunk(request, id, created, out, false, null));
+                    events.data(withLogprobs(chunk(request, id, created, out, false, null), request, pending));
                 }
             }
             FinishReason finish = completion.finishReason();
@@ -129,8 +164,9 @@ final class CompletionsApi {
                 events.data("[DONE]");
                 outcome = "aborted";
             } else {
-                if (!end.content().isEmpty()) {
-                    events.data(chunk(request, id, created, end.content(), false, null));
+                if (!end.content().isEmpty() || !pending.isEmpty() && end.calls().isEmpty()) {
+                    events.data(withLogprobs(chunk(request, id, created, end.content(), false, null), request,
+                            pending));
                 }
                 for (int i = 0; i < end.calls().size(); i++) {
                     ToolCall call = end.calls().get(i);
@@ -214,7 +250,12 @@ final class CompletionsApi {
         } else {
             choice.put("text", completion.text());
         }
-        choice.putNull("logprobs").put("finish_reason", finishReason);
+        if (request.logprobs() >= 0) {
+            choice.set("logprobs", logprobs(completion.logprobs(), request));
+        } else {
+            choice.putNull("logprobs");
+        }
+        choice.put("finish_reason", finishReason);
         body.set("usage", usage(promptTokens, completionTokens, completion.cachedPromptTokens()));
         metrics.request(operation, finish.wire(), promptTokens, completionTokens, start, first, System.nanoTime());
         Replies.json(res, body);
@@ -253,6 +294,68 @@ final class CompletionsApi {
     }
 
     /** OpenAI's usage, with the prompt tokens taken from the prefix cache in {@code prompt_tokens_details}. */
+    /** {@code chunk} carrying the log-probabilities of {@code pending} (then cleared) when the request asked. */
+    private ObjectNode withLogprobs(ObjectNode chunk, GenerationRequest request, List<TokenLogprobs> pending) {
+        if (request.logprobs() >= 0) {
+            ((ObjectNode) chunk.at("/choices/0")).set("logprobs", logprobs(pending, request));
+            pending.clear();
+        }
+        return chunk;
+    }
+
+    /**
+     * OpenAI's {@code logprobs} of {@code tokens}: chat's {@code {"content": [{token, logprob,
+     * bytes, top_logprobs}], "refusal": null}}, or completions' {@code {tokens, token_logprobs,
+     * top_logprobs, text_offset}}. The figures are the model's own distribution (the log-softmax
+     * of its logits, before penalties, temperature and any grammar).
+     */
+    private ObjectNode logprobs(List<TokenLogprobs> tokens, GenerationRequest request) {
+        ObjectNode node = Replies.JSON.createObjectNode();
+        if (request.chat()) {
+            ArrayNode content = node.putArray("content");
+            for (TokenLogprobs lp : tokens) {
+                ObjectNode entry = tokenEntry(content.addObject(), lp.token(), lp.logprob());
+                ArrayNode top = entry.putArray("top_logprobs");
+                for (int i = 0; i < Math.min(request.logprobs(), lp.topTokens().length); i++) {
+                    tokenEntry(top.addObject(), lp.topTokens()[i], lp.topLogprobs()[i]);
+                }
+            }
+            node.putNull("refusal");
+            return node;
+        }
+        ArrayNode texts = node.putArray("tokens");
+        ArrayNode values = node.putArray("token_logprobs");
+        ArrayNode tops = node.putArray("top_logprobs");
+        ArrayNode offsets = node.putArray("text_offset");
+        int offset = 0;
+        for (TokenLogprobs lp : tokens) {
+            String text = piece(lp.token());
+            texts.add(text);
+            values.add(lp.logprob());
+            ObjectNode top = tops.addObject();
+            for (int i = 0; i < Math.min(request.logprobs(), lp.topTokens().length); i++) {
+                top.put(piece(lp.topTokens()[i]), lp.topLogprobs()[i]);
+            }
+            offsets.add(offset);
+            offset += text.length();
+        }
+        return node;
+    }
+
+    private ObjectNode tokenEntry(ObjectNode entry, int token, float logprob) {
+        entry.put("token", piece(token)).put("logprob", logprob);
+        ArrayNode bytes = entry.putArray("bytes");
+        for (byte b : model.tokenizer().tokenBytes(token)) {
+            bytes.add(b & 0xff);
+        }
+        return entry;
+    }
+
+    /** A token's text (its bytes as UTF-8, a broken character replaced). */
+    private String piece(int token) {
+        return new String(model.tokenizer().tokenBytes(token), java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     static ObjectNode usage(int prompt, int completion, int cached) {
         ObjectNode usage = Replies.JSON.createObjectNode().put("prompt_tokens", prompt)
                 .put("completion_tokens", completion).put("total_tokens", prompt + completion);

@@ -3,6 +3,9 @@ package dev.tandem.server;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.tandem.llm.chat.ChatMessage;
 import dev.tandem.llm.chat.ToolCall;
+import dev.tandem.llm.grammar.Grammar;
+import dev.tandem.llm.grammar.GrammarException;
+import dev.tandem.llm.sampling.TokenLogprobs;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.ArrayList;
 import java.util.List;
@@ -31,10 +34,20 @@ import java.util.Set;
  * @param tools        the tools offered (each the JSON text of {@code {"type": "function", …}}),
  *                     empty when none are, or when {@code tool_choice} is {@code none}
  * @param parallelToolCalls whether the reply may make several calls ({@code parallel_tool_calls})
+ * @param toolChoice   {@code auto}, {@code required}, or the name of the one function to call
+ * @param responseFormat the grammar the reply must follow ({@code response_format}
+ *                     {@code json_object} or {@code json_schema}), or null for text
+ * @param logprobs     how many alternatives to report with each token's log-probability
+ *                     ({@code top_logprobs}, or completions' {@code logprobs}); -1 for none
  */
 record GenerationRequest(boolean chat, String model, List<ChatMessage> messages, String prompt, int maxTokens,
         SamplerConfig sampler, List<String> stop, boolean stream, boolean includeUsage, boolean ignoreEos,
-        List<String> tools, boolean parallelToolCalls) {
+        List<String> tools, boolean parallelToolCalls, String toolChoice, Grammar responseFormat, int logprobs) {
+
+    /** Whether the model must call a tool (required, or a named function). */
+    boolean forcesToolCall() {
+        return usesTools() && !toolChoice.equals("auto");
+    }
 
     /** Whether the reply is read for tool calls. */
     boolean usesTools() {
@@ -129,8 +142,14 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         List<String> tools = chat ? tools(body) : List.of();
         JsonNode parallel = body.get("parallel_tool_calls");
         boolean parallelToolCalls = parallel == null || parallel.isNull() || parallel.booleanValue();
+        String toolChoice = toolChoice(body, tools);
+        Grammar responseFormat = chat ? responseFormat(body) : null;
+        if (responseFormat != null && toolChoice != null && !toolChoice.equals("auto") && !tools.isEmpty()) {
+            throw unsupported("response_format", "response_format cannot be combined with a forced tool call");
+        }
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
-                includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls);
+                includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls, toolChoice,
+                responseFormat, logprobs(body, chat));
     }
 
     /**
@@ -148,15 +167,14 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             }
         }
         refuseUnless(body, "logit_bias", v -> v.isObject() && v.isEmpty(), "logit_bias is not supported yet");
-        refuseUnless(body, "logprobs", v -> v.isBoolean() && !v.booleanValue() || v.isIntegralNumber() && v.intValue() == 0,
-                "log-probabilities are not supported yet");
-        refuseUnless(body, "top_logprobs", v -> v.isIntegralNumber() && v.intValue() == 0,
-                "log-probabilities are not supported yet");
-        refuseUnless(body, "response_format", v -> v.isObject() && "text".equals(v.path("type").asText()),
-                "only response_format {\"type\": \"text\"} is supported yet");
+        refuseUnless(body, "response_format", v -> v.isObject()
+                && java.util.Set.of("text", "json_object", "json_schema").contains(v.path("type").asText()),
+                "response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
         refuseUnless(body, "tools", JsonNode::isArray, "tools must be an array of functions");
-        refuseUnless(body, "tool_choice", v -> v.isTextual() && (v.asText().equals("none") || v.asText().equals("auto")),
-                "tool_choice may be none or auto; required and a named function are not supported yet");
+        refuseUnless(body, "tool_choice", v -> v.isTextual() && java.util.Set.of("none", "auto", "required")
+                .contains(v.asText()) || v.isObject() && "function".equals(v.path("type").asText())
+                && v.path("function").path("name").isTextual(),
+                "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": …}}");
         refuseUnless(body, "parallel_tool_calls", JsonNode::isBoolean, "parallel_tool_calls must be a boolean");
         refuseUnless(body, "functions", v -> v.isArray() && v.isEmpty(), "functions (deprecated) are not supported");
         refuseUnless(body, "function_call", v -> v.isTextual() && v.asText().equals("none"),
@@ -184,6 +202,83 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
 
     private static ApiException unsupported(String param, String message) {
         return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
+    }
+
+    /** {@code tool_choice}: auto (also when no tools are offered), required, or a function's name. */
+    private static String toolChoice(JsonNode body, List<String> tools) {
+        JsonNode choice = body.get("tool_choice");
+        if (choice == null || choice.isNull() || tools.isEmpty()) {
+            return "auto";
+        }
+        if (choice.isTextual()) {
+            return choice.asText().equals("required") ? "required" : "auto";
+        }
+        String name = choice.path("function").path("name").asText();
+        for (String tool : tools) {
+            try {
+                if (name.equals(Replies.JSON.readTree(tool).path("function").path("name").asText())) {
+                    return name;
+                }
+            } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+                throw new IllegalStateException(e); // tools() wrote it
+            }
+        }
+        throw ApiException.badParameter("tool_choice", "tool_choice names " + name + ", which is not among the tools");
+    }
+
+    /** {@code response_format}: null for text, else the grammar of a JSON object or of the schema. */
+    private static Grammar responseFormat(JsonNode body) {
+        JsonNode format = body.get("response_format");
+        if (format == null || format.isNull()) {
+            return null;
+        }
+        return switch (format.path("type").asText()) {
+            case "json_object" -> Grammar.jsonObject();
+            case "json_schema" -> {
+                JsonNode schema = format.path("json_schema").get("schema");
+                if (schema == null || !schema.isObject()) {
+                    throw ApiException.badParameter("response_format.json_schema.schema",
+                            "response_format.json_schema.schema must be a JSON Schema object");
+                }
+                try {
+                    yield Grammar.jsonSchema(schema);
+                } catch (GrammarException e) {
+                    throw unsupported("response_format.json_schema.schema", "the schema cannot be served: "
+                            + e.getMessage());
+                }
+            }
+            default -> null;
+        };
+    }
+
+    /** Chat's {@code logprobs} and {@code top_logprobs}, or completions' {@code logprobs: N}; -1 for none. */
+    private static int logprobs(JsonNode body, boolean chat) {
+        JsonNode logprobs = body.get("logprobs");
+        if (chat) {
+            JsonNode top = body.get("top_logprobs");
+            boolean on = logprobs != null && logprobs.isBoolean() && logprobs.booleanValue();
+            if (logprobs != null && !logprobs.isNull() && !logprobs.isBoolean()) {
+                throw ApiException.badParameter("logprobs", "logprobs must be a boolean");
+            }
+            if (top != null && !top.isNull()) {
+                if (!top.isIntegralNumber() || top.intValue() < 0 || top.intValue() > TokenLogprobs.MAX_TOP) {
+                    throw ApiException.badParameter("top_logprobs", "top_logprobs must be an integer in [0, "
+                            + TokenLogprobs.MAX_TOP + "]");
+                }
+                if (!on) {
+                    throw ApiException.badParameter("top_logprobs", "top_logprobs needs logprobs: true");
+                }
+                return top.intValue();
+            }
+            return on ? 0 : -1;
+        }
+        if (logprobs == null || logprobs.isNull()) {
+            return -1;
+        }
+        if (!logprobs.isIntegralNumber() || logprobs.intValue() < 0 || logprobs.intValue() > 5) {
+            throw ApiException.badParameter("logprobs", "logprobs must be an integer in [0, 5]");
+        }
+        return logprobs.intValue();
     }
 
     private static final java.util.regex.Pattern FUNCTION_NAME = java.util.regex.Pattern.compile("[a-zA-Z0-9_-]{1,64}");

@@ -59,6 +59,44 @@ public enum ToolSyntax {
         return GENERIC;
     }
 
+    /**
+     * The grammar of a reply that is exactly one call, in this syntax, of one of {@code tools}
+     * (each the JSON text of {@code {"type": "function", "function": {"name", "parameters"}}}),
+     * or of the one named {@code only} when it is not null: a forced call ({@code tool_choice}
+     * {@code required} or a named function). A function without parameters takes an object.
+     *
+     * @throws dev.tandem.llm.grammar.GrammarException when a function's parameters cannot be compiled
+     */
+    public dev.tandem.llm.grammar.Grammar forcedCall(List<String> tools, String only) {
+        List<dev.tandem.llm.grammar.Grammar> calls = new ArrayList<>();
+        for (String tool : tools) {
+            JsonNode function = tree(tool).path("function");
+            String name = function.path("name").asText();
+            if (only != null && !only.equals(name)) {
+                continue;
+            }
+            JsonNode parameters = function.get("parameters");
+            dev.tandem.llm.grammar.Grammar arguments = parameters == null || parameters.isNull()
+                    ? dev.tandem.llm.grammar.Grammar.jsonObject()
+                    : dev.tandem.llm.grammar.Grammar.jsonSchema(parameters);
+            String key = this == LLAMA3 ? "parameters" : "arguments";
+            calls.add(dev.tandem.llm.grammar.Grammar.sequence(
+                    dev.tandem.llm.grammar.Grammar.literal("{\"name\": " + JSON.valueToTree(name) + ", \"" + key + "\": "),
+                    arguments, dev.tandem.llm.grammar.Grammar.literal("}")));
+        }
+        if (calls.isEmpty()) {
+            throw new IllegalArgumentException("no tool named " + only);
+        }
+        dev.tandem.llm.grammar.Grammar one = dev.tandem.llm.grammar.Grammar.anyOf(calls);
+        return switch (this) {
+            case HERMES -> dev.tandem.llm.grammar.Grammar.sequence(dev.tandem.llm.grammar.Grammar.literal(
+                    "<tool_call>\n"), one, dev.tandem.llm.grammar.Grammar.literal("\n</tool_call>"));
+            case MISTRAL -> dev.tandem.llm.grammar.Grammar.sequence(dev.tandem.llm.grammar.Grammar.literal(
+                    "[TOOL_CALLS]["), one, dev.tandem.llm.grammar.Grammar.literal("]"));
+            case LLAMA3, GENERIC -> one;
+        };
+    }
+
     /** What a reply says: its text, and the calls it makes (empty when it makes none). */
     public record Reply(String content, List<ToolCall> calls) {}
 
