@@ -237,11 +237,9 @@ public final class TandemServer implements AutoCloseable {
     }
 
     private void models(ServerRequest req, ServerResponse res) {
+        // One model, one entry (as llama-server lists it): its id; /v1/models/{name} answers every name.
         ObjectNode body = Replies.JSON.createObjectNode().put("object", "list");
-        var data = body.putArray("data");
-        for (String name : names.all()) {
-            data.add(modelObject(name));
-        }
+        body.putArray("data").add(modelObject(names.id()));
         Replies.json(res, body);
     }
 
