@@ -106,6 +106,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             }
             sampler.topK(topK.intValue());
         }
+        sampler.logitBias(logitBias(body));
         Double minP = Params.optionalNumber(body, "min_p", 0, 1);
         if (minP != null) {
             sampler.minP(minP.floatValue());
@@ -166,7 +167,6 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
                 throw unsupported(name, "the parameter " + name + " is not supported by this endpoint");
             }
         }
-        refuseUnless(body, "logit_bias", v -> v.isObject() && v.isEmpty(), "logit_bias is not supported yet");
         refuseUnless(body, "response_format", v -> v.isObject()
                 && java.util.Set.of("text", "json_object", "json_schema").contains(v.path("type").asText()),
                 "response_format must be {\"type\": \"text\" | \"json_object\" | \"json_schema\"}");
@@ -202,6 +202,32 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
 
     private static ApiException unsupported(String param, String message) {
         return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
+    }
+
+    /** {@code logit_bias}: token ids (as the object's keys) to a bias in [-100, 100]. */
+    private static Map<Integer, Float> logitBias(JsonNode body) {
+        JsonNode bias = body.get("logit_bias");
+        if (bias == null || bias.isNull()) {
+            return Map.of();
+        }
+        if (!bias.isObject()) {
+            throw ApiException.badParameter("logit_bias", "logit_bias must be an object of token ids to numbers");
+        }
+        Map<Integer, Float> out = new java.util.HashMap<>();
+        for (var it = bias.fields(); it.hasNext();) {
+            var e = it.next();
+            int token;
+            try {
+                token = Integer.parseInt(e.getKey());
+            } catch (NumberFormatException x) {
+                throw ApiException.badParameter("logit_bias", "logit_bias keys must be token ids, was " + e.getKey());
+            }
+            if (token < 0 || !e.getValue().isNumber() || Math.abs(e.getValue().doubleValue()) > 100) {
+                throw ApiException.badParameter("logit_bias", "logit_bias maps token ids to numbers in [-100, 100]");
+            }
+            out.put(token, e.getValue().floatValue());
+        }
+        return out;
     }
 
     /** {@code tool_choice}: auto (also when no tools are offered), required, or a function's name. */

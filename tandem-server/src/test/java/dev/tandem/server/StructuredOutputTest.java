@@ -153,6 +153,23 @@ class StructuredOutputTest {
     }
 
     @Test
+    void logitBiasBansAndForcesTokens() throws Exception {
+        String body = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0,\"logprobs\":0%s}";
+        JsonNode plain = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                body.formatted("")).body());
+        String firstPiece = plain.at("/choices/0/logprobs/tokens/0").asText();
+        int first = served.model.tokenizer().id(firstPiece.replace(' ', '\u2581')).orElseThrow();
+        JsonNode banned = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                body.formatted(",\"logit_bias\":{\"" + first + "\":-100}")).body());
+        assertThat(banned.at("/choices/0/logprobs/tokens/0").asText()).isNotEqualTo(firstPiece);
+        int forced = served.model.tokenizer().encode(" dog", false, false)[0];
+        String piece = new String(served.model.tokenizer().tokenBytes(forced), java.nio.charset.StandardCharsets.UTF_8);
+        JsonNode all = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                body.formatted(",\"logit_bias\":{\"" + forced + "\":100}")).body());
+        assertThat(all.at("/choices/0/text").asText()).isEqualTo(piece.repeat(4));
+    }
+
+    @Test
     void logprobsComeInOpenAisShapes() throws Exception {
         RawHttp.Response chat = RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
                 {"messages":[{"role":"user","content":"A cat."}],"max_tokens":6,"temperature":0,

@@ -222,7 +222,7 @@ class WireTest {
                         "max_completion_tokens"),
                 new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"unknown_field\":1}",
                         "unknown_field"),
-                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"5\":1}}",
+                new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logit_bias\":{\"five\":1}}",
                         "logit_bias"),
                 new Bad("/v1/chat/completions", "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"audio\":{}}",
                         "audio"),

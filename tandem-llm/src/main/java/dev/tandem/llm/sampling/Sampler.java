@@ -16,6 +16,8 @@ import java.lang.foreign.ValueLayout;
  * tandem does not have:
  *
  * <ol>
+ *   <li><b>the logit bias</b> ({@link SamplerConfig#logitBias()}, OpenAI's {@code logit_bias}): added to
+ *       its tokens' logits;</li>
  *   <li><b>the grammar</b>, with a {@link GrammarMatcher}: every token it does not allow next gets
  *       {@code -Infinity}, before anything else, so the chain below only ever picks an allowed
  *       token (constrained decoding); the drawn token then moves the matcher on;
@@ -70,6 +72,9 @@ public final class Sampler {
 
     private final SamplerConfig config;
     private final int vocab;
+    /** The logit bias as arrays (its map would allocate an iterator on every draw). */
+    private final int[] biasTokens;
+    private final float[] biasValues;
     private final float[] work;
     private final long[] keys;
     private final int[] window;
@@ -105,6 +110,12 @@ public final class Sampler {
         }
         this.config = config;
         this.vocab = vocab;
+        this.biasTokens = config.logitBias().keySet().stream().filter(t -> t < vocab).mapToInt(Integer::intValue)
+                .sorted().toArray();
+        this.biasValues = new float[biasTokens.length];
+        for (int i = 0; i < biasTokens.length; i++) {
+            biasValues[i] = config.logitBias().get(biasTokens[i]);
+        }
         this.work = new float[vocab];
         this.keys = new long[vocab];
         this.window = new int[config.repeatLastN()];
@@ -239,6 +250,9 @@ public final class Sampler {
     private int sampleWork() {
         if (topLogprobs >= 0) {
             rawStatistics();
+        }
+        for (int i = 0; i < biasTokens.length; i++) {
+            work[biasTokens[i]] += biasValues[i];
         }
         if (grammar != null) {
             grammar.applyMask(work, 0);

@@ -20,6 +20,9 @@ package dev.tandem.llm.sampling;
  * @param penalizePrompt    whether the prompt's last tokens fill the window before the first draw
  *                          (llama.cpp does this)
  * @param seed              the draws of token {@code k} depend on {@code (seed, k)} only
+ * @param logitBias         OpenAI's {@code logit_bias}: added to the logits of these tokens before
+ *                          the penalties and the draw ({@code -100} bans one, {@code 100} all but
+ *                          forces it); empty for none
  */
 public record SamplerConfig(
         float temperature,
@@ -31,7 +34,8 @@ public record SamplerConfig(
         float presencePenalty,
         float frequencyPenalty,
         boolean penalizePrompt,
-        long seed) {
+        long seed,
+        java.util.Map<Integer, Float> logitBias) {
 
     /** Greedy decoding, no penalties. */
     public static final SamplerConfig GREEDY = builder().temperature(0).topK(0).topP(1).minP(0).build();
@@ -62,6 +66,12 @@ public record SamplerConfig(
         if (!Float.isFinite(frequencyPenalty)) {
             throw new IllegalArgumentException("frequencyPenalty = " + frequencyPenalty + " must be finite");
         }
+        logitBias = logitBias == null ? java.util.Map.of() : java.util.Map.copyOf(logitBias);
+        for (var bias : logitBias.entrySet()) {
+            if (bias.getKey() < 0 || !Float.isFinite(bias.getValue())) {
+                throw new IllegalArgumentException("logit bias " + bias + " needs a token >= 0 and a finite value");
+            }
+        }
     }
 
     /**
@@ -84,7 +94,8 @@ public record SamplerConfig(
                 .presencePenalty(presencePenalty)
                 .frequencyPenalty(frequencyPenalty)
                 .penalizePrompt(penalizePrompt)
-                .seed(seed);
+                .seed(seed)
+                .logitBias(logitBias);
     }
 
     public boolean greedy() {
@@ -108,6 +119,7 @@ public record SamplerConfig(
         private float frequencyPenalty = 0f;
         private boolean penalizePrompt = true;
         private long seed = 0;
+        private java.util.Map<Integer, Float> logitBias = java.util.Map.of();
 
         private Builder() {}
 
@@ -161,10 +173,16 @@ public record SamplerConfig(
             return this;
         }
 
+        /** Token id to the bias added to its logit. */
+        public Builder logitBias(java.util.Map<Integer, Float> value) {
+            logitBias = value;
+            return this;
+        }
+
         /** @throws IllegalArgumentException naming the first field out of range */
         public SamplerConfig build() {
             return new SamplerConfig(temperature, topK, topP, minP, repetitionPenalty, repeatLastN,
-                    presencePenalty, frequencyPenalty, penalizePrompt, seed);
+                    presencePenalty, frequencyPenalty, penalizePrompt, seed, logitBias);
         }
     }
 }
