@@ -6,7 +6,6 @@ import dev.tandem.llm.Completion;
 import dev.tandem.llm.FinishReason;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
-import dev.tandem.llm.chat.ToolCall;
 import dev.tandem.llm.grammar.Grammar;
 import dev.tandem.llm.grammar.GrammarException;
 import dev.tandem.llm.sampling.TokenLogprobs;
@@ -64,24 +63,40 @@ final class CompletionsApi {
         long start = System.nanoTime();
         String operation = chat ? "chat" : "text_completion";
         GenerationRequest[] parsed = new GenerationRequest[1];
-        Completion completion = generations.admit(req, res, operation, () -> {
+        List<Completion> choices = generations.admit(req, res, operation, () -> {
             GenerationRequest request = GenerationRequest.parse(replies.readBody(req), chat, config.maxTokens());
             names.check(request.model());
             parsed[0] = request;
             GenerateOptions options = options(request);
-            return generations.submit(encode(request), request.maxTokens(), options, chat ? "messages" : "prompt");
+            int[] prompt = encode(request);
+            List<Completion> admitted = new ArrayList<>();
+            try {
+                for (int i = 0; i < request.n(); i++) {
+                    // Choice i draws with seed + i, so sampled choices differ; the prefix cache shares the prompt.
+                    GenerateOptions choice = i == 0 ? options : options.withSampler(
+                            request.sampler().toBuilder().seed(request.sampler().seed() + i).build());
+                    admitted.add(generations.submit(prompt, request.maxTokens(), choice, chat ? "messages" : "prompt"));
+                }
+            } catch (RuntimeException e) {
+                admitted.forEach(generations::release);
+                throw e;
+            }
+            return admitted;
         });
-        if (completion == null) {
+        if (choices == null) {
             return;
         }
+        GenerationRequest request = parsed[0];
+        CompletionShapes shapes = new CompletionShapes(request, model.tokenizer(), names.id(),
+                (chat ? "chatcmpl-" : "cmpl-") + randomId(), Instant.now().getEpochSecond());
         try {
-            if (parsed[0].stream()) {
-                stream(req, res, parsed[0], completion, operation, start);
+            if (request.stream()) {
+                stream(req, res, request, shapes, choices, operation, start);
             } else {
-                whole(req, res, parsed[0], completion, operation, start);
+                whole(req, res, request, shapes, choices, operation, start);
             }
         } finally {
-            generations.release(completion);
+            choices.forEach(generations::release);
         }
     }
 
@@ -124,243 +139,173 @@ final class CompletionsApi {
         }
     }
 
-    private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, Completion completion,
-            String operation, long start) {
-        String id = (request.chat() ? "chatcmpl-" : "cmpl-") + randomId();
-        long created = Instant.now().getEpochSecond();
-        long first = 0;
-        int promptTokens = completion.promptTokens().length;
+    /** When a choice's first token came, or 0: the handlers of several choices set it, the earliest wins. */
+    private static final class FirstToken {
+        private long nanos;
+
+        synchronized void seen() {
+            if (nanos == 0) {
+                nanos = System.nanoTime();
+            }
+        }
+
+        synchronized long nanos() {
+            return nanos;
+        }
+    }
+
+    private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, CompletionShapes shapes,
+            List<Completion> choices, String operation, long start) {
+        FirstToken first = new FirstToken();
+        int promptTokens = choices.getFirst().promptTokens().length;
         String outcome;
         metrics.streamOpened();
         SseWriter events = null;
         try {
-            events = new SseWriter(res, config.keepAlive(), completion::cancel);
-            if (request.chat()) {
-                events.data(chunk(request, id, created, null, true, null));
+            events = new SseWriter(res, config.keepAlive(), () -> choices.forEach(Completion::cancel));
+            SseWriter writer = events;
+            if (choices.size() == 1) {
+                streamChoice(writer, request, shapes, 0, choices.getFirst(), first);
+            } else {
+                // Each choice on a virtual thread of its own: the batcher makes them together, and a
+                // reader that took one choice at a time would hold the others back at their stream buffer.
+                List<Thread> threads = new ArrayList<>();
+                List<RuntimeException> failures = java.util.Collections.synchronizedList(new ArrayList<>());
+                for (int i = 0; i < choices.size(); i++) {
+                    int index = i;
+                    threads.add(Thread.ofVirtual().name("tandem-server-choice").start(() -> {
+                        try {
+                            streamChoice(writer, request, shapes, index, choices.get(index), first);
+                        } catch (RuntimeException e) {
+                            choices.forEach(Completion::cancel);
+                            failures.add(e);
+                        }
+                    }));
+                }
+                for (Thread t : threads) {
+                    t.join();
+                }
+                if (!failures.isEmpty()) {
+                    throw failures.getFirst();
+                }
             }
-            ToolCallFilter tools = new ToolCallFilter(model.toolSyntax(), request.usesTools(),
-                    request.parallelToolCalls());
-            List<TokenLogprobs> pending = new ArrayList<>();
-            for (Completion.Delta delta : completion) {
-                if (delta.token() >= 0 && first == 0) {
-                    first = System.nanoTime();
-                }
-                if (delta.logprobs() != null) {
-                    pending.add(delta.logprobs());
-                }
-                String out = tools.accept(delta.text());
-                if (!out.isEmpty()) {
-                    events.data(withLogprobs(chunk(request, id, created, out, false, null), request, pending));
-                }
-            }
-            FinishReason finish = completion.finishReason();
-            ToolCallFilter.End end = finish == FinishReason.ABORTED ? null : tools.end();
+            Completion aborted = choices.stream().filter(c -> c.finishReason() == FinishReason.ABORTED).findFirst()
+                    .orElse(null);
             if (events.clientGone()) {
                 outcome = "disconnected";
-            } else if (finish == FinishReason.ABORTED) {
-                ApiException error = generations.aborted(completion);
+            } else if (aborted != null) {
+                ApiException error = generations.aborted(aborted);
                 replies.refused(req, error);
                 events.data(Replies.errorBody(error));
                 events.data("[DONE]");
                 outcome = "aborted";
             } else {
-                if (!end.content().isEmpty() || !pending.isEmpty() && end.calls().isEmpty()) {
-                    events.data(withLogprobs(chunk(request, id, created, end.content(), false, null), request,
-                            pending));
-                }
-                for (int i = 0; i < end.calls().size(); i++) {
-                    ToolCall call = end.calls().get(i);
-                    ObjectNode opening = chunk(request, id, created, null, false, null);
-                    ObjectNode entry = ((ObjectNode) opening.at("/choices/0/delta")).putArray("tool_calls").addObject()
-                            .put("index", i).put("id", call.id()).put("type", "function");
-                    entry.putObject("function").put("name", call.name()).put("arguments", "");
-                    events.data(opening);
-                    ObjectNode arguments = chunk(request, id, created, null, false, null);
-                    ((ObjectNode) arguments.at("/choices/0/delta")).putArray("tool_calls").addObject().put("index", i)
-                            .putObject("function").put("arguments", call.arguments());
-                    events.data(arguments);
-                }
-                events.data(chunk(request, id, created, null, false,
-                        end.calls().isEmpty() ? finish.wire() : "tool_calls"));
                 if (request.includeUsage()) {
-                    ObjectNode usage = envelope(request, id, created, true);
+                    ObjectNode usage = shapes.envelope(true);
                     usage.putArray("choices");
-                    usage.set("usage", usage(promptTokens, completion.tokens().length,
-                            completion.cachedPromptTokens()));
+                    usage.set("usage", CompletionShapes.usage(promptTokens, completionTokens(choices),
+                            choices.getFirst().cachedPromptTokens()));
                     events.data(usage);
                 }
                 events.data("[DONE]");
-                outcome = finish.wire();
+                outcome = choices.getFirst().finishReason().wire();
             }
         } catch (UncheckedIOException e) {
             // The client went away: stop generating for it at once.
-            completion.cancel();
+            choices.forEach(Completion::cancel);
             outcome = "disconnected";
-            log.debug("client disconnected from {}: {}", id, e.getMessage());
+            log.debug("client disconnected from {}: {}", shapes.id, e.getMessage());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            choices.forEach(Completion::cancel);
+            outcome = "aborted";
         } finally {
             metrics.streamClosed();
             if (events != null) {
                 events.close();
             }
         }
-        metrics.request(operation, outcome, promptTokens, completion.tokens().length, start, first, System.nanoTime());
+        metrics.request(operation, outcome, promptTokens, completionTokens(choices), start, first.nanos(),
+                System.nanoTime());
     }
 
-    private void whole(ServerRequest req, ServerResponse res, GenerationRequest request, Completion completion,
-            String operation, long start) {
-        long first = 0;
+    /** The chunks of one choice, through its finish; nothing after its tokens when it was aborted. */
+    private void streamChoice(SseWriter events, GenerationRequest request, CompletionShapes shapes, int index,
+            Completion completion, FirstToken first) {
+        if (request.chat()) {
+            events.data(shapes.chunk(index, null, true, null));
+        }
+        ToolCallFilter tools = new ToolCallFilter(model.toolSyntax(), request.usesTools(), request.parallelToolCalls());
+        List<TokenLogprobs> pending = new ArrayList<>();
         for (Completion.Delta delta : completion) {
-            if (delta.token() >= 0 && first == 0) {
-                first = System.nanoTime();
+            if (delta.token() >= 0) {
+                first.seen();
+            }
+            if (delta.logprobs() != null) {
+                pending.add(delta.logprobs());
+            }
+            String out = tools.accept(delta.text());
+            if (!out.isEmpty()) {
+                events.data(shapes.textChunk(index, out, pending));
             }
         }
-        int promptTokens = completion.promptTokens().length;
-        int completionTokens = completion.tokens().length;
         FinishReason finish = completion.finishReason();
-        if (finish == FinishReason.ABORTED) {
-            metrics.request(operation, "aborted", promptTokens, completionTokens, start, first, System.nanoTime());
-            replies.error(req, res, generations.aborted(completion));
+        if (finish == FinishReason.ABORTED || events.clientGone()) {
             return;
         }
-        String id = (request.chat() ? "chatcmpl-" : "cmpl-") + randomId();
-        long created = Instant.now().getEpochSecond();
-        ObjectNode body = envelope(request, id, created, false);
-        ObjectNode choice = body.putArray("choices").addObject().put("index", 0);
-        String finishReason = finish.wire();
-        if (request.chat()) {
-            ToolCallFilter.End end = ToolCallFilter.whole(completion.text(), model.toolSyntax(), request.usesTools(),
-                    request.parallelToolCalls());
-            ObjectNode message = choice.putObject("message").put("role", "assistant");
-            if (end.calls().isEmpty()) {
-                message.put("content", end.content());
-            } else {
-                if (end.content().isEmpty()) {
-                    message.putNull("content");
-                } else {
-                    message.put("content", end.content());
-                }
-                ArrayNode calls = message.putArray("tool_calls");
-                for (ToolCall call : end.calls()) {
-                    ObjectNode entry = calls.addObject().put("id", call.id()).put("type", "function");
-                    entry.putObject("function").put("name", call.name()).put("arguments", call.arguments());
-                }
-                finishReason = "tool_calls";
+        ToolCallFilter.End end = tools.end();
+        if (!end.content().isEmpty() || !pending.isEmpty() && end.calls().isEmpty()) {
+            events.data(shapes.textChunk(index, end.content(), pending));
+        }
+        for (int i = 0; i < end.calls().size(); i++) {
+            for (ObjectNode chunk : shapes.toolCallChunks(index, i, end.calls().get(i))) {
+                events.data(chunk);
             }
-            message.putNull("refusal");
-        } else {
-            choice.put("text", completion.text());
         }
-        if (request.logprobs() >= 0) {
-            choice.set("logprobs", logprobs(completion.logprobs(), request));
-        } else {
-            choice.putNull("logprobs");
+        events.data(shapes.chunk(index, null, false, end.calls().isEmpty() ? finish.wire() : "tool_calls"));
+    }
+
+    private static int completionTokens(List<Completion> choices) {
+        return choices.stream().mapToInt(c -> c.tokens().length).sum();
+    }
+
+    private void whole(ServerRequest req, ServerResponse res, GenerationRequest request, CompletionShapes shapes,
+            List<Completion> choices, String operation, long start) {
+        FirstToken first = new FirstToken();
+        List<java.util.concurrent.CompletableFuture<Void>> done = new ArrayList<>();
+        for (Completion c : choices) {
+            done.add(java.util.concurrent.CompletableFuture.runAsync(() -> {
+                for (Completion.Delta delta : c) {
+                    if (delta.token() >= 0) {
+                        first.seen();
+                    }
+                }
+            }, r -> Thread.ofVirtual().name("tandem-server-choice").start(r)));
         }
-        choice.put("finish_reason", finishReason);
-        body.set("usage", usage(promptTokens, completionTokens, completion.cachedPromptTokens()));
-        metrics.request(operation, finish.wire(), promptTokens, completionTokens, start, first, System.nanoTime());
+        done.forEach(java.util.concurrent.CompletableFuture::join);
+        int promptTokens = choices.getFirst().promptTokens().length;
+        int completionTokens = completionTokens(choices);
+        for (Completion c : choices) {
+            if (c.finishReason() == FinishReason.ABORTED) {
+                metrics.request(operation, "aborted", promptTokens, completionTokens, start, first.nanos(),
+                        System.nanoTime());
+                replies.error(req, res, generations.aborted(c));
+                return;
+            }
+        }
+        ObjectNode body = shapes.envelope(false);
+        ArrayNode array = body.putArray("choices");
+        for (int i = 0; i < choices.size(); i++) {
+            Completion c = choices.get(i);
+            ToolCallFilter.End end = request.chat() ? ToolCallFilter.whole(c.text(), model.toolSyntax(),
+                    request.usesTools(), request.parallelToolCalls()) : new ToolCallFilter.End(c.text(), List.of());
+            String finish = end.calls().isEmpty() ? c.finishReason().wire() : "tool_calls";
+            array.add(shapes.choice(i, c.text(), end, c.logprobs(), finish));
+        }
+        body.set("usage", CompletionShapes.usage(promptTokens, completionTokens, choices.getFirst().cachedPromptTokens()));
+        metrics.request(operation, choices.getFirst().finishReason().wire(), promptTokens, completionTokens, start,
+                first.nanos(), System.nanoTime());
         Replies.json(res, body);
-    }
-
-    private ObjectNode envelope(GenerationRequest request, String id, long created, boolean chunk) {
-        String object = request.chat() ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
-        return Replies.JSON.createObjectNode().put("id", id).put("object", object).put("created", created)
-                .put("model", names.id());
-    }
-
-    /** A chunk of a stream: {@code text} (or none), the assistant's role on a chat's first chunk, a finish reason. */
-    private ObjectNode chunk(GenerationRequest request, String id, long created, String text, boolean role,
-            String finish) {
-        ObjectNode chunk = envelope(request, id, created, true);
-        ArrayNode choices = chunk.putArray("choices");
-        ObjectNode choice = choices.addObject().put("index", 0);
-        if (request.chat()) {
-            ObjectNode delta = choice.putObject("delta");
-            if (role) {
-                delta.put("role", "assistant").putNull("content"); // as llama-server's first chunk
-            }
-            if (text != null) {
-                delta.put("content", text);
-            }
-        } else {
-            choice.put("text", text == null ? "" : text);
-        }
-        choice.putNull("logprobs");
-        if (finish == null) {
-            choice.putNull("finish_reason");
-        } else {
-            choice.put("finish_reason", finish);
-        }
-        return chunk;
-    }
-
-    /** OpenAI's usage, with the prompt tokens taken from the prefix cache in {@code prompt_tokens_details}. */
-    /** {@code chunk} carrying the log-probabilities of {@code pending} (then cleared) when the request asked. */
-    private ObjectNode withLogprobs(ObjectNode chunk, GenerationRequest request, List<TokenLogprobs> pending) {
-        if (request.logprobs() >= 0) {
-            ((ObjectNode) chunk.at("/choices/0")).set("logprobs", logprobs(pending, request));
-            pending.clear();
-        }
-        return chunk;
-    }
-
-    /**
-     * OpenAI's {@code logprobs} of {@code tokens}: chat's {@code {"content": [{token, logprob,
-     * bytes, top_logprobs}], "refusal": null}}, or completions' {@code {tokens, token_logprobs,
-     * top_logprobs, text_offset}}. The figures are the model's own distribution (the log-softmax
-     * of its logits, before penalties, temperature and any grammar).
-     */
-    private ObjectNode logprobs(List<TokenLogprobs> tokens, GenerationRequest request) {
-        ObjectNode node = Replies.JSON.createObjectNode();
-        if (request.chat()) {
-            ArrayNode content = node.putArray("content");
-            for (TokenLogprobs lp : tokens) {
-                ObjectNode entry = tokenEntry(content.addObject(), lp.token(), lp.logprob());
-                ArrayNode top = entry.putArray("top_logprobs");
-                for (int i = 0; i < Math.min(request.logprobs(), lp.topTokens().length); i++) {
-                    tokenEntry(top.addObject(), lp.topTokens()[i], lp.topLogprobs()[i]);
-                }
-            }
-            node.putNull("refusal");
-            return node;
-        }
-        ArrayNode texts = node.putArray("tokens");
-        ArrayNode values = node.putArray("token_logprobs");
-        ArrayNode tops = node.putArray("top_logprobs");
-        ArrayNode offsets = node.putArray("text_offset");
-        int offset = 0;
-        for (TokenLogprobs lp : tokens) {
-            String text = piece(lp.token());
-            texts.add(text);
-            values.add(lp.logprob());
-            ObjectNode top = tops.addObject();
-            for (int i = 0; i < Math.min(request.logprobs(), lp.topTokens().length); i++) {
-                top.put(piece(lp.topTokens()[i]), lp.topLogprobs()[i]);
-            }
-            offsets.add(offset);
-            offset += text.length();
-        }
-        return node;
-    }
-
-    private ObjectNode tokenEntry(ObjectNode entry, int token, float logprob) {
-        entry.put("token", piece(token)).put("logprob", logprob);
-        ArrayNode bytes = entry.putArray("bytes");
-        for (byte b : model.tokenizer().tokenBytes(token)) {
-            bytes.add(b & 0xff);
-        }
-        return entry;
-    }
-
-    /** A token's text (its bytes as UTF-8, a broken character replaced). */
-    private String piece(int token) {
-        return new String(model.tokenizer().tokenBytes(token), java.nio.charset.StandardCharsets.UTF_8);
-    }
-
-    static ObjectNode usage(int prompt, int completion, int cached) {
-        ObjectNode usage = Replies.JSON.createObjectNode().put("prompt_tokens", prompt)
-                .put("completion_tokens", completion).put("total_tokens", prompt + completion);
-        usage.putObject("prompt_tokens_details").put("cached_tokens", cached);
-        return usage;
     }
 
     static String randomId() {

@@ -39,10 +39,14 @@ import java.util.Set;
  *                     {@code json_object} or {@code json_schema}), or null for text
  * @param logprobs     how many alternatives to report with each token's log-probability
  *                     ({@code top_logprobs}, or completions' {@code logprobs}); -1 for none
+ * @param n            how many choices to generate for the prompt
  */
 record GenerationRequest(boolean chat, String model, List<ChatMessage> messages, String prompt, int maxTokens,
         SamplerConfig sampler, List<String> stop, boolean stream, boolean includeUsage, boolean ignoreEos,
-        List<String> tools, boolean parallelToolCalls, String toolChoice, Grammar responseFormat, int logprobs) {
+        List<String> tools, boolean parallelToolCalls, String toolChoice, Grammar responseFormat, int logprobs,
+        int n) {
+
+    static final int MAX_CHOICES = 8;
 
     /** Whether the model must call a tool (required, or a named function). */
     boolean forcesToolCall() {
@@ -93,9 +97,13 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             }
         }
 
-        JsonNode n = body.get("n");
-        if (n != null && !n.isNull() && !(n.isIntegralNumber() && n.intValue() == 1)) {
-            throw ApiException.badParameter("n", "only n = 1 is supported");
+        JsonNode nNode = body.get("n");
+        int n = 1;
+        if (nNode != null && !nNode.isNull()) {
+            if (!nNode.isIntegralNumber() || nNode.intValue() < 1 || nNode.intValue() > MAX_CHOICES) {
+                throw ApiException.badParameter("n", "n must be an integer in [1, " + MAX_CHOICES + "]");
+            }
+            n = nNode.intValue();
         }
 
         SamplerConfig.Builder sampler = Params.sampling(body, SamplerConfig.builder());
@@ -150,7 +158,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         }
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
                 includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls, toolChoice,
-                responseFormat, logprobs(body, chat));
+                responseFormat, logprobs(body, chat), n);
     }
 
     /**

@@ -105,10 +105,10 @@ final class Generations {
 
     /**
      * Starts the generation {@code start} parses, checks and submits (through {@link #submit}):
-     * its completion, or null when it was refused, the refusal then answered and counted under
-     * {@code operation}.
+     * what it returns (its completions), or null when it was refused, the refusal then answered
+     * and counted under {@code operation}.
      */
-    Completion admit(ServerRequest req, ServerResponse res, String operation, Supplier<Completion> start) {
+    <T> T admit(ServerRequest req, ServerResponse res, String operation, Supplier<T> start) {
         try {
             checkOpen();
             return start.get();

@@ -52,7 +52,7 @@ final class ResponsesApi {
     void create(ServerRequest req, ServerResponse res) {
         long start = System.nanoTime();
         ResponsesRequest[] parsed = new ResponsesRequest[1];
-        Completion completion = generations.admit(req, res, OPERATION, () -> {
+        Completion completion = generations.<Completion>admit(req, res, OPERATION, () -> {
             ResponsesRequest request = ResponsesRequest.parse(replies.readBody(req), config.maxTokens());
             names.check(request.model());
             parsed[0] = request;

@@ -163,10 +163,10 @@ class OpenAiClientTest {
 
     @Test
     void errorsReachTheClientAsItsExceptions() {
-        assertThatThrownBy(() -> client.chat().completions().create(chat().n(2).build()))
+        assertThatThrownBy(() -> client.chat().completions().create(chat().n(20).build()))
                 .isInstanceOfSatisfying(BadRequestException.class, e -> {
                     assertThat(e.statusCode()).isEqualTo(400);
-                    assertThat(e.getMessage()).contains("n = 1");
+                    assertThat(e.getMessage()).contains("n must be");
                 });
         assertThatThrownBy(() -> client.models().retrieve("gpt-4o")).isInstanceOf(NotFoundException.class);
         String tooLong = " a".repeat(served.model.config().contextLength() + 8);

@@ -153,6 +153,42 @@ class StructuredOutputTest {
     }
 
     @Test
+    void nChoicesShareThePromptAndEachIsWholeStreamedOrNot() throws Exception {
+        String body = "{\"prompt\":\"Once upon a time\",\"max_tokens\":6,\"n\":3,\"seed\":9%s}";
+        JsonNode whole = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                body.formatted("")).body());
+        assertThat(whole.get("choices")).hasSize(3);
+        assertThat(whole.get("choices").findValuesAsText("index")).containsExactly("0", "1", "2");
+        int total = 0;
+        for (JsonNode c : whole.get("choices")) {
+            total += served.model.tokenizer().encode(c.get("text").asText(), false, false).length > 0 ? 1 : 0;
+        }
+        assertThat(total).isEqualTo(3);
+        List<String> texts = whole.get("choices").findValuesAsText("text");
+        assertThat(whole.at("/usage/completion_tokens").asInt()).isBetween(3, 18);
+        StringBuilder[] streamed = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
+        int[] finishes = new int[3];
+        for (String data : WireTest.events(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                body.formatted(",\"stream\":true")).body())) {
+            if (data.equals("[DONE]")) {
+                continue;
+            }
+            JsonNode choice = JSON.readTree(data).at("/choices/0");
+            int index = choice.get("index").asInt();
+            streamed[index].append(choice.get("text").asText());
+            if (choice.get("finish_reason").isTextual()) {
+                finishes[index]++;
+            }
+        }
+        for (int i = 0; i < 3; i++) {
+            assertThat(streamed[i].toString()).as("choice " + i).isEqualTo(texts.get(i)); // same seeds, same texts
+            assertThat(finishes[i]).isEqualTo(1);
+        }
+        assertThat(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":\"x\",\"n\":9}").status()).isEqualTo(400);
+    }
+
+    @Test
     void logitBiasBansAndForcesTokens() throws Exception {
         String body = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0,\"logprobs\":0%s}";
         JsonNode plain = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,

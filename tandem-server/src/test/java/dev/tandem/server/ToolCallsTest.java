@@ -216,7 +216,7 @@ class ToolCallsTest {
                 new Bad("{\"messages\":[{\"role\":\"assistant\",\"tool_calls\":[{\"id\":\"c\",\"function\":"
                         + "{\"name\":\"f\",\"arguments\":\"{oops\"}}]}]}", "messages[0].tool_calls[0].function.arguments"),
                 new Bad("{" + user + ",\"tools\":[{\"type\":\"function\",\"function\":{\"name\":\"f\"}}],"
-                        + "\"tool_choice\":\"required\"}", "tool_choice"))) {
+                        + "\"tool_choice\":{\"type\":\"function\",\"function\":{\"name\":\"g\"}}}", "tool_choice"))) {
             RawHttp.Response response = RawHttp.exchange(server.port(), "POST", "/v1/chat/completions", h, b.body());
             assertThat(response.status()).as(b.body()).isEqualTo(400);
             JsonNode error = JSON.readTree(response.body()).get("error");

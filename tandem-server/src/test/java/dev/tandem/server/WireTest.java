@@ -197,7 +197,7 @@ class WireTest {
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"temperature\":\"hot\"}", "temperature"),
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"top_p\":0}", "top_p"),
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"top_p\":1.5}", "top_p"),
-                new Bad("/v1/completions", "{\"prompt\":\"x\",\"n\":2}", "n"),
+                new Bad("/v1/completions", "{\"prompt\":\"x\",\"n\":0}", "n"),
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"seed\":\"s\"}", "seed"),
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"stop\":[\"a\",\"b\",\"c\",\"d\",\"e\"]}", "stop"),
                 new Bad("/v1/completions", "{\"prompt\":\"x\",\"stop\":\"\"}", "stop"),
