@@ -62,8 +62,9 @@ final class ResponsesApi {
             } catch (RuntimeException e) {
                 throw ApiException.badParameter("input", "the chat template rejects these messages: " + e.getMessage());
             }
+            GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler());
             return generations.submit(prompt, request.maxTokens(),
-                    GenerateOptions.defaults().withSampler(request.sampler()), "input");
+                    request.grammar() == null ? options : options.withGrammar(request.grammar()), "input");
         });
         if (completion == null) {
             return;
@@ -236,7 +237,11 @@ final class ResponsesApi {
         r.put("parallel_tool_calls", true).putNull("previous_response_id");
         r.putObject("reasoning").putNull("effort").putNull("summary");
         r.put("store", false).put("temperature", request.sampler().temperature());
-        r.putObject("text").putObject("format").put("type", "text");
+        if (request.format() == null) {
+            r.putObject("text").putObject("format").put("type", "text");
+        } else {
+            r.putObject("text").set("format", request.format());
+        }
         r.put("tool_choice", "auto");
         r.putArray("tools");
         r.put("top_p", request.sampler().topP()).put("truncation", "disabled");

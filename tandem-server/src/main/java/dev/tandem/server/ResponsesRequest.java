@@ -20,13 +20,15 @@ import java.util.Set;
  * @param messages    {@code instructions} as a system message, then {@code input}'s messages
  * @param instructions {@code instructions}, or null
  * @param maxTokens   {@code max_output_tokens}, or 0 when not given
+ * @param grammar     the grammar of {@code text.format} {@code json_object} or {@code json_schema}, or null
+ * @param format      {@code text.format} as given (echoed in the response), or null for text
  * @param sampler     the sampler: {@code temperature}, {@code top_p}, and tandem's {@code seed}
  * @param stream      whether to answer with the Responses API's server-sent events
  * @param metadata    {@code metadata}, echoed in the response (null when not given)
  * @param user        {@code user}, echoed (null when not given)
  */
 record ResponsesRequest(String model, List<ChatMessage> messages, String instructions, int maxTokens,
-        SamplerConfig sampler, boolean stream, JsonNode metadata, String user) {
+        dev.tandem.llm.grammar.Grammar grammar, JsonNode format, SamplerConfig sampler, boolean stream, JsonNode metadata, String user) {
 
     private static final Set<String> SERVED = Set.of("model", "input", "instructions", "max_output_tokens",
             "temperature", "top_p", "seed", "stream", "metadata", "user", "tools", "tool_choice",
@@ -67,12 +69,11 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
             throw ApiException.badParameter("parallel_tool_calls", "parallel_tool_calls must be a boolean");
         }
         JsonNode text = body.get("text");
-        if (text != null && !text.isNull()) {
-            JsonNode format = text.path("format");
-            if (!text.isObject() || !(format.isMissingNode() || format.isNull()
-                    || "text".equals(format.path("type").asText()))) {
-                throw unsupported("text.format", "text.format supports only {\"type\": \"text\"} on /v1/responses");
-            }
+        JsonNode format = text == null ? null : text.path("format");
+        if (text != null && !text.isNull() && (!text.isObject() || !(format.isMissingNode() || format.isNull()
+                || java.util.Set.of("text", "json_object", "json_schema").contains(format.path("type").asText())))) {
+            throw unsupported("text.format", "text.format must be {\"type\": \"text\" | \"json_object\" | "
+                    + "\"json_schema\"}");
         }
         JsonNode truncation = body.get("truncation");
         if (truncation != null && !truncation.isNull() && !"disabled".equals(truncation.asText())) {
@@ -115,9 +116,32 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
         if (metadata != null && !metadata.isNull() && !metadata.isObject()) {
             throw ApiException.badParameter("metadata", "metadata must be an object");
         }
-        return new ResponsesRequest(model, List.copyOf(messages), instructions, maxTokens, sampler.build(),
+        return new ResponsesRequest(model, List.copyOf(messages), instructions, maxTokens, grammar(format),
+                format == null || format.isMissingNode() || format.isNull() ? null : format, sampler.build(),
                 stream != null && stream.asBoolean(), metadata == null || metadata.isNull() ? null : metadata,
                 Params.optionalString(body, "user"));
+    }
+
+    /** The grammar {@code text.format} asks for: a JSON object, the schema's, or null for text. */
+    private static dev.tandem.llm.grammar.Grammar grammar(JsonNode format) {
+        if (format == null || format.isMissingNode() || format.isNull()) {
+            return null;
+        }
+        return switch (format.path("type").asText()) {
+            case "json_object" -> dev.tandem.llm.grammar.Grammar.jsonObject();
+            case "json_schema" -> {
+                JsonNode schema = format.get("schema");
+                if (schema == null || !schema.isObject()) {
+                    throw ApiException.badParameter("text.format.schema", "text.format.schema must be a JSON Schema");
+                }
+                try {
+                    yield dev.tandem.llm.grammar.Grammar.jsonSchema(schema);
+                } catch (dev.tandem.llm.grammar.GrammarException e) {
+                    throw unsupported("text.format.schema", "the schema cannot be served: " + e.getMessage());
+                }
+            }
+            default -> null;
+        };
     }
 
     /** {@code input}: a string (one user message) or a list of messages of text. */

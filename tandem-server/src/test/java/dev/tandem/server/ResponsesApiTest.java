@@ -131,12 +131,30 @@ class ResponsesApiTest {
     }
 
     @Test
+    void aJsonSchemaFormatComesBackValid() throws Exception {
+        RawHttp.Response response = RawHttp.exchange(served.server.port(), "POST", "/v1/responses", H, """
+                {"input":"A child.","max_output_tokens":60,"seed":4,"text":{"format":{"type":"json_schema",
+                 "name":"child","strict":true,"schema":{"type":"object","properties":{"name":{"type":"string",
+                 "enum":["Lily","Tom"]},"age":{"type":"integer"}},"required":["name","age"],
+                 "additionalProperties":false}}}}""");
+        assertThat(response.status()).as(response.body()).isEqualTo(200);
+        JsonNode body = JSON.readTree(response.body());
+        assertThat(body.get("status").asText()).isEqualTo("completed");
+        JsonNode child = JSON.readTree(body.at("/output/0/content/0/text").asText());
+        assertThat(child.get("name").asText()).isIn("Lily", "Tom");
+        assertThat(child.get("age").isIntegralNumber()).isTrue();
+        assertThat(body.at("/text/format/type").asText()).isEqualTo("json_schema");
+    }
+
+    @Test
     void refusesWhatItDoesNotServeNamingTheParameter() throws Exception {
         record Bad(String body, String param) {}
         for (Bad b : List.of(
                 new Bad("{\"input\":\"x\",\"previous_response_id\":\"resp_1\"}", "previous_response_id"),
                 new Bad("{\"input\":\"x\",\"tools\":[{\"type\":\"web_search\"}]}", "tools"),
-                new Bad("{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_object\"}}}", "text.format"),
+                new Bad("{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"xml\"}}}", "text.format"),
+                new Bad("{\"input\":\"x\",\"text\":{\"format\":{\"type\":\"json_schema\",\"name\":\"s\","
+                        + "\"schema\":{\"type\":\"object\",\"allOf\":[]}}}}", "text.format.schema"),
                 new Bad("{\"input\":\"x\",\"truncation\":\"auto\"}", "truncation"),
                 new Bad("{\"input\":\"x\",\"reasoning\":{\"effort\":\"high\"}}", "reasoning"),
                 new Bad("{\"input\":\"x\",\"background\":true}", "background"),
