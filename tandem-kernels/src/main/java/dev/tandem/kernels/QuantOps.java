@@ -44,6 +44,8 @@ public interface QuantOps {
      *   <li>{@link TensorType#Q4_0}: per block {@code max} is the value of largest magnitude (the
      *       first, with its sign), {@code d = max / -8},
      *       {@code q = min(15, (int) (x * (1 / d) + 8.5))}, {@code d} stored as f16.
+     *   <li>{@link TensorType#Q5_0}: as q4_0 with {@code d = max / -16} and
+     *       {@code q = min(31, (int) (x * (1 / d) + 16.5))}, the fifth bits in {@code qh}.
      * </ul>
      *
      * <p>An all-zero block gets {@code d = 0} and values {@code 0} (q8_0), or {@code d = -0}
@@ -59,7 +61,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K},
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0},
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -71,12 +73,13 @@ public interface QuantOps {
             case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q5_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
         }
     }
 
@@ -191,5 +194,21 @@ public interface QuantOps {
         ArgumentChecks.interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
                 b * Q6_KX16.GROUP_BLOCK_BYTES + Q6_KX16.byteAt(j, row));
+    }
+
+    /**
+     * Copies the q5_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q5_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
+     * block (the 16 scales, the 16 rows' fifth bits, then two nibble bytes of each row side by
+     * side), the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 32, or either segment is too small
+     */
+    default void interleaveQ5_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleave("interleaveQ5_0", TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * Q5_0X16.GROUP_BLOCK_BYTES + Q5_0X16.byteAt(j, row));
     }
 }

@@ -2,6 +2,7 @@ package dev.tandem.kernels;
 
 import static dev.tandem.kernels.LittleEndian.F16;
 import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.LittleEndian.I32;
 import static dev.tandem.kernels.LittleEndian.I8;
 
 import java.lang.foreign.MemorySegment;
@@ -398,6 +399,24 @@ final class ScalarOps implements KernelOps {
                         row.row(weights, weightsOffset, rows, cols, r, in, b * cols, b * blocks));
             }
         }
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link Q5_0X16#row}). */
+    @Override
+    public void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_0_X16, (w, at, n, c, r, in, q, k) -> Q5_0X16.row(w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
     /** Each value is dequantized as {@code dequantize} does, {@code (d * scale) * (q - 32)}, then multiplied. */
@@ -843,6 +862,11 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ4_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
             case Q4_K -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ4_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
@@ -889,6 +913,20 @@ final class ScalarOps implements KernelOps {
             int packed = src.get(I8, block + 2 + j) & 0xff;
             dst.set(F32, to + j * F, ((packed & 0x0f) - 8) * d);
             dst.set(F32, to + (j + 16) * F, ((packed >>> 4) - 8) * d);
+        }
+    }
+
+    /**
+     * One q5_0 block to f32: {@code (q - 16) * d} per value ({@link Q5_0X16#quant}). The vector
+     * implementation runs it too: q5_0 is dequantized only for an embedding row and the reference.
+     */
+    static void dequantizeQ5_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        int qh = src.get(I32, block + 2);
+        for (int j = 0; j < 16; j++) {
+            int packed = src.get(I8, block + 6 + j) & 0xff;
+            dst.set(F32, to + j * F, Q5_0X16.quant(qh, packed, j) * d);
+            dst.set(F32, to + (j + 16) * F, Q5_0X16.quant(qh, packed, j + 16) * d);
         }
     }
 
@@ -997,6 +1035,11 @@ final class ScalarOps implements KernelOps {
                     quantizeQ4_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
                 }
             }
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeQ5_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
+                }
+            }
             case Q4_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
@@ -1039,5 +1082,33 @@ final class ScalarOps implements KernelOps {
             int high = Math.min(15, (int) (src.get(F32, from + (j + 16) * F) * inverse + 8.5f));
             dst.set(I8, block + 2 + j, (byte) (low | high << 4));
         }
+    }
+
+    /**
+     * llama.cpp's {@code quantize_row_q5_0_ref}: {@code max} the value of largest magnitude (the
+     * first), {@code d = max / -16}, {@code q = min(31, (int) (x * (1 / d) + 16.5))}, the low four
+     * bits as nibbles and the fifth in {@code qh}.
+     */
+    private static void quantizeQ5_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
+        float amax = 0f;
+        float max = 0f;
+        for (int j = 0; j < 32; j++) {
+            float v = src.get(F32, from + j * F);
+            if (amax < Math.abs(v)) {
+                amax = Math.abs(v);
+                max = v;
+            }
+        }
+        float d = max / -16f;
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        int qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int low = Math.min(31, (int) (src.get(F32, from + j * F) * inverse + 16.5f));
+            int high = Math.min(31, (int) (src.get(F32, from + (j + 16) * F) * inverse + 16.5f));
+            dst.set(I8, block + 6 + j, (byte) ((low & 0x0f) | (high & 0x0f) << 4));
+            qh |= (low >>> 4) << j | (high >>> 4) << (j + 16);
+        }
+        dst.set(I32, block + 2, qh);
     }
 }

@@ -18,6 +18,11 @@ import java.util.Locale;
  *   <li>{@link #Q4_0}: 32 values in 18 bytes: the f16 scale {@code d}, then 16 bytes; value
  *       {@code j < 16} is the low nibble of byte {@code j}, value {@code j + 16} its high nibble, and
  *       a nibble {@code q} means {@code (q - 8) * d}.
+ *   <li>{@link #Q5_0}: 32 values in 22 bytes: the f16 scale {@code d}, then the 32 fifth bits
+ *       {@code qh} as a little-endian int, then 16 nibble bytes as in {@link #Q4_0}; value
+ *       {@code j < 16} is the low nibble of byte {@code j} with bit {@code j} of {@code qh} above it,
+ *       value {@code j + 16} the high nibble with bit {@code j + 16}, and a 5-bit {@code q} means
+ *       {@code (q - 16) * d}.
  *   <li>{@link #Q4_K}: 256 values in 144 bytes: f16 {@code d}, f16 {@code dmin}, 12 bytes packing
  *       eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles. Values come in four groups
  *       of 64, each from 32 nibble bytes: the 32 low nibbles with sub-block {@code 2g}'s scale and
@@ -74,6 +79,13 @@ import java.util.Locale;
  *       {@code 2 * (32 * h + 8 * s + t)} and 16 pairs after them, then the pair of {@code qh} bytes
  *       {@code 2 * p}, each pair of the 16 rows side by side (row {@code i}'s at {@code 2 * i}, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
+ *   <li>{@link #Q5_0_X16}: the same for q5_0, in tandem's memory only: 22 bytes per 32 values per
+ *       row, each group of 16 rows interleaved block by block. For block {@code b} of the group,
+ *       its 352 bytes at {@code b * 352} from the group's start hold row {@code i}'s f16 scale at
+ *       {@code 2 * i}, its four {@code qh} bytes at {@code 32 + 4 * i}, and its nibble byte
+ *       {@code k} at {@code 96 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
+ *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q5_0 layout.
+ *       {@link QuantOps#interleaveQ5_0} makes it; {@link MatmulOps#matmulQ5_0_X16} reads it.
  *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
  *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
@@ -90,6 +102,7 @@ public enum TensorType {
     F32(0, "f32", 1, 4),
     F16(1, "f16", 1, 2),
     Q4_0(2, "q4_0", 32, 18),
+    Q5_0(6, "q5_0", 32, 22),
     Q8_0(8, "q8_0", 32, 34),
     Q4_K(12, "q4_K", 256, 144),
     Q6_K(14, "q6_K", 256, 210),
@@ -98,6 +111,7 @@ public enum TensorType {
     Q8_0_X16(-1, "q8_0_x16", 32, 34),
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
     Q6_K_X16(-1, "q6_K_x16", 256, 210),
+    Q5_0_X16(-1, "q5_0_x16", 32, 22),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
     BF16_X16(-1, "bf16_x16", 1, 2);
@@ -192,6 +206,7 @@ public enum TensorType {
             case Q4_K -> Q4_K_X16;
             case Q8_0 -> Q8_0_X16;
             case Q6_K -> Q6_K_X16;
+            case Q5_0 -> Q5_0_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;
             case BF16 -> BF16_X16;

@@ -142,6 +142,8 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
+            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
@@ -2642,6 +2644,113 @@ final class VectorOps implements KernelOps {
         acc.intoMemorySegment(out, at, LE);
     }
 
+    // ---- q5_0 interleaved by 16 rows, int8 inputs ----
+
+    /**
+     * Groups of 16 rows by {@link #x16Q5Group}, one input at a time (each part's weights stay in
+     * the caches from input to input), one row at a time where the range cuts a group, and the last
+     * {@code rows % 16} rows one at a time (they are in the q5_0 layout): {@link Q5_0X16#row} for
+     * both, the same operations as the vector loop lane by lane.
+     */
+    @Override
+    public void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+    }
+
+    private static void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
+        ArgumentChecks.matmulBlocks(TensorType.Q5_0_X16,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        int blocks = cols / 32;
+        Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
+        long rowBytes = blocks * 22L;
+        long outStride = (long) rows * F;
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                long group = weightsOffset + r * rowBytes;
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    for (int b = 0; b < batch; b++) {
+                        x16Q5Group(weights, group, part, blocks, in, b * cols, b * blocks, out, at + b * outStride);
+                    }
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    out.set(F32, outOffset + b * outStride + r * F,
+                            Q5_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
+                }
+                r++;
+            }
+        }
+    }
+
+    /**
+     * One part of a group of 16 rows with one input: per block, each pair of nibble bytes joined
+     * with its fifth bits and less 16 ({@code -16} to {@code 15}), times the pair of quants it
+     * meets, in short lanes (16 products of at most {@code 16 * 127} a lane: exact), each row's two
+     * lanes added as ints and one fused multiply-add per row with {@code dw * dx}, as
+     * {@link Q5_0X16#row} does. The fifth bits of the part's rows are one int lane each; for the
+     * pair of values {@code 2j, 2j + 1} of a half, bit {@code 2j} goes to bit 4 of the row's even
+     * short lane and bit {@code 2j + 1} to bit 4 of its odd one: the half's 16 bits spread once
+     * per block to {@code bits | (bits >>> 1) << 16}, then per pair a shift, a mask and a shift.
+     */
+    private static void x16Q5Group(MemorySegment w, long group, int part, int blocks, Q4_0X16.Inputs in, int qBase,
+            int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int lanes = X16_FLOATS.length();
+        long scales = group + part * 2L * lanes;
+        long highBits = group + Q5_0X16.HIGH_BITS + part * 4L * lanes;
+        long nibbles = group + Q5_0X16.NIBBLES + part * 2L * lanes;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long o = b * Q5_0X16.GROUP_BLOCK_BYTES;
+            int m = (qBase + b * 32) / 2;
+            IntVector qh = IntVector.fromMemorySegment(X16_INTS, w, highBits + o, LE);
+            IntVector low = qh.and(0xffff);
+            low = low.or(low.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+            IntVector high = qh.lanewise(VectorOperators.LSHR, 16);
+            high = high.or(high.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+            ShortVector sums = ShortVector.zero(X16_SHORTS);
+            for (int j = 0; j < 8; j++) {
+                ShortVector packed = x16Load(w, nibbles + o + 32L * j);
+                ShortVector fifthLow = low.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                        .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts();
+                ShortVector fifthHigh = high.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                        .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts();
+                sums = x16Low(packed).or(fifthLow).sub((short) 16).mul(x16Pair(pairs, m + j)).add(sums);
+                sums = x16High(packed).or(fifthHigh).sub((short) 16).mul(x16Pair(pairs, m + 8 + j)).add(sums);
+            }
+            acc = x16Sums(sums, 0).fma(x16Scales(w, scales + o).mul(ds[blockBase + b]), acc);
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
     // ---- q6_K interleaved by 16 rows, int8 inputs ----
 
     /**
@@ -3940,6 +4049,11 @@ final class VectorOps implements KernelOps {
             case Q4_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ4_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
             case Q4_K -> {

@@ -146,6 +146,36 @@ class DequantizeTest {
     }
 
     /**
+     * q5_0: d = -1.5; the fifth bit of value {@code j} is bit {@code j} of the little-endian
+     * {@code qh}, above the nibble; a 5-bit {@code q} means {@code (q - 16) * d}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q5_0JoinsNibblesWithTheirFifthBits(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(7)) {
+            int[] block = new int[22];
+            block[0] = 0x00; // d = f16 0xbe00 = -1.5, little-endian
+            block[1] = 0xbe;
+            // qh: bits 1, 16 and 31 set, little-endian
+            block[2] = 0x02; // bit 1: value 1
+            block[3] = 0x00;
+            block[4] = 0x01; // bit 16: value 16
+            block[5] = 0x80; // bit 31: value 31
+            // every other nibble 0 without its fifth bit: (0 - 16) * -1.5 = 24
+            block[6] = 0x05; // value 0: low 5, bit 0 clear -> (5 - 16) * -1.5 = 16.5; value 16: high 0, bit set -> 16 -> 0
+            block[7] = 0xf3; // value 1: low 3 | 16 = 19 -> 3 * -1.5 = -4.5; value 17: high 15 -> (15 - 16) * -1.5 = 1.5
+            block[21] = 0xf0; // value 15: low 0 -> 24; value 31: high 15 | 16 = 31 -> 15 * -1.5 = -22.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q5_0, GgufBlocks.bytes(t, block), 32);
+            assertValues(
+                    name + " q5_0",
+                    out,
+                    new int[] {0, 16, 1, 17, 15, 31},
+                    new float[] {16.5f, 0f, -4.5f, 1.5f, 24f, -22.5f},
+                    24f);
+        }
+    }
+
+    /**
      * d = 0.5, dmin = 0.25; sub-block scales {1, 2, 3, 4, 63, 17, 33, 48} and mins {0, 5, 10, 63, 1, 34, 20, 47},
      * packed into the 12 bytes by hand.
      */

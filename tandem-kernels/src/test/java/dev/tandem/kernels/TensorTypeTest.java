@@ -62,7 +62,7 @@ class TensorTypeTest {
 
     @Test
     void anUnsupportedIdIsReportedByItsGgmlName() {
-        String supported = "; tandem reads F32, F16, Q4_0, Q8_0, Q4_K, Q6_K, BF16";
+        String supported = "; tandem reads F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, BF16";
         assertThatThrownBy(() -> TensorType.fromGgmlId(13))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("unsupported ggml tensor type Q5_K (13)" + supported);

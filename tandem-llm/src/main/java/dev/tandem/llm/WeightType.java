@@ -15,6 +15,11 @@ public enum WeightType {
     /** llama.cpp's q4_0: per 32 values, an f16 scale and 16 bytes of nibbles; rows of a multiple of 32. */
     Q4_0(TensorType.Q4_0),
     /**
+     * llama.cpp's q5_0: per 32 values, an f16 scale, 32 fifth bits and 16 bytes of nibbles; rows of a
+     * multiple of 32. What llama.cpp's Q4_K_M files fall back to for rows not a multiple of 256.
+     */
+    Q5_0(TensorType.Q5_0),
+    /**
      * llama.cpp's q4_K: per 256 values, f16 {@code d} and {@code dmin}, eight 6-bit scales and mins
      * and 128 bytes of nibbles; rows of a multiple of 256.
      */

@@ -1,0 +1,201 @@
+package dev.tandem.kernels;
+
+import static dev.tandem.kernels.Tensors.PAD;
+import static dev.tandem.kernels.Tensors.SCALAR;
+import static dev.tandem.kernels.Tensors.VECTOR;
+import static dev.tandem.kernels.Tensors.read;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.MemorySegment;
+import org.assertj.core.data.Offset;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/**
+ * The interleaved q5_0 layout and its matmul: the layout as {@link TensorType#Q5_0_X16} documents
+ * it, the vector kernel against its scalar twin bit for bit (every batch, ranges on and off the
+ * groups, the q5_0 rows after the last group), the short sums at their extremes, and the scalar
+ * twin against double-precision arithmetic on the dequantized weights and quantized inputs.
+ */
+class Q5_0X16Test {
+
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
+
+    private static MemorySegment interleaved(Tensors t, MemorySegment q5, int rows, int cols) {
+        MemorySegment x16 = t.allocate(TensorType.Q5_0.rowBytes(cols) * rows);
+        SCALAR.interleaveQ5_0(q5, PAD, x16, PAD, rows, cols);
+        return x16;
+    }
+
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"1, 32", "15, 64", "16, 32", "17, 96", "37, 512"})
+    void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 31L + cols)) {
+            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            long rowBytes = TensorType.Q5_0.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / 32; b++) {
+                    for (int j = 0; j < 22; j++) {
+                        long from = r * rowBytes + b * 22L + j;
+                        long to = from;
+                        if (r < grouped) {
+                            long block = (r - i) * rowBytes + b * 352L;
+                            int k = j - 6; // nibble byte
+                            to = j < 2 ? block + 2L * i + j
+                                    : j < 6 ? block + 32 + 4L * i + (j - 2)
+                                    : block + 96 + 32L * (k / 2) + 2L * i + k % 2;
+                        }
+                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(q5.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    @ParameterizedTest(name = "rows = {0}, cols = {1}, rows [{2}, {3})")
+    @CsvSource({
+        "16, 32, 0, 16", "16, 896, 0, 16", "48, 544, 0, 48", "37, 64, 0, 37", "37, 1024, 16, 37",
+        "48, 96, 3, 35", "21, 32, 5, 21", "7, 64, 0, 7"
+    })
+    void vectorMatchesScalarBitForBit(int rows, int cols, int rowStart, int rowEnd) {
+        try (Tensors t = new Tensors(rows * 7L + cols + rowStart)) {
+            MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols), rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("matmulQ5_0_X16 rows " + rows + " cols " + cols + " batch " + batch,
+                        run(t, VECTOR, x16, x, rows, cols, batch, rowStart, rowEnd),
+                        run(t, SCALAR, x16, x, rows, cols, batch, rowStart, rowEnd));
+            }
+        }
+    }
+
+    /**
+     * Every 5-bit quant 0 or 31 (weights -16 and 15), with every pattern of fifth bits, against
+     * inputs of 127 in every lane or 127 and -127 alternating: sums that would wrap a short if a
+     * lane held more than its 16 products. Exact integers: {@code 32 * (q - 16) * 127} per block of
+     * 1.0s.
+     */
+    @Test
+    void extremeQuantsDoNotWrapTheShortSums() {
+        int rows = 32;
+        int cols = 1024;
+        try (Tensors t = new Tensors(23)) {
+            MemorySegment q5 = t.allocate(TensorType.Q5_0.rowBytes(cols) * rows);
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    long block = PAD + r * TensorType.Q5_0.rowBytes(cols) + b * 22L;
+                    q5.set(LittleEndian.F16, block, (short) 0x3c00); // 1.0
+                    q5.set(LittleEndian.I32, block + 2, r % 2 == 0 ? -1 : 0);
+                    for (int k = 0; k < 16; k++) {
+                        q5.set(LittleEndian.I8, block + 6 + k, (byte) (r % 2 == 0 ? 0xff : 0x00));
+                    }
+                }
+            }
+            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            for (int batch : BATCHES) {
+                float[] x = new float[batch * cols];
+                for (int i = 0; i < x.length; i++) {
+                    x[i] = (i / cols) % 2 == 0 ? 127f : (i % 2 == 0 ? 127f : -127f);
+                }
+                float[] vector = run(t, VECTOR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                Tensors.assertIdentical("batch " + batch, vector, run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows));
+                for (int b = 0; b < batch; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        float expected = b % 2 == 0 ? cols * (r % 2 == 0 ? 15f : -16f) * 127f : 0f;
+                        assertThat(vector[b * rows + r]).as("input %d row %d", b, r).isEqualTo(expected);
+                    }
+                }
+            }
+        }
+    }
+
+    /** Against double precision on the dequantized weights, with the inputs quantized as the kernel defines. */
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"16, 32", "37, 544", "32, 896"})
+    void scalarMatchesDoublePrecisionOnTheDequantizedWeights(int rows, int cols) {
+        try (Tensors t = new Tensors(rows + cols * 3L)) {
+            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
+            float[] w = GgufBlocks.dequantized(t, SCALAR, TensorType.Q5_0, q5, rows * cols);
+            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            for (int batch : new int[] {1, 3}) {
+                float[] x = t.uniform(batch * cols, -3f, 3f);
+                float[] got = run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                float[] quantized = new float[x.length];
+                for (int block = 0; block < x.length / 32; block++) {
+                    float amax = 0f;
+                    for (int i = 0; i < 32; i++) {
+                        amax = Math.max(amax, Math.abs(x[block * 32 + i]));
+                    }
+                    for (int i = 0; i < 32; i++) {
+                        int q = Q4_0X16.round(x[block * 32 + i] * Q4_0X16.scale(amax));
+                        quantized[block * 32 + i] = q * Q4_0X16.factor(amax);
+                    }
+                }
+                for (int b = 0; b < batch; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        double expected = 0;
+                        double magnitude = 0;
+                        for (int k = 0; k < cols; k++) {
+                            expected += (double) w[r * cols + k] * quantized[b * cols + k];
+                            magnitude += Math.abs((double) w[r * cols + k] * quantized[b * cols + k]);
+                        }
+                        assertThat((double) got[b * rows + r]).as("row %d input %d", r, b)
+                                .isCloseTo(expected, Offset.offset(1e-5 * magnitude + 1e-30));
+                    }
+                }
+            }
+        }
+    }
+
+    /** Rows outside the range keep what {@code out} held. */
+    @Test
+    void rowsOutsideTheRangeAreNotWritten() {
+        try (Tensors t = new Tensors(3)) {
+            int rows = 48;
+            int cols = 64;
+            MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols), rows, cols);
+            GgufBlocks.assertOnlyTheRangeIsWritten(t, TensorType.Q5_0_X16, x16, rows, cols, 2, 16, 32);
+        }
+    }
+
+    @Test
+    void badArgumentsFailWithMessagesThatNameThem() {
+        try (Tensors t = new Tensors(1)) {
+            MemorySegment a = t.allocate(4096);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                assertThatThrownBy(() -> ops.dequantize(TensorType.Q5_0_X16, a, PAD, a, PAD, 32))
+                        .hasMessageStartingWith("dequantize: type = Q5_0_X16 interleaves whole groups of rows");
+                assertThatThrownBy(() -> ops.interleaveQ5_0(a, PAD, a, PAD, 1, 48))
+                        .hasMessage("interleaveQ5_0: cols = 48 must be a multiple of the q5_0 block size 32");
+                assertThatThrownBy(() -> ops.matmulQ5_0_X16(a, PAD, a, PAD, a, PAD, 1, 48, 1, 0, 1))
+                        .hasMessage("matmulQ5_0_X16: cols = 48 must be a multiple of the q5_0_x16 block size 32");
+                assertThatThrownBy(() -> ops.matmul(TensorType.Q5_0, a, PAD, a, PAD, a, PAD, 1, 32, 1, 0, 1))
+                        .hasMessage("matmul: type = Q5_0 runs in its interleaved layout only, Q5_0_X16"
+                                + " (QuantOps.interleave makes it)");
+            }
+            assertThat(TensorType.Q5_0.interleaved()).isEqualTo(TensorType.Q5_0_X16);
+            assertThat(TensorType.fromGgmlId(6)).isEqualTo(TensorType.Q5_0);
+        }
+    }
+
+    private static float[] run(Tensors t, KernelOps ops, MemorySegment w, MemorySegment x, int rows, int cols,
+            int batch, int rowStart, int rowEnd) {
+        MemorySegment out = t.allocate((long) batch * rows * Float.BYTES);
+        ops.matmulQ5_0_X16(w, PAD, x, PAD, out, PAD, rows, cols, batch, rowStart, rowEnd);
+        float[] all = read(out, batch * rows);
+        float[] inRange = new float[batch * (rowEnd - rowStart)];
+        for (int b = 0; b < batch; b++) {
+            System.arraycopy(all, b * rows + rowStart, inRange, b * (rowEnd - rowStart), rowEnd - rowStart);
+        }
+        return inRange;
+    }
+}
