@@ -100,6 +100,7 @@ final class ArgumentChecks {
             case Q6_K -> "matmulQ6_K";
             case Q6_K_X16 -> "matmulQ6_K_X16";
             case Q5_0_X16 -> "matmulQ5_0_X16";
+            case Q5_K_X16 -> "matmulQ5_K_X16";
             case F32_X16 -> "matmulF32_X16";
             case F16_X16 -> "matmulF16_X16";
             case BF16_X16 -> "matmulBF16_X16";
@@ -426,7 +427,7 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_K || type == TensorType.Q6_K || type.isInterleaved()) {
+        if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
                     + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0 and Q5_0");
         }

@@ -52,7 +52,7 @@ public interface QuantOps {
      * ({@code 0 / -8}, f16 {@code 0x8000}) and nibbles {@code 8} (q4_0). The block types need finite
      * values.
      *
-     * @throws IllegalArgumentException for {@link TensorType#Q4_K} and {@link TensorType#Q6_K},
+     * @throws IllegalArgumentException for {@link TensorType#Q4_K}, {@link TensorType#Q5_K} and {@link TensorType#Q6_K},
      *     which have no quantizer here, and for bad arguments
      */
     void quantize(
@@ -61,7 +61,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0},
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K},
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -74,12 +74,13 @@ public interface QuantOps {
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q5_K -> interleaveQ5_K(src, srcOffset, dst, dstOffset, rows, cols);
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q5_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q5_0, Q4_K, Q5_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
         }
     }
 
@@ -210,5 +211,20 @@ public interface QuantOps {
         ArgumentChecks.interleave("interleaveQ5_0", TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
                 b * Q5_0X16.GROUP_BLOCK_BYTES + Q5_0X16.byteAt(j, row));
+    }
+
+    /**
+     * Copies the q5_K matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q5_K_X16} layout: the same bytes, each group of 16 rows interleaved
+     * superblock by superblock, the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 256, or either segment is too small
+     */
+    default void interleaveQ5_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleave("interleaveQ5_K", TensorType.Q5_K, src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.Q5_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * Q5_KX16.GROUP_BLOCK_BYTES + Q5_KX16.byteAt(j, row));
     }
 }

@@ -419,6 +419,24 @@ final class ScalarOps implements KernelOps {
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
+    /** Each input quantized block by block, then each row's superblocks in order ({@link Q5_KX16#row}). */
+    @Override
+    public void matmulQ5_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_K_X16, (w, at, n, c, r, in, q, k) -> Q5_KX16.row(w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
     /** Each value is dequantized as {@code dequantize} does, {@code (d * scale) * (q - 32)}, then multiplied. */
     @Override
     public void matmulQ6_K(
@@ -867,6 +885,11 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case Q5_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ5_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
             case Q4_K -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ4_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
@@ -982,6 +1005,26 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /**
+     * One q5_K block to f32 as llama.cpp's {@code dequantize_row_q5_K}: per sub-block
+     * {@code d * scale} and {@code dmin * min}, then {@code (d * scale) * q - dmin * min} per value.
+     * The vector implementation runs it too (an embedding row, the reference).
+     */
+    static void dequantizeQ5_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        float dmin = half(src, block + 2);
+        long scales = block + 4;
+        for (int t = 0; t < 8; t++) {
+            float scale = d * q4_KScale(src, scales, t);
+            float min = dmin * q4_KMin(src, scales, t);
+            for (int l = 0; l < 32; l++) {
+                int packed = unsigned(src, block + 48 + (t / 2) * 32 + l);
+                int q = Q5_KX16.quant(unsigned(src, block + 16 + l), packed, t);
+                dst.set(F32, to + (t * 32 + l) * F, scale * q - min);
+            }
+        }
+    }
+
     private static void dequantizeQ6_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block + 208);
         for (int half = 0; half < 2; half++) {
@@ -1040,7 +1083,7 @@ final class ScalarOps implements KernelOps {
                     quantizeQ5_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
                 }
             }
-            case Q4_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
+            case Q4_K, Q5_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
 

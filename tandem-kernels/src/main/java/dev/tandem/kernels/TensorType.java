@@ -30,6 +30,11 @@ import java.util.Locale;
  *       {@code d * scale * q - dmin * min}. Sub-block {@code i < 4} has scale {@code s[i] & 63} and
  *       min {@code s[i + 4] & 63}; sub-block {@code i >= 4} has scale
  *       {@code (s[i + 4] & 15) | (s[i - 4] >> 6) << 4} and min {@code (s[i + 4] >> 4) | (s[i] >> 6) << 4}.
+ *   <li>{@link #Q5_K}: 256 values in 176 bytes: f16 {@code d}, f16 {@code dmin} and 12 scale
+ *       bytes as in {@link #Q4_K}, then 32 bytes {@code qh} of fifth bits, then 128 bytes of
+ *       nibbles as in {@link #Q4_K}; the value of sub-block {@code t} at position {@code l} takes
+ *       bit {@code t} of {@code qh[l]} above its nibble, and a 5-bit {@code q} means
+ *       {@code d * scale * q - dmin * min}.
  *   <li>{@link #Q6_K}: 256 values in 210 bytes: 128 bytes {@code ql} (low 4 bits), 64 bytes
  *       {@code qh} (high 2 bits), 16 int8 scales, then the f16 {@code d}. Each half of 128 values
  *       uses 64 {@code ql}, 32 {@code qh} and 8 scales; in a half, for {@code l < 32}, values
@@ -86,6 +91,15 @@ import java.util.Locale;
  *       {@code k} at {@code 96 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q5_0 layout.
  *       {@link QuantOps#interleaveQ5_0} makes it; {@link MatmulOps#matmulQ5_0_X16} reads it.
+ *   <li>{@link #Q5_K_X16}: the same for q5_K, in tandem's memory only: 176 bytes per 256 values
+ *       per row, each group of 16 rows interleaved superblock by superblock. For superblock
+ *       {@code b} of the group, its 2816 bytes at {@code b * 2816} from the group's start hold a
+ *       256-byte header as {@link #Q4_K_X16}'s (row {@code i}'s {@code d} at {@code 2 * i},
+ *       {@code dmin} at {@code 32 + 2 * i}, scale byte {@code k} at {@code 64 + 16 * k + i}), then
+ *       its {@code qh} byte {@code l} at {@code 256 + 32 * (l / 2) + 2 * i + l % 2} and its nibble
+ *       byte {@code k} at {@code 768 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side). The last
+ *       {@code rows % 16} rows stay in the q5_K layout. {@link QuantOps#interleaveQ5_K} makes it;
+ *       {@link MatmulOps#matmulQ5_K_X16} reads it.
  *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
  *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
@@ -105,6 +119,7 @@ public enum TensorType {
     Q5_0(6, "q5_0", 32, 22),
     Q8_0(8, "q8_0", 32, 34),
     Q4_K(12, "q4_K", 256, 144),
+    Q5_K(13, "q5_K", 256, 176),
     Q6_K(14, "q6_K", 256, 210),
     BF16(30, "bf16", 1, 2),
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
@@ -112,6 +127,7 @@ public enum TensorType {
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
     Q6_K_X16(-1, "q6_K_x16", 256, 210),
     Q5_0_X16(-1, "q5_0_x16", 32, 22),
+    Q5_K_X16(-1, "q5_K_x16", 256, 176),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
     BF16_X16(-1, "bf16_x16", 1, 2);
@@ -207,6 +223,7 @@ public enum TensorType {
             case Q8_0 -> Q8_0_X16;
             case Q6_K -> Q6_K_X16;
             case Q5_0 -> Q5_0_X16;
+            case Q5_K -> Q5_K_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;
             case BF16 -> BF16_X16;

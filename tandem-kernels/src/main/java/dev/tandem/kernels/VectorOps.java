@@ -142,8 +142,8 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd, inputKey);
+            case Q5_0_X16, Q5_K_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+                    rows, cols, batch, rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
@@ -2644,14 +2644,15 @@ final class VectorOps implements KernelOps {
         acc.intoMemorySegment(out, at, LE);
     }
 
-    // ---- q5_0 interleaved by 16 rows, int8 inputs ----
+    // ---- q5_0 and q5_K interleaved by 16 rows, int8 inputs ----
 
     /**
-     * Groups of 16 rows by {@link #x16Q5Group}, one input at a time (each part's weights stay in
-     * the caches from input to input), one row at a time where the range cuts a group, and the last
-     * {@code rows % 16} rows one at a time (they are in the q5_0 layout): {@link Q5_0X16#row} for
-     * both, the same operations as the vector loop lane by lane.
+     * Rows' bytes of one part, one per float lane: a q5_K scale byte of each row. Below 8 float
+     * lanes no x16 loop runs ({@link #X16_VECTORS}), and 64 bits is the narrowest shape there is.
      */
+    private static final VectorSpecies<Byte> X16_ROW_BYTES =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
+
     @Override
     public void matmulQ5_0_X16(
             MemorySegment weights,
@@ -2665,10 +2666,36 @@ final class VectorOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
+        matmulFiveBitsX16(TensorType.Q5_0_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
     }
 
-    private static void matmulQ5_0_X16(
+    @Override
+    public void matmulQ5_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q5_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    /**
+     * {@link TensorType#Q5_0_X16} and {@link TensorType#Q5_K_X16}: groups of 16 rows by
+     * {@link #x16Q5Group} or {@link #x16Q5KGroup}, one input at a time (each part's weights stay in
+     * the caches from input to input), one row at a time where the range cuts a group, and the last
+     * {@code rows % 16} rows one at a time (they are in the file's layout): {@link Q5_0X16#row} or
+     * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
+     */
+    private static void matmulFiveBitsX16(
+            TensorType type,
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -2681,11 +2708,12 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
-        ArgumentChecks.matmulBlocks(TensorType.Q5_0_X16,
+        ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 32;
+        boolean k = type == TensorType.Q5_K_X16;
+        int blocks = cols / type.blockSize();
         Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
-        long rowBytes = blocks * 22L;
+        long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
@@ -2695,18 +2723,87 @@ final class VectorOps implements KernelOps {
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     for (int b = 0; b < batch; b++) {
-                        x16Q5Group(weights, group, part, blocks, in, b * cols, b * blocks, out, at + b * outStride);
+                        if (k) {
+                            x16Q5KGroup(weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else {
+                            x16Q5Group(weights, group, part, blocks, in, b * cols, b * blocks, out, at + b * outStride);
+                        }
                     }
                 }
                 r += TensorType.X16_ROWS;
             } else {
                 for (int b = 0; b < batch; b++) {
-                    out.set(F32, outOffset + b * outStride + r * F,
-                            Q5_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
+                    float value = k
+                            ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : Q5_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks);
+                    out.set(F32, outOffset + b * outStride + r * F, value);
                 }
                 r++;
             }
         }
+    }
+
+    /**
+     * One part of a group of 16 rows of q5_K with one input: per sub-block of 32, each pair of
+     * nibbles joined with its fifth bits (the pair of {@code qh} bytes of the 16 rows, side by side
+     * as the nibble pairs are) and less 16, times the pair of quants it meets, in short lanes (16
+     * products of at most {@code 16 * 127} a lane: exact); each row's two lanes added as ints with
+     * the 16 taken back ({@code 2 * sum8} is {@code 16 Σ q}), then two fused multiply-adds per row
+     * as {@link Q5_KX16#row} does them, with the 6-bit scale and min unpacked in int lanes.
+     */
+    private static void x16Q5KGroup(MemorySegment w, long group, int part, int supers, Q4_0X16.Inputs in, int qBase,
+            int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * Q5_KX16.GROUP_BLOCK_BYTES;
+            FloatVector d = x16Scales(w, block + pairsAt);
+            FloatVector dmin = x16Scales(w, block + 32 + pairsAt);
+            long scales = block + 64 + (long) part * lanes;
+            for (int t = 0; t < 8; t++) {
+                int m = (qBase + b * 256 + t * 32) / 2;
+                long nibbles = block + Q5_KX16.NIBBLES + pairsAt + 32L * 16 * (t / 2);
+                long highBits = block + Q5_KX16.HIGH_BITS + pairsAt;
+                ShortVector sums = ShortVector.zero(X16_SHORTS);
+                for (int p = 0; p < 16; p++) {
+                    ShortVector packed = x16Load(w, nibbles + 32L * p);
+                    ShortVector nibble = t % 2 == 0 ? x16Low(packed) : x16High(packed);
+                    ShortVector fifth = x16Load(w, highBits + 32L * p).lanewise(VectorOperators.LSHR, t)
+                            .and((short) 1).lanewise(VectorOperators.LSHL, 4);
+                    sums = nibble.or(fifth).sub((short) 16).mul(x16Pair(pairs, m + p)).add(sums);
+                }
+                int i = blockBase + b * 8 + t;
+                IntVector scale;
+                IntVector min;
+                if (t < 4) {
+                    scale = x16RowBytes(w, scales + 16L * t).and(63);
+                    min = x16RowBytes(w, scales + 16L * (t + 4)).and(63);
+                } else {
+                    IntVector both = x16RowBytes(w, scales + 16L * (t + 4));
+                    scale = both.and(15).or(x16RowBytes(w, scales + 16L * (t - 4)).lanewise(VectorOperators.LSHR, 6)
+                            .lanewise(VectorOperators.LSHL, 4));
+                    min = both.lanewise(VectorOperators.LSHR, 4).or(x16RowBytes(w, scales + 16L * t)
+                            .lanewise(VectorOperators.LSHR, 6).lanewise(VectorOperators.LSHL, 4));
+                }
+                float dx = ds[i];
+                FloatVector sc = (FloatVector) scale.convert(VectorOperators.I2F, 0);
+                FloatVector mn = (FloatVector) min.convert(VectorOperators.I2F, 0);
+                acc = x16Sums(sums, -2 * sum8[i]).fma(d.mul(sc).mul(dx), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] / 8)).fma(dmin.mul(mn).mul(dx).neg(), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** A byte of each row of a part at {@code at} (one per row, side by side), zero-extended to int lanes. */
+    private static IntVector x16RowBytes(MemorySegment w, long at) {
+        return (IntVector) ByteVector.fromMemorySegment(X16_ROW_BYTES, w, at, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2I, X16_INTS, 0);
     }
 
     /**
@@ -4054,6 +4151,11 @@ final class VectorOps implements KernelOps {
             case Q5_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q5_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeQ5_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
             case Q4_K -> {

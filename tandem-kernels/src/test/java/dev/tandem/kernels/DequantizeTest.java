@@ -176,6 +176,42 @@ class DequantizeTest {
     }
 
     /**
+     * q5_K: d = 0.5, dmin = 0.25, every sub-block's scale 2 and min 4 (scale bytes 0-3 = 2, 4-7 = 4,
+     * 8-11 = 0x42: low nibble scale 2, high nibble min 4), so a 5-bit {@code q} means
+     * {@code 1 * q - 1}; the fifth bit of sub-block {@code t} at position {@code l} is bit {@code t}
+     * of {@code qh[l]}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q5_KJoinsNibblesWithTheirFifthBitsPerSubBlock(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(8)) {
+            int[] block = new int[176];
+            block[1] = 0x38; // d = f16 0x3800 = 0.5
+            block[3] = 0x34; // dmin = f16 0x3400 = 0.25
+            for (int i = 0; i < 4; i++) {
+                block[4 + i] = 2;
+                block[8 + i] = 4;
+                block[12 + i] = 0x42;
+            }
+            block[16] = 0x01; // qh[0] bit 0: sub-block 0, value 0
+            block[16 + 5] = 0x80; // qh[5] bit 7: sub-block 7, value 7 * 32 + 5 = 229
+            block[16 + 31] = 0x0c; // qh[31] bits 2 and 3: values 2 * 32 + 31 = 95 and 127
+            block[48] = 0x3a; // nibbles of values 0 (low 10) and 32 (high 3)
+            block[48 + 96 + 5] = 0xf0; // values 6 * 32 + 5 = 197 (low 0) and 229 (high 15)
+            block[48 + 32 + 31] = 0x21; // values 95 (low 1) and 127 (high 2)
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q5_K, GgufBlocks.bytes(t, block), 256);
+            assertValues(
+                    name + " q5_K",
+                    out,
+                    // 0: 10 | 16 = 26 -> 25; 32: 3 -> 2; 229: 15 | 16 = 31 -> 30; 95: 1 | 16 = 17 -> 16;
+                    // 127: 2 | 16 = 18 -> 17; every other value q = 0 -> -1
+                    new int[] {0, 32, 229, 95, 127},
+                    new float[] {25f, 2f, 30f, 16f, 17f},
+                    -1f);
+        }
+    }
+
+    /**
      * d = 0.5, dmin = 0.25; sub-block scales {1, 2, 3, 4, 63, 17, 33, 48} and mins {0, 5, 10, 63, 1, 34, 20, 47},
      * packed into the 12 bytes by hand.
      */

@@ -62,10 +62,10 @@ class TensorTypeTest {
 
     @Test
     void anUnsupportedIdIsReportedByItsGgmlName() {
-        String supported = "; tandem reads F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q6_K, BF16";
-        assertThatThrownBy(() -> TensorType.fromGgmlId(13))
+        String supported = "; tandem reads F32, F16, Q4_0, Q5_0, Q8_0, Q4_K, Q5_K, Q6_K, BF16";
+        assertThatThrownBy(() -> TensorType.fromGgmlId(11))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("unsupported ggml tensor type Q5_K (13)" + supported);
+                .hasMessage("unsupported ggml tensor type Q3_K (11)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(3))
                 .hasMessage("unsupported ggml tensor type Q4_1 (3)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(39))
@@ -82,9 +82,9 @@ class TensorTypeTest {
 
     @Test
     void nameLookupNamesUnsupportedAndUnknownTypes() {
-        assertThatThrownBy(() -> TensorType.fromName("q5_K"))
+        assertThatThrownBy(() -> TensorType.fromName("q3_K"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("unsupported ggml tensor type Q5_K (13);");
+                .hasMessageStartingWith("unsupported ggml tensor type Q3_K (11);");
         assertThatThrownBy(() -> TensorType.fromName("Q4_2"))
                 .hasMessageStartingWith("unsupported ggml tensor type Q4_2 (4, removed from ggml);");
         assertThatThrownBy(() -> TensorType.fromName("q9_9"))

@@ -25,6 +25,11 @@ public enum WeightType {
      */
     Q4_K(TensorType.Q4_K),
     /**
+     * llama.cpp's q5_K: q4_K's header (f16 {@code d} and {@code dmin}, eight 6-bit scales and mins),
+     * 32 bytes of fifth bits and 128 bytes of nibbles per 256 values; rows of a multiple of 256.
+     */
+    Q5_K(TensorType.Q5_K),
+    /**
      * llama.cpp's q6_K: per 256 values, 6-bit quants (low nibbles and bit pairs apart), sixteen
      * int8 scales and an f16 {@code d}; rows of a multiple of 256.
      */

@@ -22,6 +22,21 @@ public final class CrudeKQuants {
      * 6-bit scale and min and 4-bit {@code q}.
      */
     public static void q4K(MemorySegment src, MemorySegment dst, long elements) {
+        kQuants(src, dst, elements, 4);
+    }
+
+    /**
+     * Q5_K: as Q4_K with 5-bit {@code q}, the low four bits as Q4_K's nibbles and the fifth of
+     * sub-block {@code t} at position {@code l} as bit {@code t} of the 32 bytes {@code qh}.
+     */
+    public static void q5K(MemorySegment src, MemorySegment dst, long elements) {
+        kQuants(src, dst, elements, 5);
+    }
+
+    private static void kQuants(MemorySegment src, MemorySegment dst, long elements, int bits) {
+        int top = (1 << bits) - 1;
+        long blockBytes = bits == 4 ? 144 : 176;
+        long quants = bits == 4 ? 16 : 48;
         for (long b = 0; b < elements / 256; b++) {
             float[] x = read(src, b * 256, 256);
             float[] scale = new float[8];
@@ -33,7 +48,7 @@ public final class CrudeKQuants {
                     lo = Math.min(lo, x[s * 32 + j]);
                     hi = Math.max(hi, x[s * 32 + j]);
                 }
-                scale[s] = (hi - lo) / 15f;
+                scale[s] = (hi - lo) / top;
                 min[s] = -lo;
             }
             float d = half(max(scale) / 63f);
@@ -44,7 +59,7 @@ public final class CrudeKQuants {
                 sc[s] = d == 0 ? 0 : clamp(Math.round(scale[s] / d), 0, 63);
                 mn[s] = dmin == 0 ? 0 : clamp(Math.round(min[s] / dmin), 0, 63);
             }
-            long at = b * 144;
+            long at = b * blockBytes;
             dst.set(F16, at, Float.floatToFloat16(d));
             dst.set(F16, at + 2, Float.floatToFloat16(dmin));
             byte[] packed = new byte[12];
@@ -54,18 +69,23 @@ public final class CrudeKQuants {
                 packed[i + 8] = (byte) ((sc[i + 4] & 15) | (mn[i + 4] & 15) << 4);
             }
             MemorySegment.copy(packed, 0, dst, ValueLayout.JAVA_BYTE, at + 4, 12);
+            byte[] high = new byte[32];
             for (int g = 0; g < 4; g++) {
                 for (int l = 0; l < 32; l++) {
-                    int lowNibble = nibble(x[64 * g + l], d * sc[2 * g], dmin * mn[2 * g]);
-                    int highNibble = nibble(x[64 * g + 32 + l], d * sc[2 * g + 1], dmin * mn[2 * g + 1]);
-                    dst.set(ValueLayout.JAVA_BYTE, at + 16 + 32 * g + l, (byte) (lowNibble | highNibble << 4));
+                    int low = level(x[64 * g + l], d * sc[2 * g], dmin * mn[2 * g], top);
+                    int up = level(x[64 * g + 32 + l], d * sc[2 * g + 1], dmin * mn[2 * g + 1], top);
+                    dst.set(ValueLayout.JAVA_BYTE, at + quants + 32 * g + l, (byte) ((low & 15) | (up & 15) << 4));
+                    high[l] |= (byte) ((low >> 4) << (2 * g) | (up >> 4) << (2 * g + 1));
                 }
+            }
+            if (bits == 5) {
+                MemorySegment.copy(high, 0, dst, ValueLayout.JAVA_BYTE, at + 16, 32);
             }
         }
     }
 
-    private static int nibble(float x, float step, float offset) {
-        return step == 0 ? 0 : clamp(Math.round((x + offset) / step), 0, 15);
+    private static int level(float x, float step, float offset, int top) {
+        return step == 0 ? 0 : clamp(Math.round((x + offset) / step), 0, top);
     }
 
     /** Q6_K: per 256 values, sixteen sub-blocks of 16, each {@code d * scale * (q - 32)} with an int8 scale. */

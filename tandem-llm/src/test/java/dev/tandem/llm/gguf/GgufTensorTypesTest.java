@@ -58,7 +58,7 @@ class GgufTensorTypesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q6_K"})
+    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K"})
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
@@ -70,6 +70,7 @@ class GgufTensorTypesTest {
                 case "Q4_0" -> WeightType.Q4_0;
                 case "Q5_0" -> WeightType.Q5_0;
                 case "Q4_K" -> WeightType.Q4_K;
+                case "Q5_K" -> WeightType.Q5_K;
                 case "Q6_K" -> WeightType.Q6_K;
                 default -> WeightType.Q8_0;
             };
@@ -171,7 +172,7 @@ class GgufTensorTypesTest {
 
     /** The test quantisers write blocks the kernels decode to values close to the f32 ones. */
     @ParameterizedTest
-    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q5_0:0.06", "Q4_K:0.12", "Q6_K:0.04"})
+    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q5_0:0.06", "Q4_K:0.12", "Q5_K:0.06", "Q6_K:0.04"})
     void quantisedBlocksDecodeCloseToTheOriginal(String spec) {
         GgmlType type = GgmlType.byName(spec.split(":")[0]);
         double bound = Double.parseDouble(spec.split(":")[1]);
@@ -321,12 +322,12 @@ class GgufTensorTypesTest {
 
     @Test
     void anUnsupportedTensorTypeIsNamed() throws IOException {
-        Path p = dir.resolve("q5k.gguf");
-        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("Q5_K"))
+        Path p = dir.resolve("q3k.gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("Q3_K"))
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
-                + ": tensor blk.0.attn_q.weight has type Q5_K (13), unsupported (supported: BF16, F16, F32, Q4_0,"
-                + " Q4_K, Q5_0, Q6_K, Q8_0)");
+                + ": tensor blk.0.attn_q.weight has type Q3_K (11), unsupported (supported: BF16, F16, F32, Q4_0,"
+                + " Q4_K, Q5_0, Q5_K, Q6_K, Q8_0)");
     }
 
     @Test

@@ -14,19 +14,64 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
- * The interleaved q5_0 layout and its matmul: the layout as {@link TensorType#Q5_0_X16} documents
- * it, the vector kernel against its scalar twin bit for bit (every batch, ranges on and off the
- * groups, the q5_0 rows after the last group), the short sums at their extremes, and the scalar
- * twin against double-precision arithmetic on the dequantized weights and quantized inputs.
+ * The interleaved q5_0 and q5_K layouts and their matmuls: the layouts as {@link TensorType#Q5_0_X16}
+ * and {@link TensorType#Q5_K_X16} document them, the vector kernels against their scalar twins bit
+ * for bit (every batch, ranges on and off the groups, the rows after the last group in the file's
+ * layout), the short sums at their extremes, and the scalar twins against double-precision
+ * arithmetic on the dequantized weights and quantized inputs.
  */
-class Q5_0X16Test {
+class FiveBitsX16Test {
 
     private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
 
-    private static MemorySegment interleaved(Tensors t, MemorySegment q5, int rows, int cols) {
-        MemorySegment x16 = t.allocate(TensorType.Q5_0.rowBytes(cols) * rows);
-        SCALAR.interleaveQ5_0(q5, PAD, x16, PAD, rows, cols);
+    private static MemorySegment interleaved(Tensors t, TensorType type, MemorySegment q5, int rows, int cols) {
+        MemorySegment x16 = t.allocate(type.rowBytes(cols) * rows);
+        SCALAR.interleave(type, q5, PAD, x16, PAD, rows, cols);
         return x16;
+    }
+
+    private static MemorySegment interleaved(Tensors t, MemorySegment q5, int rows, int cols) {
+        return interleaved(t, TensorType.Q5_0, q5, rows, cols);
+    }
+
+    /** Random q5_0 or q5_K rows (the type of {@code x16}'s source) in its interleaved layout. */
+    private static MemorySegment randomInterleaved(Tensors t, TensorType x16, int rows, int cols) {
+        return interleaved(t, x16.source(), GgufBlocks.random(t, x16.source(), (long) rows * cols), rows, cols);
+    }
+
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
+    void q5_KInterleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 37L + cols)) {
+            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_K, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, TensorType.Q5_K, q5, rows, cols);
+            long rowBytes = TensorType.Q5_K.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / 256; b++) {
+                    for (int j = 0; j < 176; j++) {
+                        long from = r * rowBytes + b * 176L + j;
+                        long to = from;
+                        if (r < grouped) {
+                            long block = (r - i) * rowBytes + b * 2816L;
+                            int l = j - 16; // qh byte
+                            int k = j - 48; // nibble byte
+                            to = j < 2 ? block + 2L * i + j
+                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
+                                    : j < 16 ? block + 64 + 16L * (j - 4) + i
+                                    : j < 48 ? block + 256 + 32L * (l / 2) + 2L * i + l % 2
+                                    : block + 768 + 32L * (k / 2) + 2L * i + k % 2;
+                        }
+                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(q5.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
     }
 
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
@@ -61,19 +106,22 @@ class Q5_0X16Test {
         }
     }
 
-    @ParameterizedTest(name = "rows = {0}, cols = {1}, rows [{2}, {3})")
+    @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}, rows [{3}, {4})")
     @CsvSource({
-        "16, 32, 0, 16", "16, 896, 0, 16", "48, 544, 0, 48", "37, 64, 0, 37", "37, 1024, 16, 37",
-        "48, 96, 3, 35", "21, 32, 5, 21", "7, 64, 0, 7"
+        "Q5_0_X16, 16, 32, 0, 16", "Q5_0_X16, 16, 896, 0, 16", "Q5_0_X16, 48, 544, 0, 48",
+        "Q5_0_X16, 37, 64, 0, 37", "Q5_0_X16, 37, 1024, 16, 37", "Q5_0_X16, 48, 96, 3, 35",
+        "Q5_0_X16, 21, 32, 5, 21", "Q5_0_X16, 7, 64, 0, 7",
+        "Q5_K_X16, 16, 256, 0, 16", "Q5_K_X16, 48, 768, 0, 48", "Q5_K_X16, 37, 512, 16, 37",
+        "Q5_K_X16, 48, 256, 3, 35", "Q5_K_X16, 7, 256, 0, 7"
     })
-    void vectorMatchesScalarBitForBit(int rows, int cols, int rowStart, int rowEnd) {
+    void vectorMatchesScalarBitForBit(TensorType type, int rows, int cols, int rowStart, int rowEnd) {
         try (Tensors t = new Tensors(rows * 7L + cols + rowStart)) {
-            MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols), rows, cols);
+            MemorySegment x16 = randomInterleaved(t, type, rows, cols);
             for (int batch : BATCHES) {
                 MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
-                Tensors.assertIdentical("matmulQ5_0_X16 rows " + rows + " cols " + cols + " batch " + batch,
-                        run(t, VECTOR, x16, x, rows, cols, batch, rowStart, rowEnd),
-                        run(t, SCALAR, x16, x, rows, cols, batch, rowStart, rowEnd));
+                Tensors.assertIdentical(type + " rows " + rows + " cols " + cols + " batch " + batch,
+                        run(t, VECTOR, type, x16, x, rows, cols, batch, rowStart, rowEnd),
+                        run(t, SCALAR, type, x16, x, rows, cols, batch, rowStart, rowEnd));
             }
         }
     }
@@ -118,17 +166,21 @@ class Q5_0X16Test {
         }
     }
 
-    /** Against double precision on the dequantized weights, with the inputs quantized as the kernel defines. */
-    @ParameterizedTest(name = "rows = {0}, cols = {1}")
-    @CsvSource({"16, 32", "37, 544", "32, 896"})
-    void scalarMatchesDoublePrecisionOnTheDequantizedWeights(int rows, int cols) {
+    /**
+     * Against double precision on the dequantized weights, with the inputs quantized as the kernel
+     * defines; q5_K's two terms ({@code d * sc * q} and {@code dmin * m}) round apart, so its bound
+     * is on the sum of both terms' magnitudes.
+     */
+    @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
+    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q5_K, 16, 256", "Q5_K, 37, 768"})
+    void scalarMatchesDoublePrecisionOnTheDequantizedWeights(TensorType type, int rows, int cols) {
         try (Tensors t = new Tensors(rows + cols * 3L)) {
-            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
-            float[] w = GgufBlocks.dequantized(t, SCALAR, TensorType.Q5_0, q5, rows * cols);
-            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            MemorySegment q5 = GgufBlocks.random(t, type, (long) rows * cols);
+            float[] w = GgufBlocks.dequantized(t, SCALAR, type, q5, rows * cols);
+            MemorySegment x16 = interleaved(t, type, q5, rows, cols);
             for (int batch : new int[] {1, 3}) {
                 float[] x = t.uniform(batch * cols, -3f, 3f);
-                float[] got = run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                float[] got = run(t, SCALAR, type.interleaved(), x16, t.f32(x), rows, cols, batch, 0, rows);
                 float[] quantized = new float[x.length];
                 for (int block = 0; block < x.length / 32; block++) {
                     float amax = 0f;
@@ -148,8 +200,9 @@ class Q5_0X16Test {
                             expected += (double) w[r * cols + k] * quantized[b * cols + k];
                             magnitude += Math.abs((double) w[r * cols + k] * quantized[b * cols + k]);
                         }
+                        double bound = type == TensorType.Q5_K ? 1e-3 * magnitude : 1e-5 * magnitude;
                         assertThat((double) got[b * rows + r]).as("row %d input %d", r, b)
-                                .isCloseTo(expected, Offset.offset(1e-5 * magnitude + 1e-30));
+                                .isCloseTo(expected, Offset.offset(bound + 1e-30));
                     }
                 }
             }
@@ -164,6 +217,8 @@ class Q5_0X16Test {
             int cols = 64;
             MemorySegment x16 = interleaved(t, GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols), rows, cols);
             GgufBlocks.assertOnlyTheRangeIsWritten(t, TensorType.Q5_0_X16, x16, rows, cols, 2, 16, 32);
+            GgufBlocks.assertOnlyTheRangeIsWritten(t, TensorType.Q5_K_X16, randomInterleaved(t, TensorType.Q5_K_X16,
+                    rows, 256), rows, 256, 2, 16, 32);
         }
     }
 
@@ -181,16 +236,28 @@ class Q5_0X16Test {
                 assertThatThrownBy(() -> ops.matmul(TensorType.Q5_0, a, PAD, a, PAD, a, PAD, 1, 32, 1, 0, 1))
                         .hasMessage("matmul: type = Q5_0 runs in its interleaved layout only, Q5_0_X16"
                                 + " (QuantOps.interleave makes it)");
+                assertThatThrownBy(() -> ops.matmul(TensorType.Q5_K, a, PAD, a, PAD, a, PAD, 1, 256, 1, 0, 1))
+                        .hasMessage("matmul: type = Q5_K runs in its interleaved layout only, Q5_K_X16"
+                                + " (QuantOps.interleave makes it)");
+                assertThatThrownBy(() -> ops.matmulQ5_K_X16(a, PAD, a, PAD, a, PAD, 1, 32, 1, 0, 1))
+                        .hasMessage("matmulQ5_K_X16: cols = 32 must be a multiple of the q5_K_x16 block size 256");
             }
             assertThat(TensorType.Q5_0.interleaved()).isEqualTo(TensorType.Q5_0_X16);
             assertThat(TensorType.fromGgmlId(6)).isEqualTo(TensorType.Q5_0);
+            assertThat(TensorType.fromGgmlId(13)).isEqualTo(TensorType.Q5_K);
+            assertThat(TensorType.Q5_K.interleaved()).isEqualTo(TensorType.Q5_K_X16);
         }
     }
 
     private static float[] run(Tensors t, KernelOps ops, MemorySegment w, MemorySegment x, int rows, int cols,
             int batch, int rowStart, int rowEnd) {
+        return run(t, ops, TensorType.Q5_0_X16, w, x, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    private static float[] run(Tensors t, KernelOps ops, TensorType type, MemorySegment w, MemorySegment x, int rows,
+            int cols, int batch, int rowStart, int rowEnd) {
         MemorySegment out = t.allocate((long) batch * rows * Float.BYTES);
-        ops.matmulQ5_0_X16(w, PAD, x, PAD, out, PAD, rows, cols, batch, rowStart, rowEnd);
+        ops.matmul(type, w, PAD, x, PAD, out, PAD, rows, cols, batch, rowStart, rowEnd);
         float[] all = read(out, batch * rows);
         float[] inRange = new float[batch * (rowEnd - rowStart)];
         for (int b = 0; b < batch; b++) {
