@@ -101,6 +101,8 @@ final class ArgumentChecks {
             case Q6_K_X16 -> "matmulQ6_K_X16";
             case Q5_0_X16 -> "matmulQ5_0_X16";
             case Q5_K_X16 -> "matmulQ5_K_X16";
+            case Q4_1_X16 -> "matmulQ4_1_X16";
+            case Q5_1_X16 -> "matmulQ5_1_X16";
             case F32_X16 -> "matmulF32_X16";
             case F16_X16 -> "matmulF16_X16";
             case BF16_X16 -> "matmulBF16_X16";
@@ -429,7 +431,7 @@ final class ArgumentChecks {
         long dstBytes = typeBytes(kernel, type, elements);
         if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
-                    + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0 and Q5_0");
+                    + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
         }
         fits(kernel, "src", src, srcOffset, product(kernel, "elements * 4", elements, Float.BYTES));
         fits(kernel, "dst", dst, dstOffset, dstBytes);

@@ -62,6 +62,9 @@ public interface MatmulOps {
     /** Vector and scalar {@code matmulQ5_0_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q5_0_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulQ4_1_X16} and {@code matmulQ5_1_X16} agree bit for bit. */
+    float Q4_1_X16_RELATIVE_TOLERANCE = 0f;
+
     /** Vector and scalar {@code matmulQ5_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q5_K_X16_RELATIVE_TOLERANCE = 0f;
 
@@ -394,6 +397,43 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q4_1 weights in the {@link TensorType#Q4_1_X16} layout, computed as llama.cpp
+     * computes its q4_1 x q8_1 dot products: each input quantized per 32 values as for
+     * {@link #matmulQ4_0_X16} (factor {@code dx}, quants {@code q}), with {@code s = dx * Σ q}
+     * rounded to f16 as a q8_1 block holds it; then per row and input, block by block,
+     * {@code acc = fma((float) Σ w q, dw * dx, acc)} and {@code acc = fma(m, s, acc)}, with
+     * {@code w} the nibbles and {@code dw}, {@code m} the block's scale and min. Row ranges and
+     * offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32. Plain q4_1 has
+     * no matmul: it runs interleaved.
+     */
+    void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /** {@link #matmulQ4_1_X16} for q5_1 in the {@link TensorType#Q5_1_X16} layout: {@code w} the 5-bit quants. */
+    void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q5_K weights in the {@link TensorType#Q5_K_X16} layout ({@link
      * QuantOps#interleaveQ5_K}), with int8 inputs quantized per 32 values as {@link
      * #matmulQ4_K_X16} quantizes them (one q5_K sub-block each). Then, per row and input, starting
@@ -422,11 +462,12 @@ public interface MatmulOps {
      * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
      * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
      * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
-     * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16}: every type
-     * but {@link TensorType#Q5_0} and {@link TensorType#Q5_K}, which run only in their interleaved
-     * layouts.
+     * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16},
+     * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}: every type but {@link TensorType#Q5_0},
+     * {@link TensorType#Q5_K}, {@link TensorType#Q4_1} and {@link TensorType#Q5_1}, which run only
+     * in their interleaved layouts.
      *
-     * @throws IllegalArgumentException for a null type, {@link TensorType#Q5_0} and {@link TensorType#Q5_K}, and as the kernel does
+     * @throws IllegalArgumentException for a null type and a type that runs only interleaved, and as the kernel does
      */
     default void matmul(
             TensorType type,
@@ -474,7 +515,11 @@ public interface MatmulOps {
                     rowStart, rowEnd);
             case Q5_K_X16 -> matmulQ5_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
-            case Q5_0, Q5_K -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
+            case Q4_1_X16 -> matmulQ4_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_0, Q5_K, Q4_1, Q5_1 -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
                     + " layout only, " + type.interleaved() + " (QuantOps.interleave makes it)");
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }
@@ -486,7 +531,7 @@ public interface MatmulOps {
      * (the parts of one task, which one core takes one after another; the gate and up projections
      * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
      * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
-     * the kernels that first convert their inputs (q4_0_x16, q5_0_x16, q4_K_x16, q5_K_x16 and q6_K_x16 quantize them to int8,
+     * the kernels that first convert their inputs (q4_0_x16, q4_1_x16, q5_0_x16, q5_1_x16, q4_K_x16, q5_K_x16 and q6_K_x16 quantize them to int8,
      * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
      * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
      * either way. A caller gives each task, or each set of calls over the same values, a key of its

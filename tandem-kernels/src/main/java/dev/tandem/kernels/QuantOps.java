@@ -44,6 +44,9 @@ public interface QuantOps {
      *   <li>{@link TensorType#Q4_0}: per block {@code max} is the value of largest magnitude (the
      *       first, with its sign), {@code d = max / -8},
      *       {@code q = min(15, (int) (x * (1 / d) + 8.5))}, {@code d} stored as f16.
+     *   <li>{@link TensorType#Q4_1}: per block {@code min} and {@code max}, {@code d = (max - min) / 15},
+     *       {@code q = min(15, (int) ((x - min) * (1 / d) + 0.5))}, {@code d} and {@code min} stored
+     *       as f16; {@link TensorType#Q5_1} the same with {@code d = (max - min) / 31} and no clamp.
      *   <li>{@link TensorType#Q5_0}: as q4_0 with {@code d = max / -16} and
      *       {@code q = min(31, (int) (x * (1 / d) + 16.5))}, the fifth bits in {@code qh}.
      * </ul>
@@ -61,7 +64,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K},
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1 and q5_1 here),
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -75,12 +78,17 @@ public interface QuantOps {
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_K -> interleaveQ5_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q4_1, Q5_1 -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * SmallBlocksX16.groupBlockBytes(type) + SmallBlocksX16.byteAt(type, j, row));
+            }
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q5_0, Q4_K, Q5_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
         }
     }
 
@@ -210,7 +218,7 @@ public interface QuantOps {
             int cols) {
         ArgumentChecks.interleave("interleaveQ5_0", TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
-                b * Q5_0X16.GROUP_BLOCK_BYTES + Q5_0X16.byteAt(j, row));
+                b * SmallBlocksX16.groupBlockBytes(TensorType.Q5_0) + SmallBlocksX16.byteAt(TensorType.Q5_0, j, row));
     }
 
     /**

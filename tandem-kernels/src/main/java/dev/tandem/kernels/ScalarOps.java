@@ -401,7 +401,45 @@ final class ScalarOps implements KernelOps {
         }
     }
 
-    /** Each input quantized block by block, then each row's blocks in order ({@link Q5_0X16#row}). */
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
+    @Override
+    public void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q4_1_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q4_1, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
+    @Override
+    public void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_1_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q5_1, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
     @Override
     public void matmulQ5_0_X16(
             MemorySegment weights,
@@ -415,7 +453,8 @@ final class ScalarOps implements KernelOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        int8Rows(TensorType.Q5_0_X16, (w, at, n, c, r, in, q, k) -> Q5_0X16.row(w, at, n, c / 32, r, in, q, k),
+        int8Rows(TensorType.Q5_0_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q5_0, w, at, n, c / 32, r, in, q, k),
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
@@ -885,6 +924,12 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
             case Q5_K -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ5_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
@@ -940,7 +985,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /**
-     * One q5_0 block to f32: {@code (q - 16) * d} per value ({@link Q5_0X16#quant}). The vector
+     * One q5_0 block to f32: {@code (q - 16) * d} per value ({@link SmallBlocksX16#quant}). The vector
      * implementation runs it too: q5_0 is dequantized only for an embedding row and the reference.
      */
     static void dequantizeQ5_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
@@ -948,8 +993,24 @@ final class ScalarOps implements KernelOps {
         int qh = src.get(I32, block + 2);
         for (int j = 0; j < 16; j++) {
             int packed = src.get(I8, block + 6 + j) & 0xff;
-            dst.set(F32, to + j * F, Q5_0X16.quant(qh, packed, j) * d);
-            dst.set(F32, to + (j + 16) * F, Q5_0X16.quant(qh, packed, j + 16) * d);
+            dst.set(F32, to + j * F, (SmallBlocksX16.quant(qh, packed, j) - 16) * d);
+            dst.set(F32, to + (j + 16) * F, (SmallBlocksX16.quant(qh, packed, j + 16) - 16) * d);
+        }
+    }
+
+    /**
+     * One q4_1 or q5_1 block to f32 as llama.cpp's {@code dequantize_row_q4_1}/{@code _q5_1}:
+     * {@code q * d + m} per value, a product then a sum. The vector implementation runs it too.
+     */
+    static void dequantizeMinBlock(boolean fifthBits, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        float m = half(src, block + 2);
+        int qh = fifthBits ? src.get(I32, block + 4) : 0;
+        long nibbles = block + (fifthBits ? 8 : 4);
+        for (int j = 0; j < 16; j++) {
+            int packed = src.get(I8, nibbles + j) & 0xff;
+            dst.set(F32, to + j * F, SmallBlocksX16.quant(qh, packed, j) * d + m);
+            dst.set(F32, to + (j + 16) * F, SmallBlocksX16.quant(qh, packed, j + 16) * d + m);
         }
     }
 
@@ -1083,6 +1144,12 @@ final class ScalarOps implements KernelOps {
                     quantizeQ5_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
                 }
             }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockFloats, dst,
+                            dstOffset + b * blockBytes);
+                }
+            }
             case Q4_K, Q5_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
@@ -1153,5 +1220,44 @@ final class ScalarOps implements KernelOps {
             qh |= (low >>> 4) << j | (high >>> 4) << (j + 16);
         }
         dst.set(I32, block + 2, qh);
+    }
+
+    /**
+     * llama.cpp's {@code quantize_row_q4_1_ref} and {@code quantize_row_q5_1_ref}: {@code min} and
+     * {@code max} of the block, {@code d = (max - min) / 15} (or 31), {@code q = (int) ((x - min) *
+     * (1 / d) + 0.5)}, clamped to 15 for q4_1; the fifth bits of q5_1 in {@code qh}.
+     */
+    private static void quantizeMinBlock(boolean fifthBits, MemorySegment src, long from, MemorySegment dst,
+            long block) {
+        float min = Float.MAX_VALUE;
+        float max = -Float.MAX_VALUE;
+        for (int j = 0; j < 32; j++) {
+            float v = src.get(F32, from + j * F);
+            if (v < min) {
+                min = v;
+            }
+            if (v > max) {
+                max = v;
+            }
+        }
+        float d = (max - min) / (fifthBits ? 31f : 15f);
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        dst.set(F16, block + 2, HalfFloats.f32ToF16(min));
+        long nibbles = block + (fifthBits ? 8 : 4);
+        int qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int low = (int) ((src.get(F32, from + j * F) - min) * inverse + 0.5f);
+            int high = (int) ((src.get(F32, from + (j + 16) * F) - min) * inverse + 0.5f);
+            if (!fifthBits) {
+                low = Math.min(15, low);
+                high = Math.min(15, high);
+            }
+            dst.set(I8, nibbles + j, (byte) ((low & 0x0f) | (high & 0x0f) << 4));
+            qh |= (low >>> 4) << j | (high >>> 4) << (j + 16);
+        }
+        if (fifthBits) {
+            dst.set(I32, block + 4, qh);
+        }
     }
 }

@@ -23,6 +23,10 @@ import java.util.Locale;
  *       {@code j < 16} is the low nibble of byte {@code j} with bit {@code j} of {@code qh} above it,
  *       value {@code j + 16} the high nibble with bit {@code j + 16}, and a 5-bit {@code q} means
  *       {@code (q - 16) * d}.
+ *   <li>{@link #Q4_1}: 32 values in 20 bytes: f16 {@code d}, f16 {@code m}, then 16 nibble bytes
+ *       as in {@link #Q4_0}; a nibble {@code q} means {@code q * d + m}.
+ *   <li>{@link #Q5_1}: 32 values in 24 bytes: f16 {@code d}, f16 {@code m}, then {@code qh} and 16
+ *       nibble bytes as in {@link #Q5_0}; a 5-bit {@code q} means {@code q * d + m}.
  *   <li>{@link #Q4_K}: 256 values in 144 bytes: f16 {@code d}, f16 {@code dmin}, 12 bytes packing
  *       eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles. Values come in four groups
  *       of 64, each from 32 nibble bytes: the 32 low nibbles with sub-block {@code 2g}'s scale and
@@ -91,6 +95,11 @@ import java.util.Locale;
  *       {@code k} at {@code 96 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q5_0 layout.
  *       {@link QuantOps#interleaveQ5_0} makes it; {@link MatmulOps#matmulQ5_0_X16} reads it.
+ *   <li>{@link #Q4_1_X16}, {@link #Q5_1_X16}: the same for q4_1 and q5_1 (320 and 384 bytes per
+ *       block of a group): row {@code i}'s {@code d} at {@code 2 * i}, its {@code m} at
+ *       {@code 32 + 2 * i}, q5_1's {@code qh} at {@code 64 + 4 * i}, then the nibble pairs (at
+ *       {@code 64} for q4_1, {@code 128} for q5_1). {@link QuantOps#interleave} makes them;
+ *       {@link MatmulOps#matmulQ4_1_X16} and {@link MatmulOps#matmulQ5_1_X16} read them.
  *   <li>{@link #Q5_K_X16}: the same for q5_K, in tandem's memory only: 176 bytes per 256 values
  *       per row, each group of 16 rows interleaved superblock by superblock. For superblock
  *       {@code b} of the group, its 2816 bytes at {@code b * 2816} from the group's start hold a
@@ -116,7 +125,9 @@ public enum TensorType {
     F32(0, "f32", 1, 4),
     F16(1, "f16", 1, 2),
     Q4_0(2, "q4_0", 32, 18),
+    Q4_1(3, "q4_1", 32, 20),
     Q5_0(6, "q5_0", 32, 22),
+    Q5_1(7, "q5_1", 32, 24),
     Q8_0(8, "q8_0", 32, 34),
     Q4_K(12, "q4_K", 256, 144),
     Q5_K(13, "q5_K", 256, 176),
@@ -127,6 +138,8 @@ public enum TensorType {
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
     Q6_K_X16(-1, "q6_K_x16", 256, 210),
     Q5_0_X16(-1, "q5_0_x16", 32, 22),
+    Q4_1_X16(-1, "q4_1_x16", 32, 20),
+    Q5_1_X16(-1, "q5_1_x16", 32, 24),
     Q5_K_X16(-1, "q5_K_x16", 256, 176),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
@@ -223,6 +236,8 @@ public enum TensorType {
             case Q8_0 -> Q8_0_X16;
             case Q6_K -> Q6_K_X16;
             case Q5_0 -> Q5_0_X16;
+            case Q4_1 -> Q4_1_X16;
+            case Q5_1 -> Q5_1_X16;
             case Q5_K -> Q5_K_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;

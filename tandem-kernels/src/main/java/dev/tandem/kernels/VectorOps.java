@@ -142,7 +142,7 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case Q5_0_X16, Q5_K_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
                     rows, cols, batch, rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
@@ -2671,6 +2671,40 @@ final class VectorOps implements KernelOps {
     }
 
     @Override
+    public void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q4_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q5_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
     public void matmulQ5_K_X16(
             MemorySegment weights,
             long weightsOffset,
@@ -2688,10 +2722,11 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link TensorType#Q5_0_X16} and {@link TensorType#Q5_K_X16}: groups of 16 rows by
-     * {@link #x16Q5Group} or {@link #x16Q5KGroup}, one input at a time (each part's weights stay in
-     * the caches from input to input), one row at a time where the range cuts a group, and the last
-     * {@code rows % 16} rows one at a time (they are in the file's layout): {@link Q5_0X16#row} or
+     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
+     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link #x16SmallBlocksGroup} or
+     * {@link #x16Q5KGroup}, one input at a time (each part's weights stay in the caches from input
+     * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
+     * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
      * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
      */
     private static void matmulFiveBitsX16(
@@ -2727,7 +2762,8 @@ final class VectorOps implements KernelOps {
                             x16Q5KGroup(weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
                                     at + b * outStride);
                         } else {
-                            x16Q5Group(weights, group, part, blocks, in, b * cols, b * blocks, out, at + b * outStride);
+                            x16SmallBlocksGroup(type.source(), weights, group, part, blocks, in, b * cols, b * blocks,
+                                    out, at + b * outStride);
                         }
                     }
                 }
@@ -2736,7 +2772,8 @@ final class VectorOps implements KernelOps {
                 for (int b = 0; b < batch; b++) {
                     float value = k
                             ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
-                            : Q5_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks);
+                            : SmallBlocksX16.row(type.source(), weights, weightsOffset, rows, blocks, r, in, b * cols,
+                                    b * blocks);
                     out.set(F32, outOffset + b * outStride + r * F, value);
                 }
                 r++;
@@ -2807,43 +2844,64 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * One part of a group of 16 rows with one input: per block, each pair of nibble bytes joined
-     * with its fifth bits and less 16 ({@code -16} to {@code 15}), times the pair of quants it
-     * meets, in short lanes (16 products of at most {@code 16 * 127} a lane: exact), each row's two
-     * lanes added as ints and one fused multiply-add per row with {@code dw * dx}, as
-     * {@link Q5_0X16#row} does. The fifth bits of the part's rows are one int lane each; for the
-     * pair of values {@code 2j, 2j + 1} of a half, bit {@code 2j} goes to bit 4 of the row's even
-     * short lane and bit {@code 2j + 1} to bit 4 of its odd one: the half's 16 bits spread once
+     * One part of a group of 16 rows of q5_0, q4_1 or q5_1 ({@code source}) with one input: per
+     * block, each pair of nibble bytes (joined with its fifth bits and less 16, for the 5-bit
+     * types), times the pair of quants it meets, in short lanes (16 products of at most
+     * {@code 16 * 127}, or {@code 15 * 127} for q4_1, a lane: exact); each row's two lanes added as
+     * ints (with {@code 16 Σ q}, which is {@code 2 * sum8}, added back for q5_1), one fused
+     * multiply-add per row with {@code dw * dx}, and for q4_1 and q5_1 one with the min, as
+     * {@link SmallBlocksX16#row} does. The fifth bits of the part's rows are one int lane each; for
+     * the pair of values {@code 2j, 2j + 1} of a half, bit {@code 2j} goes to bit 4 of the row's
+     * even short lane and bit {@code 2j + 1} to bit 4 of its odd one: the half's 16 bits spread once
      * per block to {@code bits | (bits >>> 1) << 16}, then per pair a shift, a mask and a shift.
      */
-    private static void x16Q5Group(MemorySegment w, long group, int part, int blocks, Q4_0X16.Inputs in, int qBase,
-            int blockBase, MemorySegment out, long at) {
+    private static void x16SmallBlocksGroup(TensorType source, MemorySegment w, long group, int part, int blocks,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
         int[] pairs = in.pairs();
         float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        boolean fifth = SmallBlocksX16.hasHighBits(source);
+        boolean mins = SmallBlocksX16.hasMins(source);
+        boolean addBack = fifth && mins; // q5_1: its quants are not centred, the products less 16 are
         int lanes = X16_FLOATS.length();
+        long blockBytes = SmallBlocksX16.groupBlockBytes(source);
         long scales = group + part * 2L * lanes;
-        long highBits = group + Q5_0X16.HIGH_BITS + part * 4L * lanes;
-        long nibbles = group + Q5_0X16.NIBBLES + part * 2L * lanes;
+        long highBits = group + SmallBlocksX16.highBitsAt(source) + part * 4L * lanes;
+        long nibbles = group + SmallBlocksX16.nibblesAt(source) + part * 2L * lanes;
         FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < blocks; b++) {
-            long o = b * Q5_0X16.GROUP_BLOCK_BYTES;
+            long o = b * blockBytes;
             int m = (qBase + b * 32) / 2;
-            IntVector qh = IntVector.fromMemorySegment(X16_INTS, w, highBits + o, LE);
-            IntVector low = qh.and(0xffff);
-            low = low.or(low.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
-            IntVector high = qh.lanewise(VectorOperators.LSHR, 16);
-            high = high.or(high.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+            IntVector low = null;
+            IntVector high = null;
+            if (fifth) {
+                IntVector qh = IntVector.fromMemorySegment(X16_INTS, w, highBits + o, LE);
+                low = qh.and(0xffff);
+                low = low.or(low.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+                high = qh.lanewise(VectorOperators.LSHR, 16);
+                high = high.or(high.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+            }
             ShortVector sums = ShortVector.zero(X16_SHORTS);
             for (int j = 0; j < 8; j++) {
                 ShortVector packed = x16Load(w, nibbles + o + 32L * j);
-                ShortVector fifthLow = low.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
-                        .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts();
-                ShortVector fifthHigh = high.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
-                        .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts();
-                sums = x16Low(packed).or(fifthLow).sub((short) 16).mul(x16Pair(pairs, m + j)).add(sums);
-                sums = x16High(packed).or(fifthHigh).sub((short) 16).mul(x16Pair(pairs, m + 8 + j)).add(sums);
+                ShortVector first = x16Low(packed);
+                ShortVector second = x16High(packed);
+                if (fifth) {
+                    first = first.or(low.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                            .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts()).sub((short) 16);
+                    second = second.or(high.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                            .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts()).sub((short) 16);
+                }
+                sums = first.mul(x16Pair(pairs, m + j)).add(sums);
+                sums = second.mul(x16Pair(pairs, m + 8 + j)).add(sums);
             }
-            acc = x16Sums(sums, 0).fma(x16Scales(w, scales + o).mul(ds[blockBase + b]), acc);
+            int i = blockBase + b;
+            float dx = ds[i];
+            acc = x16Sums(sums, addBack ? -2 * sum8[i] : 0).fma(x16Scales(w, scales + o).mul(dx), acc);
+            if (mins) {
+                acc = x16Scales(w, scales + 32 + o).fma(FloatVector.broadcast(X16_FLOATS,
+                        SmallBlocksX16.inputSum(dx, sum8[i])), acc);
+            }
         }
         acc.intoMemorySegment(out, at, LE);
     }
@@ -4151,6 +4209,12 @@ final class VectorOps implements KernelOps {
             case Q5_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
                 }
             }
             case Q5_K -> {

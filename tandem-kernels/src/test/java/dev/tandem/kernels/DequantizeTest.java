@@ -176,6 +176,33 @@ class DequantizeTest {
     }
 
     /**
+     * q4_1 and q5_1: d = 0.5, m = -3; a quant {@code q} means {@code q * 0.5 - 3}; q5_1's fifth bit of
+     * value {@code j} is bit {@code j} of {@code qh}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q4_1AndQ5_1AddTheMinToTheScaledQuants(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(9)) {
+            int[] q41 = new int[20];
+            q41[1] = 0x38; // d = 0.5
+            q41[3] = 0xc2; // m = f16 0xc200 = -3
+            q41[4] = 0xf3; // value 0: 3 -> -1.5; value 16: 15 -> 4.5
+            q41[19] = 0x0a; // value 15: 10 -> 2; value 31: 0 -> -3
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q4_1, GgufBlocks.bytes(t, q41), 32);
+            assertValues(name + " q4_1", out, new int[] {0, 16, 15, 31}, new float[] {-1.5f, 4.5f, 2f, -3f}, -3f);
+            int[] q51 = new int[24];
+            q51[1] = 0x38;
+            q51[3] = 0xc2;
+            q51[4] = 0x01; // qh bit 0: value 0
+            q51[7] = 0x80; // qh bit 31: value 31
+            q51[8] = 0xf3; // value 0: 3 | 16 = 19 -> 6.5; value 16: 15 -> 4.5
+            q51[23] = 0xfa; // value 15: 10 -> 2; value 31: 15 | 16 = 31 -> 12.5
+            out = GgufBlocks.dequantized(t, ops, TensorType.Q5_1, GgufBlocks.bytes(t, q51), 32);
+            assertValues(name + " q5_1", out, new int[] {0, 16, 15, 31}, new float[] {6.5f, 4.5f, 2f, 12.5f}, -3f);
+        }
+    }
+
+    /**
      * q5_K: d = 0.5, dmin = 0.25, every sub-block's scale 2 and min 4 (scale bytes 0-3 = 2, 4-7 = 4,
      * 8-11 = 0x42: low nibble scale 2, high nibble min 4), so a 5-bit {@code q} means
      * {@code 1 * q - 1}; the fifth bit of sub-block {@code t} at position {@code l} is bit {@code t}

@@ -39,6 +39,41 @@ class FiveBitsX16Test {
         return interleaved(t, x16.source(), GgufBlocks.random(t, x16.source(), (long) rows * cols), rows, cols);
     }
 
+    /** q4_1 and q5_1: the scale, the min, q5_1's fifth bits, then the nibble pairs. */
+    @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
+    @CsvSource({"Q4_1, 16, 32", "Q4_1, 37, 96", "Q5_1, 17, 64", "Q5_1, 33, 32"})
+    void minBlocksInterleavePutEveryByteWhereTheLayoutSays(TensorType type, int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 41L + cols)) {
+            MemorySegment q = GgufBlocks.random(t, type, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, type, q, rows, cols);
+            int blockBytes = type.blockBytes();
+            long rowBytes = type.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / 32; b++) {
+                    for (int j = 0; j < blockBytes; j++) {
+                        long from = r * rowBytes + (long) b * blockBytes + j;
+                        long to = from;
+                        if (r < grouped) {
+                            long block = (r - i) * rowBytes + b * 16L * blockBytes;
+                            int k = j - (blockBytes - 16); // nibble byte
+                            to = j < 2 ? block + 2L * i + j
+                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
+                                    : k < 0 ? block + 64 + 4L * i + (j - 4) // q5_1's qh
+                                    : block + (type == TensorType.Q4_1 ? 64 : 128) + 32L * (k / 2) + 2L * i + k % 2;
+                        }
+                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(q.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
     void q5_KInterleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
@@ -111,6 +146,9 @@ class FiveBitsX16Test {
         "Q5_0_X16, 16, 32, 0, 16", "Q5_0_X16, 16, 896, 0, 16", "Q5_0_X16, 48, 544, 0, 48",
         "Q5_0_X16, 37, 64, 0, 37", "Q5_0_X16, 37, 1024, 16, 37", "Q5_0_X16, 48, 96, 3, 35",
         "Q5_0_X16, 21, 32, 5, 21", "Q5_0_X16, 7, 64, 0, 7",
+        "Q4_1_X16, 16, 32, 0, 16", "Q4_1_X16, 37, 1024, 16, 37", "Q4_1_X16, 48, 96, 3, 35",
+        "Q4_1_X16, 7, 64, 0, 7", "Q5_1_X16, 16, 896, 0, 16", "Q5_1_X16, 37, 64, 0, 37",
+        "Q5_1_X16, 48, 96, 3, 35", "Q5_1_X16, 21, 32, 5, 21",
         "Q5_K_X16, 16, 256, 0, 16", "Q5_K_X16, 48, 768, 0, 48", "Q5_K_X16, 37, 512, 16, 37",
         "Q5_K_X16, 48, 256, 3, 35", "Q5_K_X16, 7, 256, 0, 7"
     })
@@ -172,7 +210,8 @@ class FiveBitsX16Test {
      * is on the sum of both terms' magnitudes.
      */
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
-    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q5_K, 16, 256", "Q5_K, 37, 768"})
+    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q4_1, 37, 544", "Q5_1, 37, 544", "Q5_K, 16, 256",
+        "Q5_K, 37, 768"})
     void scalarMatchesDoublePrecisionOnTheDequantizedWeights(TensorType type, int rows, int cols) {
         try (Tensors t = new Tensors(rows + cols * 3L)) {
             MemorySegment q5 = GgufBlocks.random(t, type, (long) rows * cols);
@@ -200,7 +239,7 @@ class FiveBitsX16Test {
                             expected += (double) w[r * cols + k] * quantized[b * cols + k];
                             magnitude += Math.abs((double) w[r * cols + k] * quantized[b * cols + k]);
                         }
-                        double bound = type == TensorType.Q5_K ? 1e-3 * magnitude : 1e-5 * magnitude;
+                        double bound = type == TensorType.Q5_0 ? 1e-5 * magnitude : 1e-3 * magnitude;
                         assertThat((double) got[b * rows + r]).as("row %d input %d", r, b)
                                 .isCloseTo(expected, Offset.offset(bound + 1e-30));
                     }

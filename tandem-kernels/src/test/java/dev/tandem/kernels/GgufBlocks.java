@@ -36,6 +36,10 @@ final class GgufBlocks {
                     long at = PAD + block * type.blockBytes();
                     switch (type) {
                         case Q8_0, Q4_0, Q5_0 -> segment.set(F16, at, finiteHalf(random));
+                        case Q4_1, Q5_1 -> {
+                            segment.set(F16, at, finiteHalf(random));
+                            segment.set(F16, at + 2, finiteHalf(random));
+                        }
                         case Q4_K, Q5_K -> {
                             segment.set(F16, at, finiteHalf(random));
                             segment.set(F16, at + 2, finiteHalf(random));

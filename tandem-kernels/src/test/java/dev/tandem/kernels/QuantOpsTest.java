@@ -273,6 +273,33 @@ class QuantOpsTest {
     }
 
     /**
+     * One q4_1 and one q5_1 block by hand, as llama.cpp's reference quantizers: min -1, max 2, so
+     * d = 3 / 15 = 0.2 (q4_1) or 3 / 31 (q5_1), m = -1, q = (int) ((x + 1) / d + 0.5).
+     */
+    @Test
+    void q4_1AndQ5_1QuantizersTakeTheMinAndTheRange() {
+        try (Tensors t = new Tensors(15)) {
+            float[] values = new float[32];
+            values[0] = -1f; // q 0
+            values[1] = 2f; // q 15 (q4_1), 31 (q5_1)
+            values[16] = 0.5f; // 1.5 / 0.2 + 0.5 = 8 -> 8 (q4_1); 1.5 * 31 / 3 + 0.5 = 16 -> 16 (q5_1)
+            // every other value 0: 1 / 0.2 + 0.5 = 5.5 -> 5 (q4_1); 31 / 3 + 0.5 = 10.83 -> 10 (q5_1)
+            MemorySegment q41 = quantized(t, SCALAR, TensorType.Q4_1, values);
+            assertThat(q41.get(F16, PAD)).as("q4_1 d").isEqualTo(HalfFloats.f32ToF16(3f / 15f));
+            assertThat(q41.get(F16, PAD + 2)).as("q4_1 m").isEqualTo((short) 0xbc00);
+            assertThat(q41.get(I8, PAD + 4) & 0xff).as("values 0 and 16").isEqualTo(0 | 8 << 4);
+            assertThat(q41.get(I8, PAD + 5) & 0xff).as("values 1 and 17").isEqualTo(15 | 5 << 4);
+            assertThat(q41.get(I8, PAD + 6) & 0xff).as("values 2 and 18").isEqualTo(5 | 5 << 4);
+            MemorySegment q51 = quantized(t, SCALAR, TensorType.Q5_1, values);
+            assertThat(q51.get(F16, PAD)).as("q5_1 d").isEqualTo(HalfFloats.f32ToF16(3f / 31f));
+            assertThat(q51.get(LittleEndian.I32, PAD + 4)).as("q5_1 qh: values 1 (31) and 16 (16)")
+                    .isEqualTo(1 << 1 | 1 << 16);
+            assertThat(q51.get(I8, PAD + 8) & 0xff).as("values 0 and 16").isEqualTo(0);
+            assertThat(q51.get(I8, PAD + 9) & 0xff).as("values 1 and 17").isEqualTo(15 | 10 << 4);
+        }
+    }
+
+    /**
      * q4_0's step is {@code |d| = amax / 8}. A value rounds to within half a step, except that values opposite in
      * sign to the maximum and beyond 7.5 steps clamp to nibble 15 and may move by a whole step; the f16 rounding of
      * d adds up to {@code 8 * 2^-11 * |d|}, when d is a normal f16.

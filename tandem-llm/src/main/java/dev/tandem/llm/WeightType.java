@@ -14,6 +14,10 @@ public enum WeightType {
     Q8_0(TensorType.Q8_0),
     /** llama.cpp's q4_0: per 32 values, an f16 scale and 16 bytes of nibbles; rows of a multiple of 32. */
     Q4_0(TensorType.Q4_0),
+    /** llama.cpp's q4_1: per 32 values, f16 {@code d} and {@code m} and 16 bytes of nibbles, {@code q * d + m}. */
+    Q4_1(TensorType.Q4_1),
+    /** llama.cpp's q5_1: q4_1 with 32 fifth bits per block, as in q5_0. */
+    Q5_1(TensorType.Q5_1),
     /**
      * llama.cpp's q5_0: per 32 values, an f16 scale, 32 fifth bits and 16 bytes of nibbles; rows of a
      * multiple of 32. What llama.cpp's Q4_K_M files fall back to for rows not a multiple of 256.

@@ -53,7 +53,9 @@ public record GgmlType(int id, String name, int blockSize, int blockBytes) {
     public static final GgmlType F32 = BY_ID[0];
     public static final GgmlType F16 = BY_ID[1];
     public static final GgmlType Q4_0 = BY_ID[2];
+    public static final GgmlType Q4_1 = BY_ID[3];
     public static final GgmlType Q5_0 = BY_ID[6];
+    public static final GgmlType Q5_1 = BY_ID[7];
     public static final GgmlType Q8_0 = BY_ID[8];
     public static final GgmlType Q4_K = BY_ID[12];
     public static final GgmlType Q5_K = BY_ID[13];

@@ -215,7 +215,7 @@ public final class GgufCheckpointWriter {
         }
         MemorySegment dst = Arena.ofAuto().allocate(bytes, 64);
         switch (type.name()) {
-            case "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0" ->
+            case "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1" ->
                     Ops.scalar().quantize(TensorType.valueOf(type.name()), src, 0, dst, 0, values.length);
             case "Q4_K" -> CrudeKQuants.q4K(src, dst, values.length);
             case "Q5_K" -> CrudeKQuants.q5K(src, dst, values.length);

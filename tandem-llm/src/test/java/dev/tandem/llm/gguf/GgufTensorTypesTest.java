@@ -58,22 +58,12 @@ class GgufTensorTypesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q5_0", "Q4_K", "Q5_K", "Q6_K"})
+    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"})
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
-            WeightType expected = switch (typeName) {
-                case "F32" -> WeightType.F32;
-                case "F16" -> WeightType.F16;
-                case "BF16" -> WeightType.BF16;
-                case "Q4_0" -> WeightType.Q4_0;
-                case "Q5_0" -> WeightType.Q5_0;
-                case "Q4_K" -> WeightType.Q4_K;
-                case "Q5_K" -> WeightType.Q5_K;
-                case "Q6_K" -> WeightType.Q6_K;
-                default -> WeightType.Q8_0;
-            };
+            WeightType expected = WeightType.valueOf(typeName);
             assertThat(weights.config().weightType()).isEqualTo(expected);
             assertThat(weights.file().tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(type);
             checkAgainstTheReference(worker, weights);
@@ -172,7 +162,8 @@ class GgufTensorTypesTest {
 
     /** The test quantisers write blocks the kernels decode to values close to the f32 ones. */
     @ParameterizedTest
-    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q5_0:0.06", "Q4_K:0.12", "Q5_K:0.06", "Q6_K:0.04"})
+    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q4_1:0.12", "Q5_0:0.06", "Q5_1:0.06", "Q4_K:0.12", "Q5_K:0.06",
+        "Q6_K:0.04"})
     void quantisedBlocksDecodeCloseToTheOriginal(String spec) {
         GgmlType type = GgmlType.byName(spec.split(":")[0]);
         double bound = Double.parseDouble(spec.split(":")[1]);
@@ -327,7 +318,7 @@ class GgufTensorTypesTest {
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
                 + ": tensor blk.0.attn_q.weight has type Q3_K (11), unsupported (supported: BF16, F16, F32, Q4_0,"
-                + " Q4_K, Q5_0, Q5_K, Q6_K, Q8_0)");
+                + " Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
     }
 
     @Test
