@@ -102,6 +102,8 @@ final class ArgumentChecks {
             case Q5_0_X16 -> "matmulQ5_0_X16";
             case Q5_K_X16 -> "matmulQ5_K_X16";
             case Q4_1_X16 -> "matmulQ4_1_X16";
+            case IQ4_NL_X16 -> "matmulIQ4_NL_X16";
+            case IQ4_XS_X16 -> "matmulIQ4_XS_X16";
             case Q5_1_X16 -> "matmulQ5_1_X16";
             case F32_X16 -> "matmulF32_X16";
             case F16_X16 -> "matmulF16_X16";
@@ -429,7 +431,8 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type.isInterleaved()) {
+        if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type == TensorType.IQ4_NL
+                || type == TensorType.IQ4_XS || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
                     + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
         }

@@ -65,6 +65,9 @@ public interface MatmulOps {
     /** Vector and scalar {@code matmulQ4_1_X16} and {@code matmulQ5_1_X16} agree bit for bit. */
     float Q4_1_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulIQ4_NL_X16} and {@code matmulIQ4_XS_X16} agree bit for bit. */
+    float IQ4_X16_RELATIVE_TOLERANCE = 0f;
+
     /** Vector and scalar {@code matmulQ5_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q5_K_X16_RELATIVE_TOLERANCE = 0f;
 
@@ -434,6 +437,44 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with iq4_nl weights in the {@link TensorType#IQ4_NL_X16} layout, computed as
+     * llama.cpp computes its iq4_nl x q8_0 dot products: each input quantized per 32 values as for
+     * {@link #matmulQ4_0_X16}; then per row and input, block by block,
+     * {@code acc = fma((float) Σ v q, dw * dx, acc)} with {@code v} the table values of the
+     * nibbles. Row ranges and offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a
+     * multiple of 32. Plain iq4_nl has no matmul: it runs interleaved.
+     */
+    void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * {@link #matmulIQ4_NL_X16} for iq4_xs in the {@link TensorType#IQ4_XS_X16} layout, with
+     * {@code dw = d * (ls - 32)} per sub-block of 32; {@code cols} must be a multiple of 256.
+     */
+    void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q5_K weights in the {@link TensorType#Q5_K_X16} layout ({@link
      * QuantOps#interleaveQ5_K}), with int8 inputs quantized per 32 values as {@link
      * #matmulQ4_K_X16} quantizes them (one q5_K sub-block each). Then, per row and input, starting
@@ -463,9 +504,10 @@ public interface MatmulOps {
      * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
      * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
      * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16},
-     * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}: every type but {@link TensorType#Q5_0},
-     * {@link TensorType#Q5_K}, {@link TensorType#Q4_1} and {@link TensorType#Q5_1}, which run only
-     * in their interleaved layouts.
+     * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}, {@link TensorType#IQ4_NL_X16},
+     * {@link TensorType#IQ4_XS_X16}: every type but {@link TensorType#Q5_0}, {@link TensorType#Q5_K},
+     * {@link TensorType#Q4_1}, {@link TensorType#Q5_1}, {@link TensorType#IQ4_NL} and
+     * {@link TensorType#IQ4_XS}, which run only in their interleaved layouts.
      *
      * @throws IllegalArgumentException for a null type and a type that runs only interleaved, and as the kernel does
      */
@@ -519,7 +561,11 @@ public interface MatmulOps {
                     rowStart, rowEnd);
             case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
-            case Q5_0, Q5_K, Q4_1, Q5_1 -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
+            case IQ4_NL_X16 -> matmulIQ4_NL_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case Q5_0, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
                     + " layout only, " + type.interleaved() + " (QuantOps.interleave makes it)");
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }
@@ -531,7 +577,7 @@ public interface MatmulOps {
      * (the parts of one task, which one core takes one after another; the gate and up projections
      * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
      * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
-     * the kernels that first convert their inputs (q4_0_x16, q4_1_x16, q5_0_x16, q5_1_x16, q4_K_x16, q5_K_x16 and q6_K_x16 quantize them to int8,
+     * the kernels that first convert their inputs (the block types' interleaved kernels but q8_0_x16 quantize them to int8,
      * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
      * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
      * either way. A caller gives each task, or each set of calls over the same values, a key of its

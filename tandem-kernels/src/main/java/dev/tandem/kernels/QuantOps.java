@@ -55,7 +55,7 @@ public interface QuantOps {
      * ({@code 0 / -8}, f16 {@code 0x8000}) and nibbles {@code 8} (q4_0). The block types need finite
      * values.
      *
-     * @throws IllegalArgumentException for {@link TensorType#Q4_K}, {@link TensorType#Q5_K} and {@link TensorType#Q6_K},
+     * @throws IllegalArgumentException for the k-quants and the iq4 types,
      *     which have no quantizer here, and for bad arguments
      */
     void quantize(
@@ -64,7 +64,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1 and q5_1 here),
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1, q5_1, iq4_nl and iq4_xs here),
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -78,6 +78,16 @@ public interface QuantOps {
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_K -> interleaveQ5_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case IQ4_NL -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * 16L * 18 + (j < 2 ? 2L * row + j : 32 + Q4_0X16.pairByte(j - 2, row)));
+            }
+            case IQ4_XS -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * Iq4X16.XS_GROUP_BLOCK_BYTES + Iq4X16.xsByteAt(j, row));
+            }
             case Q4_1, Q5_1 -> {
                 ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
                 Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
@@ -88,7 +98,7 @@ public interface QuantOps {
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q8_0, F32, F16 and BF16 have one)");
         }
     }
 

@@ -401,6 +401,42 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /** Each input quantized block by block, then each row's blocks in order ({@link Iq4X16#row}). */
+    @Override
+    public void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.IQ4_NL_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(false, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link Iq4X16#row}). */
+    @Override
+    public void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.IQ4_XS_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(true, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
     /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
     @Override
     public void matmulQ4_1_X16(
@@ -924,6 +960,12 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case IQ4_NL, IQ4_XS -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeIq4Block(type == TensorType.IQ4_XS, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
             case Q4_1, Q5_1 -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockBytes, dst,
@@ -995,6 +1037,26 @@ final class ScalarOps implements KernelOps {
             int packed = src.get(I8, block + 6 + j) & 0xff;
             dst.set(F32, to + j * F, (SmallBlocksX16.quant(qh, packed, j) - 16) * d);
             dst.set(F32, to + (j + 16) * F, (SmallBlocksX16.quant(qh, packed, j + 16) - 16) * d);
+        }
+    }
+
+    /**
+     * One iq4_nl block, or iq4_xs superblock, to f32 as llama.cpp's {@code dequantize_row_iq4_nl}
+     * and {@code _iq4_xs}: {@code dl * VALUES[n]}, with {@code dl} the f16 scale, or
+     * {@code d * (ls - 32)} per sub-block. The vector implementation runs it too.
+     */
+    static void dequantizeIq4Block(boolean xs, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        int scalesH = xs ? src.get(F16, block + 2) & 0xffff : 0;
+        int scalesL = xs ? src.get(I32, block + 4) : 0;
+        long nibbles = block + (xs ? 8 : 2);
+        for (int ib = 0; ib < (xs ? 8 : 1); ib++) {
+            float dl = xs ? d * Iq4X16.xsScale(scalesH, scalesL, ib) : d;
+            for (int j = 0; j < 16; j++) {
+                int packed = src.get(I8, nibbles + 16 * ib + j) & 0xff;
+                dst.set(F32, to + (32 * ib + j) * F, dl * Iq4X16.VALUES[packed & 0x0f]);
+                dst.set(F32, to + (32 * ib + j + 16) * F, dl * Iq4X16.VALUES[packed >>> 4]);
+            }
         }
     }
 
@@ -1150,7 +1212,7 @@ final class ScalarOps implements KernelOps {
                             dstOffset + b * blockBytes);
                 }
             }
-            case Q4_K, Q5_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
+            case Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
 

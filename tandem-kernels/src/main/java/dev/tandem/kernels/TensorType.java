@@ -39,6 +39,12 @@ import java.util.Locale;
  *       nibbles as in {@link #Q4_K}; the value of sub-block {@code t} at position {@code l} takes
  *       bit {@code t} of {@code qh[l]} above its nibble, and a 5-bit {@code q} means
  *       {@code d * scale * q - dmin * min}.
+ *   <li>{@link #IQ4_NL}: 32 values in 18 bytes, as {@link #Q4_0}'s, but a nibble {@code n} means
+ *       {@code d * kvalues[n]}, llama.cpp's non-linear table ({@code Iq4X16.VALUES}).
+ *   <li>{@link #IQ4_XS}: 256 values in 136 bytes: f16 {@code d}, a 16-bit {@code scales_h}, four
+ *       bytes {@code scales_l}, then 128 nibble bytes, 16 per sub-block of 32 laid out as
+ *       {@link #IQ4_NL}'s; sub-block {@code ib}'s scale is {@code d * (ls - 32)} with
+ *       {@code ls = (scales_l[ib / 2] >> 4 (ib % 2)) & 15 | ((scales_h >> 2 ib) & 3) << 4}.
  *   <li>{@link #Q6_K}: 256 values in 210 bytes: 128 bytes {@code ql} (low 4 bits), 64 bytes
  *       {@code qh} (high 2 bits), 16 int8 scales, then the f16 {@code d}. Each half of 128 values
  *       uses 64 {@code ql}, 32 {@code qh} and 8 scales; in a half, for {@code l < 32}, values
@@ -109,6 +115,12 @@ import java.util.Locale;
  *       byte {@code k} at {@code 768 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side). The last
  *       {@code rows % 16} rows stay in the q5_K layout. {@link QuantOps#interleaveQ5_K} makes it;
  *       {@link MatmulOps#matmulQ5_K_X16} reads it.
+ *   <li>{@link #IQ4_NL_X16}: iq4_nl in {@link #Q4_0_X16}'s layout. {@link #IQ4_XS_X16}: iq4_xs, each
+ *       group of 16 rows interleaved superblock by superblock, 2176 bytes each: row {@code i}'s
+ *       {@code d} at {@code 2 * i}, {@code scales_h} at {@code 32 + 2 * i}, {@code scales_l} at
+ *       {@code 64 + 4 * i}, nibble byte {@code k} at {@code 128 + 32 * (k / 2) + 2 * i + k % 2}.
+ *       {@link QuantOps#interleave} makes them; {@link MatmulOps#matmulIQ4_NL_X16} and
+ *       {@link MatmulOps#matmulIQ4_XS_X16} read them.
  *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
  *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
@@ -132,6 +144,8 @@ public enum TensorType {
     Q4_K(12, "q4_K", 256, 144),
     Q5_K(13, "q5_K", 256, 176),
     Q6_K(14, "q6_K", 256, 210),
+    IQ4_NL(20, "iq4_nl", 32, 18),
+    IQ4_XS(23, "iq4_xs", 256, 136),
     BF16(30, "bf16", 1, 2),
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
     Q8_0_X16(-1, "q8_0_x16", 32, 34),
@@ -141,6 +155,8 @@ public enum TensorType {
     Q4_1_X16(-1, "q4_1_x16", 32, 20),
     Q5_1_X16(-1, "q5_1_x16", 32, 24),
     Q5_K_X16(-1, "q5_K_x16", 256, 176),
+    IQ4_NL_X16(-1, "iq4_nl_x16", 32, 18),
+    IQ4_XS_X16(-1, "iq4_xs_x16", 256, 136),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
     BF16_X16(-1, "bf16_x16", 1, 2);
@@ -239,6 +255,8 @@ public enum TensorType {
             case Q4_1 -> Q4_1_X16;
             case Q5_1 -> Q5_1_X16;
             case Q5_K -> Q5_K_X16;
+            case IQ4_NL -> IQ4_NL_X16;
+            case IQ4_XS -> IQ4_XS_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;
             case BF16 -> BF16_X16;

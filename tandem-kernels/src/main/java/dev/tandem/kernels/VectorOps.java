@@ -142,7 +142,7 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16, IQ4_NL_X16, IQ4_XS_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
                     rows, cols, batch, rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
@@ -2671,6 +2671,40 @@ final class VectorOps implements KernelOps {
     }
 
     @Override
+    public void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.IQ4_NL_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.IQ4_XS_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd, 0);
+    }
+
+    @Override
     public void matmulQ4_1_X16(
             MemorySegment weights,
             long weightsOffset,
@@ -2746,6 +2780,8 @@ final class VectorOps implements KernelOps {
         ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         boolean k = type == TensorType.Q5_K_X16;
+        boolean iq4 = type == TensorType.IQ4_NL_X16 || type == TensorType.IQ4_XS_X16;
+        boolean xs = type == TensorType.IQ4_XS_X16;
         int blocks = cols / type.blockSize();
         Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
         long rowBytes = type.rowBytes(cols);
@@ -2758,7 +2794,10 @@ final class VectorOps implements KernelOps {
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     for (int b = 0; b < batch; b++) {
-                        if (k) {
+                        if (iq4) {
+                            x16Iq4Group(xs, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else if (k) {
                             x16Q5KGroup(weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
                                     at + b * outStride);
                         } else {
@@ -2770,8 +2809,9 @@ final class VectorOps implements KernelOps {
                 r += TensorType.X16_ROWS;
             } else {
                 for (int b = 0; b < batch; b++) {
-                    float value = k
-                            ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                    float value = iq4
+                            ? Iq4X16.row(xs, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : k ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
                             : SmallBlocksX16.row(type.source(), weights, weightsOffset, rows, blocks, r, in, b * cols,
                                     b * blocks);
                     out.set(F32, outOffset + b * outStride + r * F, value);
@@ -2835,6 +2875,75 @@ final class VectorOps implements KernelOps {
             }
         }
         acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** llama.cpp's iq4 table in every short lane {@code l}: {@code VALUES[l % 16]}, for {@code selectFrom}. */
+    private static final ShortVector IQ4_VALUES =
+            ShortVector.fromArray(X16_SHORTS, iq4Lanes(X16_SHORTS.length()), 0);
+
+    private static short[] iq4Lanes(int lanes) {
+        short[] values = new short[lanes];
+        for (int l = 0; l < lanes; l++) {
+            values[l] = Iq4X16.VALUES[l % 16];
+        }
+        return values;
+    }
+
+    /**
+     * One part of a group of 16 rows of iq4_nl ({@code xs} false, {@code blocks} blocks) or iq4_xs
+     * ({@code blocks} superblocks of eight sub-blocks) with one input: per block of 32, each pair
+     * of nibble bytes looked up in the table ({@code selectFrom} on the zero-extended nibbles), times
+     * the pair of quants it meets; a low and a high product (at most {@code 2 * 127 * 127}) fit a
+     * short, so each pair's two are added there and widened to the row's int lane at once. Then one
+     * fused multiply-add per row with {@code dw * dx}, as {@link Iq4X16#row} does.
+     */
+    private static void x16Iq4Group(boolean xs, MemorySegment w, long group, int part, int blocks,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long blockBytes = xs ? Iq4X16.XS_GROUP_BLOCK_BYTES : Q4_0X16.GROUP_BLOCK_BYTES;
+        int subBlocks = xs ? 8 : 1;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * blockBytes;
+            FloatVector d = x16Scales(w, block + pairsAt);
+            IntVector scalesH = null;
+            IntVector scalesL = null;
+            if (xs) {
+                scalesH = x16Scales16(w, block + 32 + pairsAt);
+                scalesL = IntVector.fromMemorySegment(X16_INTS, w, block + 64 + part * 4L * lanes, LE);
+            }
+            long nibbles = block + (xs ? Iq4X16.XS_NIBBLES : 32) + pairsAt;
+            for (int ib = 0; ib < subBlocks; ib++) {
+                int m = (qBase + (b * subBlocks + ib) * 32) / 2;
+                IntVector sums = IntVector.zero(X16_INTS);
+                for (int j = 0; j < 8; j++) {
+                    ShortVector packed = x16Load(w, nibbles + 32L * (8 * ib + j));
+                    ShortVector two = x16Low(packed).selectFrom(IQ4_VALUES).mul(x16Pair(pairs, m + j))
+                            .add(x16High(packed).selectFrom(IQ4_VALUES).mul(x16Pair(pairs, m + 8 + j)));
+                    IntVector both = two.reinterpretAsInts();
+                    sums = sums.add(both.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16))
+                            .add(both.lanewise(VectorOperators.ASHR, 16));
+                }
+                FloatVector dw = d;
+                if (xs) {
+                    IntVector ls = scalesL.lanewise(VectorOperators.LSHR, 4 * ib).and(0x0f)
+                            .or(scalesH.lanewise(VectorOperators.LSHR, 2 * ib).and(3).lanewise(VectorOperators.LSHL, 4))
+                            .sub(32);
+                    dw = d.mul((FloatVector) ls.convert(VectorOperators.I2F, 0));
+                }
+                FloatVector sumsF = (FloatVector) sums.convert(VectorOperators.I2F, 0);
+                acc = sumsF.fma(dw.mul(ds[blockBase + b * subBlocks + ib]), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** One part's 16-bit fields of the rows at {@code at} (two bytes a row, side by side), zero-extended to ints. */
+    private static IntVector x16Scales16(MemorySegment w, long at) {
+        return ((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, at, LE).castShape(X16_INTS, 0)).and(0xffff);
     }
 
     /** A byte of each row of a part at {@code at} (one per row, side by side), zero-extended to int lanes. */
@@ -4209,6 +4318,12 @@ final class VectorOps implements KernelOps {
             case Q5_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case IQ4_NL, IQ4_XS -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeIq4Block(type == TensorType.IQ4_XS, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
                 }
             }
             case Q4_1, Q5_1 -> {

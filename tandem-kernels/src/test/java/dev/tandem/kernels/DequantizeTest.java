@@ -203,6 +203,48 @@ class DequantizeTest {
     }
 
     /**
+     * iq4_nl: d = 0.5, a nibble {@code n} means {@code 0.5 * kvalues[n]}; iq4_xs: d = 0.25 and
+     * sub-block {@code ib}'s scale {@code d * (ls - 32)}, its 6-bit {@code ls} from a nibble of
+     * {@code scales_l} and two bits of {@code scales_h}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void iq4TypesLookUpTheNonLinearTable(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(10)) {
+            int[] nl = new int[18];
+            nl[1] = 0x38; // d = 0.5
+            java.util.Arrays.fill(nl, 2, 18, 0x88); // nibbles 8: kvalues[8] = 1 -> 0.5
+            nl[2] = 0xf0; // value 0: kvalues[0] = -127 -> -63.5; value 16: kvalues[15] = 113 -> 56.5
+            nl[17] = 0x37; // value 15: kvalues[7] = -10 -> -5; value 31: kvalues[3] = -65 -> -32.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.IQ4_NL, GgufBlocks.bytes(t, nl), 32);
+            assertValues(name + " iq4_nl", out, new int[] {0, 16, 15, 31}, new float[] {-63.5f, 56.5f, -5f, -32.5f},
+                    0.5f);
+            int[] xs = new int[136];
+            xs[1] = 0x34; // d = 0.25
+            // sub-block 0: ls = 0x1 | 0b10 << 4 = 33 -> scale 0.25; sub-block 7: ls = 0xf | 0b11 << 4 = 63 -> 7.75
+            // every other sub-block: ls = 0 | 0 -> -32 * 0.25 = -8
+            xs[2] = 0x02; // scales_h bits 0-1 = 2 (sub-block 0)
+            xs[3] = 0xc0; // scales_h bits 14-15 = 3 (sub-block 7)
+            xs[4] = 0x01; // scales_l[0] low nibble: sub-block 0
+            xs[7] = 0xf0; // scales_l[3] high nibble: sub-block 7
+            java.util.Arrays.fill(xs, 8, 136, 0x88); // kvalues[8] = 1
+            xs[8] = 0x0f; // sub-block 0 value 0: 113 * 0.25 = 28.25; value 16: -127 * 0.25 = -31.75
+            xs[8 + 16 * 7 + 15] = 0xe8; // sub-block 7 value 15: 1 * 7.75; value 31: 89 * 7.75 = 689.75
+            out = GgufBlocks.dequantized(t, ops, TensorType.IQ4_XS, GgufBlocks.bytes(t, xs), 256);
+            float[] expected = new float[256];
+            for (int i = 0; i < 256; i++) {
+                expected[i] = i < 32 ? 0.25f : i >= 224 ? 7.75f : -8f;
+            }
+            expected[0] = 28.25f;
+            expected[16] = -31.75f;
+            expected[224 + 31] = 689.75f;
+            for (int i = 0; i < 256; i++) {
+                assertThat(out[i]).as("%s iq4_xs value %d", name, i).isEqualTo(expected[i]);
+            }
+        }
+    }
+
+    /**
      * q5_K: d = 0.5, dmin = 0.25, every sub-block's scale 2 and min 4 (scale bytes 0-3 = 2, 4-7 = 4,
      * 8-11 = 0x42: low nibble scale 2, high nibble min 4), so a 5-bit {@code q} means
      * {@code 1 * q - 1}; the fifth bit of sub-block {@code t} at position {@code l} is bit {@code t}

@@ -74,6 +74,47 @@ class FiveBitsX16Test {
         }
     }
 
+    /** iq4_nl in q4_0's layout; iq4_xs: d, scales_h, scales_l, then the nibble pairs. */
+    @ParameterizedTest(name = "rows = {0}, cols = {1}")
+    @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
+    void iq4InterleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 43L + cols)) {
+            MemorySegment nl = GgufBlocks.random(t, TensorType.IQ4_NL, (long) rows * cols);
+            MemorySegment q4 = t.allocate(TensorType.Q4_0.rowBytes(cols) * rows);
+            SCALAR.interleaveQ4_0(nl, PAD, q4, PAD, rows, cols);
+            MemorySegment x16 = interleaved(t, TensorType.IQ4_NL, nl, rows, cols);
+            assertThat(x16.asSlice(PAD, TensorType.IQ4_NL.rowBytes(cols) * rows).mismatch(
+                    q4.asSlice(PAD, TensorType.Q4_0.rowBytes(cols) * rows))).as("iq4_nl_x16 is q4_0_x16's layout")
+                    .isEqualTo(-1L);
+            MemorySegment xs = GgufBlocks.random(t, TensorType.IQ4_XS, (long) rows * cols);
+            MemorySegment xs16 = interleaved(t, TensorType.IQ4_XS, xs, rows, cols);
+            long rowBytes = TensorType.IQ4_XS.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / 256; b++) {
+                    for (int j = 0; j < 136; j++) {
+                        long from = r * rowBytes + b * 136L + j;
+                        long to = from;
+                        if (r < grouped) {
+                            long block = (r - i) * rowBytes + b * 2176L;
+                            int k = j - 8; // nibble byte
+                            to = j < 2 ? block + 2L * i + j
+                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
+                                    : j < 8 ? block + 64 + 4L * i + (j - 4)
+                                    : block + 128 + 32L * (k / 2) + 2L * i + k % 2;
+                        }
+                        assertThat(xs16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(xs.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
+    }
+
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
     void q5_KInterleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
@@ -149,6 +190,8 @@ class FiveBitsX16Test {
         "Q4_1_X16, 16, 32, 0, 16", "Q4_1_X16, 37, 1024, 16, 37", "Q4_1_X16, 48, 96, 3, 35",
         "Q4_1_X16, 7, 64, 0, 7", "Q5_1_X16, 16, 896, 0, 16", "Q5_1_X16, 37, 64, 0, 37",
         "Q5_1_X16, 48, 96, 3, 35", "Q5_1_X16, 21, 32, 5, 21",
+        "IQ4_NL_X16, 16, 32, 0, 16", "IQ4_NL_X16, 37, 1024, 16, 37", "IQ4_NL_X16, 48, 96, 3, 35",
+        "IQ4_XS_X16, 16, 256, 0, 16", "IQ4_XS_X16, 37, 768, 0, 37", "IQ4_XS_X16, 48, 256, 3, 35",
         "Q5_K_X16, 16, 256, 0, 16", "Q5_K_X16, 48, 768, 0, 48", "Q5_K_X16, 37, 512, 16, 37",
         "Q5_K_X16, 48, 256, 3, 35", "Q5_K_X16, 7, 256, 0, 7"
     })
@@ -210,7 +253,8 @@ class FiveBitsX16Test {
      * is on the sum of both terms' magnitudes.
      */
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
-    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q4_1, 37, 544", "Q5_1, 37, 544", "Q5_K, 16, 256",
+    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q4_1, 37, 544", "Q5_1, 37, 544", "IQ4_NL, 37, 544", "IQ4_XS, 37, 512",
+        "Q5_K, 16, 256",
         "Q5_K, 37, 768"})
     void scalarMatchesDoublePrecisionOnTheDequantizedWeights(TensorType type, int rows, int cols) {
         try (Tensors t = new Tensors(rows + cols * 3L)) {

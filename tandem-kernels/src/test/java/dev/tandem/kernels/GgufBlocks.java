@@ -35,7 +35,7 @@ final class GgufBlocks {
                 for (long block = 0; block < elements / type.blockSize(); block++) {
                     long at = PAD + block * type.blockBytes();
                     switch (type) {
-                        case Q8_0, Q4_0, Q5_0 -> segment.set(F16, at, finiteHalf(random));
+                        case Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS -> segment.set(F16, at, finiteHalf(random));
                         case Q4_1, Q5_1 -> {
                             segment.set(F16, at, finiteHalf(random));
                             segment.set(F16, at + 2, finiteHalf(random));

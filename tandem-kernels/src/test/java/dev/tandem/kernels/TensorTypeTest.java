@@ -62,12 +62,12 @@ class TensorTypeTest {
 
     @Test
     void anUnsupportedIdIsReportedByItsGgmlName() {
-        String supported = "; tandem reads F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, BF16";
+        String supported = "; tandem reads F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16";
         assertThatThrownBy(() -> TensorType.fromGgmlId(11))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("unsupported ggml tensor type Q3_K (11)" + supported);
-        assertThatThrownBy(() -> TensorType.fromGgmlId(20))
-                .hasMessage("unsupported ggml tensor type IQ4_NL (20)" + supported);
+        assertThatThrownBy(() -> TensorType.fromGgmlId(21))
+                .hasMessage("unsupported ggml tensor type IQ3_S (21)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(39))
                 .hasMessage("unsupported ggml tensor type MXFP4 (39)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(4))

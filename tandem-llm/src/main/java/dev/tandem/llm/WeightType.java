@@ -33,6 +33,13 @@ public enum WeightType {
      * 32 bytes of fifth bits and 128 bytes of nibbles per 256 values; rows of a multiple of 256.
      */
     Q5_K(TensorType.Q5_K),
+    /** llama.cpp's iq4_nl: q4_0's blocks, each nibble an index into a fixed non-linear table of 16 values. */
+    IQ4_NL(TensorType.IQ4_NL),
+    /**
+     * llama.cpp's iq4_xs: per 256 values an f16 {@code d}, eight 6-bit sub-block scales and 128
+     * bytes of iq4_nl's nibbles; rows of a multiple of 256.
+     */
+    IQ4_XS(TensorType.IQ4_XS),
     /**
      * llama.cpp's q6_K: per 256 values, 6-bit quants (low nibbles and bit pairs apart), sixteen
      * int8 scales and an f16 {@code d}; rows of a multiple of 256.

@@ -60,6 +60,8 @@ public record GgmlType(int id, String name, int blockSize, int blockBytes) {
     public static final GgmlType Q4_K = BY_ID[12];
     public static final GgmlType Q5_K = BY_ID[13];
     public static final GgmlType Q6_K = BY_ID[14];
+    public static final GgmlType IQ4_NL = BY_ID[20];
+    public static final GgmlType IQ4_XS = BY_ID[23];
     public static final GgmlType BF16 = BY_ID[30];
 
     private static void define(int id, String name, int blockSize, int blockBytes) {

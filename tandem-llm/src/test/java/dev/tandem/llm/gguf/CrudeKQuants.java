@@ -131,6 +131,74 @@ public final class CrudeKQuants {
         }
     }
 
+    /** llama.cpp's {@code kvalues_iq4nl}. */
+    private static final int[] IQ4_VALUES = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+
+    /**
+     * IQ4_NL ({@code xs} false: per 32 values an f16 scale {@code d = max / -127}, the value of
+     * largest magnitude meeting the table's -127) or IQ4_XS ({@code xs}: per 256 values an f16
+     * {@code d}, each sub-block of 32 its own such scale as {@code d * (ls - 32)} with a 6-bit
+     * {@code ls}); each value the nibble of the nearest table entry.
+     */
+    public static void iq4(MemorySegment src, MemorySegment dst, long elements, boolean xs) {
+        int per = xs ? 256 : 32;
+        long blockBytes = xs ? 136 : 18;
+        for (long b = 0; b < elements / per; b++) {
+            float[] x = read(src, b * per, per);
+            float[] wanted = new float[per / 32];
+            for (int s = 0; s < wanted.length; s++) {
+                float max = 0;
+                for (int j = 0; j < 32; j++) {
+                    if (Math.abs(x[32 * s + j]) > Math.abs(max)) {
+                        max = x[32 * s + j];
+                    }
+                }
+                wanted[s] = max / -127f;
+            }
+            long at = b * blockBytes;
+            float d = half(xs ? maxAbs(wanted) / 31f : wanted[0]);
+            dst.set(F16, at, Float.floatToFloat16(d));
+            long nibbles = at + (xs ? 8 : 2);
+            int scalesH = 0;
+            for (int s = 0; s < wanted.length; s++) {
+                float scale = d;
+                if (xs) {
+                    int ls = d == 0 ? 32 : clamp(Math.round(wanted[s] / d) + 32, 0, 63);
+                    scalesH |= (ls >> 4) << (2 * s);
+                    long l = at + 4 + s / 2;
+                    dst.set(ValueLayout.JAVA_BYTE, l, (byte) (dst.get(ValueLayout.JAVA_BYTE, l) | (ls & 15) << (4 * (s % 2))));
+                    scale = d * (ls - 32);
+                }
+                for (int j = 0; j < 16; j++) {
+                    int low = nearest(x[32 * s + j], scale);
+                    int high = nearest(x[32 * s + j + 16], scale);
+                    dst.set(ValueLayout.JAVA_BYTE, nibbles + 16 * s + j, (byte) (low | high << 4));
+                }
+            }
+            if (xs) {
+                dst.set(F16, at + 2, (short) scalesH);
+            }
+        }
+    }
+
+    private static int nearest(float x, float scale) {
+        int best = 8;
+        for (int n = 0; n < 16; n++) {
+            if (Math.abs(IQ4_VALUES[n] * scale - x) < Math.abs(IQ4_VALUES[best] * scale - x)) {
+                best = n;
+            }
+        }
+        return best;
+    }
+
+    private static float maxAbs(float[] values) {
+        float m = 0;
+        for (float v : values) {
+            m = Math.max(m, Math.abs(v));
+        }
+        return m;
+    }
+
     private static float[] read(MemorySegment src, long from, int n) {
         float[] x = new float[n];
         for (int i = 0; i < n; i++) {

@@ -58,7 +58,8 @@ class GgufTensorTypesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K"})
+    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K",
+        "IQ4_NL", "IQ4_XS"})
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
@@ -163,7 +164,7 @@ class GgufTensorTypesTest {
     /** The test quantisers write blocks the kernels decode to values close to the f32 ones. */
     @ParameterizedTest
     @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q4_1:0.12", "Q5_0:0.06", "Q5_1:0.06", "Q4_K:0.12", "Q5_K:0.06",
-        "Q6_K:0.04"})
+        "Q6_K:0.04", "IQ4_NL:0.12", "IQ4_XS:0.12"})
     void quantisedBlocksDecodeCloseToTheOriginal(String spec) {
         GgmlType type = GgmlType.byName(spec.split(":")[0]);
         double bound = Double.parseDouble(spec.split(":")[1]);
@@ -317,8 +318,8 @@ class GgufTensorTypesTest {
         new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("Q3_K"))
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
-                + ": tensor blk.0.attn_q.weight has type Q3_K (11), unsupported (supported: BF16, F16, F32, Q4_0,"
-                + " Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
+                + ": tensor blk.0.attn_q.weight has type Q3_K (11), unsupported (supported: BF16, F16, F32, IQ4_NL,"
+                + " IQ4_XS, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
     }
 
     @Test
