@@ -103,6 +103,8 @@ final class ArgumentChecks {
             case Q5_K_X16 -> "matmulQ5_K_X16";
             case Q4_1_X16 -> "matmulQ4_1_X16";
             case IQ4_NL_X16 -> "matmulIQ4_NL_X16";
+            case Q2_K_X16 -> "matmulQ2_K_X16";
+            case Q3_K_X16 -> "matmulQ3_K_X16";
             case IQ4_XS_X16 -> "matmulIQ4_XS_X16";
             case Q5_1_X16 -> "matmulQ5_1_X16";
             case F32_X16 -> "matmulF32_X16";
@@ -432,7 +434,7 @@ final class ArgumentChecks {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
         if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type == TensorType.IQ4_NL
-                || type == TensorType.IQ4_XS || type.isInterleaved()) {
+                || type == TensorType.IQ4_XS || type == TensorType.Q2_K || type == TensorType.Q3_K || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
                     + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
         }

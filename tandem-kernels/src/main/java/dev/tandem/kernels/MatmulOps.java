@@ -68,6 +68,9 @@ public interface MatmulOps {
     /** Vector and scalar {@code matmulIQ4_NL_X16} and {@code matmulIQ4_XS_X16} agree bit for bit. */
     float IQ4_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulQ2_K_X16} and {@code matmulQ3_K_X16} agree bit for bit. */
+    float LOW_BITS_K_X16_RELATIVE_TOLERANCE = 0f;
+
     /** Vector and scalar {@code matmulQ5_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q5_K_X16_RELATIVE_TOLERANCE = 0f;
 
@@ -475,6 +478,44 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q2_K weights in the {@link TensorType#Q2_K_X16} layout, with int8 inputs quantized
+     * per 32 values as for {@link #matmulQ4_0_X16}. Per row and input, sub-block of 16 by sub-block
+     * in llama.cpp's order, with {@code w} the 2-bit quants and {@code sc} the sub-block's scale
+     * byte: {@code acc = fma((float) Σ w q, d * (sc & 15) * dx, acc)}, then
+     * {@code acc = fma((float) Σ q, -(dmin * (sc >> 4) * dx), acc)}. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256. Plain q2_K has no matmul.
+     */
+    void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * {@link #matmulQ2_K_X16} for q3_K in the {@link TensorType#Q3_K_X16} layout: {@code w} the
+     * 3-bit quants less 4, one fused multiply-add per sub-block with {@code d * (s - 32) * dx}.
+     */
+    void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * Matmul with q5_K weights in the {@link TensorType#Q5_K_X16} layout ({@link
      * QuantOps#interleaveQ5_K}), with int8 inputs quantized per 32 values as {@link
      * #matmulQ4_K_X16} quantizes them (one q5_K sub-block each). Then, per row and input, starting
@@ -505,9 +546,11 @@ public interface MatmulOps {
      * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
      * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16},
      * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}, {@link TensorType#IQ4_NL_X16},
-     * {@link TensorType#IQ4_XS_X16}: every type but {@link TensorType#Q5_0}, {@link TensorType#Q5_K},
-     * {@link TensorType#Q4_1}, {@link TensorType#Q5_1}, {@link TensorType#IQ4_NL} and
-     * {@link TensorType#IQ4_XS}, which run only in their interleaved layouts.
+     * {@link TensorType#IQ4_XS_X16}, {@link TensorType#Q2_K_X16}, {@link TensorType#Q3_K_X16}: every
+     * type but {@link TensorType#Q5_0}, {@link TensorType#Q5_K}, {@link TensorType#Q4_1},
+     * {@link TensorType#Q5_1}, {@link TensorType#IQ4_NL}, {@link TensorType#IQ4_XS},
+     * {@link TensorType#Q2_K} and {@link TensorType#Q3_K}, which run only in their interleaved
+     * layouts.
      *
      * @throws IllegalArgumentException for a null type and a type that runs only interleaved, and as the kernel does
      */
@@ -565,7 +608,11 @@ public interface MatmulOps {
                     batch, rowStart, rowEnd);
             case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
                     batch, rowStart, rowEnd);
-            case Q5_0, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
+            case Q2_K_X16 -> matmulQ2_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q3_K_X16 -> matmulQ3_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_0, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
                     + " layout only, " + type.interleaved() + " (QuantOps.interleave makes it)");
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }

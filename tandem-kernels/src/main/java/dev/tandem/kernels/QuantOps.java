@@ -64,7 +64,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1, q5_1, iq4_nl and iq4_xs here),
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1, q5_1, q2_K, q3_K, iq4_nl and iq4_xs here),
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -78,6 +78,13 @@ public interface QuantOps {
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q5_K -> interleaveQ5_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q2_K, Q3_K -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                boolean three = type == TensorType.Q3_K;
+                long blockBytes = three ? LowBitsKX16.Q3_GROUP_BLOCK_BYTES : LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * blockBytes + (three ? LowBitsKX16.q3ByteAt(j, row) : LowBitsKX16.q2ByteAt(j, row)));
+            }
             case IQ4_NL -> {
                 ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
                 Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
@@ -98,7 +105,7 @@ public interface QuantOps {
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q8_0, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q8_0, F32, F16 and BF16 have one)");
         }
     }
 

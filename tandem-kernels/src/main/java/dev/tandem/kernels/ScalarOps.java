@@ -401,6 +401,42 @@ final class ScalarOps implements KernelOps {
         }
     }
 
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
+    @Override
+    public void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q2_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(false, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
+    @Override
+    public void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q3_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(true, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
     /** Each input quantized block by block, then each row's blocks in order ({@link Iq4X16#row}). */
     @Override
     public void matmulIQ4_NL_X16(
@@ -960,6 +996,12 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case Q2_K, Q3_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeLowBitsKBlock(type == TensorType.Q3_K, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
             case IQ4_NL, IQ4_XS -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeIq4Block(type == TensorType.IQ4_XS, src, srcOffset + b * blockBytes, dst,
@@ -1037,6 +1079,41 @@ final class ScalarOps implements KernelOps {
             int packed = src.get(I8, block + 6 + j) & 0xff;
             dst.set(F32, to + j * F, (SmallBlocksX16.quant(qh, packed, j) - 16) * d);
             dst.set(F32, to + (j + 16) * F, (SmallBlocksX16.quant(qh, packed, j + 16) - 16) * d);
+        }
+    }
+
+    /**
+     * One q2_K or q3_K block to f32 as llama.cpp's {@code dequantize_row_q2_K} and {@code _q3_K}
+     * (the bits as {@link LowBitsKX16} describes them): q2_K {@code (d * (sc & 15)) * q -
+     * dmin * (sc >> 4)}, q3_K {@code (d * (s - 32)) * q}. The vector implementation runs it too.
+     */
+    static void dequantizeLowBitsKBlock(boolean three, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block + (three ? 108 : 80));
+        float dmin = three ? 0f : half(src, block + 82);
+        long quants = block + (three ? 32 : 16);
+        for (int is = 0; is < 16; is++) {
+            int n = is / 8;
+            int j = (is / 2) % 4;
+            int h = is % 2;
+            float dl;
+            float ml = 0f;
+            if (three) {
+                dl = d * LowBitsKX16.q3Scale(src, block + 96, 1, is);
+            } else {
+                int sc = unsigned(src, block + is);
+                dl = d * (sc & 15);
+                ml = dmin * (sc >>> 4);
+            }
+            for (int l = 0; l < 16; l++) {
+                int q = (unsigned(src, quants + 32 * n + 16 * h + l) >>> (2 * j)) & 3;
+                long at = to + (128 * n + 32 * j + 16 * h + l) * F;
+                if (three) {
+                    int mask = unsigned(src, block + 16 * h + l);
+                    dst.set(F32, at, dl * (q - 4 + 4 * ((mask >>> (4 * n + j)) & 1)));
+                } else {
+                    dst.set(F32, at, dl * q - ml);
+                }
+            }
         }
     }
 
@@ -1212,7 +1289,7 @@ final class ScalarOps implements KernelOps {
                             dstOffset + b * blockBytes);
                 }
             }
-            case Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
+            case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
 

@@ -27,6 +27,11 @@ import java.util.Locale;
  *       as in {@link #Q4_0}; a nibble {@code q} means {@code q * d + m}.
  *   <li>{@link #Q5_1}: 32 values in 24 bytes: f16 {@code d}, f16 {@code m}, then {@code qh} and 16
  *       nibble bytes as in {@link #Q5_0}; a 5-bit {@code q} means {@code q * d + m}.
+ *   <li>{@link #Q2_K}: 256 values in 84 bytes: 16 scale bytes (a 4-bit scale and a 4-bit min per
+ *       sub-block of 16), 64 bytes of 2-bit quants, f16 {@code d} and {@code dmin};
+ *       {@link #Q3_K}: 110 bytes: 32 bytes of high bits, 64 bytes of 2-bit quants, 12 bytes
+ *       packing sixteen 6-bit scales, f16 {@code d}. Which bits make which value is
+ *       {@code LowBitsKX16}'s description, from llama.cpp's {@code dequantize_row_q2_K}/{@code _q3_K}.
  *   <li>{@link #Q4_K}: 256 values in 144 bytes: f16 {@code d}, f16 {@code dmin}, 12 bytes packing
  *       eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles. Values come in four groups
  *       of 64, each from 32 nibble bytes: the 32 low nibbles with sub-block {@code 2g}'s scale and
@@ -121,6 +126,11 @@ import java.util.Locale;
  *       {@code 64 + 4 * i}, nibble byte {@code k} at {@code 128 + 32 * (k / 2) + 2 * i + k % 2}.
  *       {@link QuantOps#interleave} makes them; {@link MatmulOps#matmulIQ4_NL_X16} and
  *       {@link MatmulOps#matmulIQ4_XS_X16} read them.
+ *   <li>{@link #Q2_K_X16}, {@link #Q3_K_X16}: q2_K and q3_K, each group of 16 rows interleaved
+ *       superblock by superblock (1344 and 1760 bytes), the per-row bytes side by side and the
+ *       quant and mask bytes in pairs, as {@code LowBitsKX16} lays them out.
+ *       {@link QuantOps#interleave} makes them; {@link MatmulOps#matmulQ2_K_X16} and
+ *       {@link MatmulOps#matmulQ3_K_X16} read them.
  *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
  *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
@@ -141,6 +151,8 @@ public enum TensorType {
     Q5_0(6, "q5_0", 32, 22),
     Q5_1(7, "q5_1", 32, 24),
     Q8_0(8, "q8_0", 32, 34),
+    Q2_K(10, "q2_K", 256, 84),
+    Q3_K(11, "q3_K", 256, 110),
     Q4_K(12, "q4_K", 256, 144),
     Q5_K(13, "q5_K", 256, 176),
     Q6_K(14, "q6_K", 256, 210),
@@ -156,6 +168,8 @@ public enum TensorType {
     Q5_1_X16(-1, "q5_1_x16", 32, 24),
     Q5_K_X16(-1, "q5_K_x16", 256, 176),
     IQ4_NL_X16(-1, "iq4_nl_x16", 32, 18),
+    Q2_K_X16(-1, "q2_K_x16", 256, 84),
+    Q3_K_X16(-1, "q3_K_x16", 256, 110),
     IQ4_XS_X16(-1, "iq4_xs_x16", 256, 136),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
@@ -256,6 +270,8 @@ public enum TensorType {
             case Q5_1 -> Q5_1_X16;
             case Q5_K -> Q5_K_X16;
             case IQ4_NL -> IQ4_NL_X16;
+            case Q2_K -> Q2_K_X16;
+            case Q3_K -> Q3_K_X16;
             case IQ4_XS -> IQ4_XS_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;

@@ -142,7 +142,8 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
-            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16, IQ4_NL_X16, IQ4_XS_X16 -> matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16, IQ4_NL_X16, IQ4_XS_X16, Q2_K_X16, Q3_K_X16 ->
+                    matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
                     rows, cols, batch, rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
@@ -2671,6 +2672,40 @@ final class VectorOps implements KernelOps {
     }
 
     @Override
+    public void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q2_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q3_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
     public void matmulIQ4_NL_X16(
             MemorySegment weights,
             long weightsOffset,
@@ -2782,6 +2817,8 @@ final class VectorOps implements KernelOps {
         boolean k = type == TensorType.Q5_K_X16;
         boolean iq4 = type == TensorType.IQ4_NL_X16 || type == TensorType.IQ4_XS_X16;
         boolean xs = type == TensorType.IQ4_XS_X16;
+        boolean lowBits = type == TensorType.Q2_K_X16 || type == TensorType.Q3_K_X16;
+        boolean three = type == TensorType.Q3_K_X16;
         int blocks = cols / type.blockSize();
         Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
         long rowBytes = type.rowBytes(cols);
@@ -2794,7 +2831,10 @@ final class VectorOps implements KernelOps {
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
                     for (int b = 0; b < batch; b++) {
-                        if (iq4) {
+                        if (lowBits) {
+                            x16LowBitsKGroup(three, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else if (iq4) {
                             x16Iq4Group(xs, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
                                     at + b * outStride);
                         } else if (k) {
@@ -2809,8 +2849,9 @@ final class VectorOps implements KernelOps {
                 r += TensorType.X16_ROWS;
             } else {
                 for (int b = 0; b < batch; b++) {
-                    float value = iq4
-                            ? Iq4X16.row(xs, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                    float value = lowBits
+                            ? LowBitsKX16.row(three, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : iq4 ? Iq4X16.row(xs, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
                             : k ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
                             : SmallBlocksX16.row(type.source(), weights, weightsOffset, rows, blocks, r, in, b * cols,
                                     b * blocks);
@@ -2936,6 +2977,69 @@ final class VectorOps implements KernelOps {
                 }
                 FloatVector sumsF = (FloatVector) sums.convert(VectorOperators.I2F, 0);
                 acc = sumsF.fma(dw.mul(ds[blockBase + b * subBlocks + ib]), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * One part of a group of 16 rows of q2_K ({@code three} false) or q3_K with one input: per
+     * sub-block of 16, in {@link LowBitsKX16}'s order, each pair of quant bytes shifted to the
+     * sub-block's two bits (and for q3_K joined with its mask bit, less 4), times the pair of input
+     * quants it meets, in short lanes (8 products of at most {@code 4 * 127} a lane); each row's two
+     * lanes added as ints and one fused multiply-add per row with the sub-block's factor (for q2_K a
+     * second with the min and the input's {@code Σ q}), as {@link LowBitsKX16#row} does.
+     */
+    private static void x16LowBitsKGroup(boolean three, MemorySegment w, long group, int part, int supers,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long rowsAt = (long) part * lanes;
+        long blockBytes = three ? LowBitsKX16.Q3_GROUP_BLOCK_BYTES : LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * blockBytes;
+            FloatVector d = x16Scales(w, block + (three ? LowBitsKX16.Q3_D : LowBitsKX16.Q2_D) + pairsAt);
+            FloatVector dmin = three ? null : x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt);
+            long quants = block + (three ? LowBitsKX16.Q3_QUANTS : LowBitsKX16.Q2_QUANTS) + pairsAt;
+            for (int is = 0; is < 16; is++) {
+                int n = is / 8;
+                int j = (is / 2) % 4;
+                int h = is % 2;
+                int x = qBase + b * 256 + 128 * n + 32 * j + 16 * h;
+                int m = x / 2;
+                ShortVector sums = ShortVector.zero(X16_SHORTS);
+                for (int p = 0; p < 8; p++) {
+                    ShortVector q = x16Load(w, quants + 32L * (16 * n + 8 * h + p)).lanewise(VectorOperators.LSHR, 2 * j)
+                            .and((short) 3);
+                    if (three) {
+                        ShortVector mask = x16Load(w, block + pairsAt + 32L * (8 * h + p));
+                        q = q.or(mask.lanewise(VectorOperators.LSHR, 4 * n + j).and((short) 1)
+                                .lanewise(VectorOperators.LSHL, 2)).sub((short) 4);
+                    }
+                    sums = q.mul(x16Pair(pairs, m + p)).add(sums);
+                }
+                float dx = ds[blockBase + b * 8 + 4 * n + j];
+                FloatVector dot = x16Sums(sums, 0);
+                if (three) {
+                    long scales = block + LowBitsKX16.Q3_SCALES + rowsAt;
+                    IntVector low = x16RowBytes(w, scales + 16L * (is & 7));
+                    low = is < 8 ? low.and(0x0f) : low.lanewise(VectorOperators.LSHR, 4);
+                    IntVector high = x16RowBytes(w, scales + 16L * (8 + (is & 3)))
+                            .lanewise(VectorOperators.LSHR, 2 * (is / 4)).and(3);
+                    FloatVector scale = (FloatVector) low.or(high.lanewise(VectorOperators.LSHL, 4)).sub(32)
+                            .convert(VectorOperators.I2F, 0);
+                    acc = dot.fma(d.mul(scale).mul(dx), acc);
+                } else {
+                    IntVector sc = x16RowBytes(w, block + 16L * is + rowsAt);
+                    FloatVector scale = (FloatVector) sc.and(15).convert(VectorOperators.I2F, 0);
+                    FloatVector min = (FloatVector) sc.lanewise(VectorOperators.LSHR, 4).convert(VectorOperators.I2F, 0);
+                    acc = dot.fma(d.mul(scale).mul(dx), acc);
+                    acc = FloatVector.broadcast(X16_FLOATS, (float) LowBitsKX16.sum16(in, x))
+                            .fma(dmin.mul(min).mul(dx).neg(), acc);
+                }
             }
         }
         acc.intoMemorySegment(out, at, LE);
@@ -4318,6 +4422,12 @@ final class VectorOps implements KernelOps {
             case Q5_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q2_K, Q3_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeLowBitsKBlock(type == TensorType.Q3_K, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
                 }
             }
             case IQ4_NL, IQ4_XS -> {

@@ -245,6 +245,52 @@ class DequantizeTest {
     }
 
     /**
+     * q2_K: d = 0.5, dmin = 0.25, sub-block {@code is} at values {@code 128n + 32j + 16h + l} with
+     * bits {@code 2j, 2j + 1} of quant byte {@code 32n + 16h + l}; q3_K: d = 0.5, sub-block scales
+     * from llama.cpp's packing, a value {@code q - 4} plus 4 where its mask bit is set.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q2_KAndQ3_KTakeTwoBitsPerValueAndTheirSubBlockScales(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(11)) {
+            int[] q2 = new int[84];
+            q2[81] = 0x38; // d = 0.5
+            q2[83] = 0x34; // dmin = 0.25
+            java.util.Arrays.fill(q2, 0, 16, 0x42); // every sub-block: scale 2 -> 1.0, min 4 -> 1.0: q - 1
+            q2[15] = 0x1f; // sub-block 15 (n 1, j 3, h 1): scale 15 -> 7.5, min 1 -> 0.25
+            q2[16] = 0xc3; // byte 0: values 0 (bits 0-1 = 3 -> 2) and 96 (bits 6-7 = 3 -> 2), 32 and 64 -> -1
+            q2[16 + 63] = 0x80; // byte 63 (n 1, h 1, l 15): value 128 + 96 + 16 + 15 = 255: 2 * 7.5 - 0.25
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q2_K, GgufBlocks.bytes(t, q2), 256);
+            float[] expected = new float[256];
+            java.util.Arrays.fill(expected, -1f);
+            java.util.Arrays.fill(expected, 240, 256, -0.25f); // sub-block 15: 0 * 7.5 - 0.25
+            expected[0] = 2f;
+            expected[96] = 2f;
+            expected[255] = 14.75f;
+            for (int i = 0; i < 256; i++) {
+                assertThat(out[i]).as("%s q2_K value %d", name, i).isEqualTo(expected[i]);
+            }
+            int[] q3 = new int[110];
+            q3[109] = 0x38; // d = 0.5
+            // scales: bytes 0-7 low nibbles (is 0-7) and high nibbles (is 8-15), bytes 8-11 two high bits each
+            java.util.Arrays.fill(q3, 96, 104, 0x00);
+            java.util.Arrays.fill(q3, 104, 108, 0xaa); // high bits 2 for every is: s = 32 + low -> s - 32 = low
+            q3[96] = 0x31; // is 0: low 1 -> scale 1 -> 0.5; is 8: low 3 -> 1.5
+            q3[96 + 7] = 0xf0; // is 7: 0; is 15: 15 -> 7.5
+            q3[32] = 0x01; // quant byte 0: value 0 (j 0) q = 1
+            q3[0] = 0x01; // mask byte 0 bit 0 (n 0, j 0): value 0 gets + 4 -> 1 - 4 + 4 = 1 -> 0.5
+            q3[32 + 32 + 16 + 15] = 0xc0; // byte 63: value 255 (n 1, j 3, h 1) q = 3, mask clear: -1 * 7.5
+            out = GgufBlocks.dequantized(t, ops, TensorType.Q3_K, GgufBlocks.bytes(t, q3), 256);
+            for (int i = 0; i < 256; i++) {
+                int is = 8 * (i / 128) + 2 * ((i % 128) / 32) + (i % 32) / 16;
+                float scale = is == 0 ? 0.5f : is == 8 ? 1.5f : is == 15 ? 7.5f : 0f;
+                float value = i == 0 ? 0.5f : i == 255 ? -7.5f : -4f * scale;
+                assertThat(out[i] == value).as("%s q3_K value %d = %s, expected %s", name, i, out[i], value).isTrue();
+            }
+        }
+    }
+
+    /**
      * q5_K: d = 0.5, dmin = 0.25, every sub-block's scale 2 and min 4 (scale bytes 0-3 = 2, 4-7 = 4,
      * 8-11 = 0x42: low nibble scale 2, high nibble min 4), so a 5-bit {@code q} means
      * {@code 1 * q - 1}; the fifth bit of sub-block {@code t} at position {@code l} is bit {@code t}

@@ -74,6 +74,49 @@ class FiveBitsX16Test {
         }
     }
 
+    /**
+     * q2_K: the scale bytes, d and dmin, the quant pairs; q3_K: the mask pairs, the quant pairs, the
+     * scale bytes and d.
+     */
+    @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
+    @CsvSource({"Q2_K, 17, 256", "Q2_K, 37, 512", "Q3_K, 17, 256", "Q3_K, 33, 512"})
+    void lowBitsKInterleavingPutsEveryByteWhereTheLayoutSays(TensorType type, int rows, int cols) {
+        try (Tensors t = new Tensors(rows * 47L + cols)) {
+            MemorySegment q = GgufBlocks.random(t, type, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, type, q, rows, cols);
+            int blockBytes = type.blockBytes();
+            long rowBytes = type.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / 256; b++) {
+                    for (int j = 0; j < blockBytes; j++) {
+                        long from = r * rowBytes + (long) b * blockBytes + j;
+                        long to = from;
+                        if (r < grouped) {
+                            long block = (r - i) * rowBytes + b * 16L * blockBytes;
+                            if (type == TensorType.Q2_K) {
+                                to = j < 16 ? block + 16L * j + i
+                                        : j < 80 ? block + 320 + 32L * ((j - 16) / 2) + 2L * i + j % 2
+                                        : block + 256 + 32L * ((j - 80) / 2) + 2L * i + j % 2;
+                            } else {
+                                to = j < 32 ? block + 32L * (j / 2) + 2L * i + j % 2
+                                        : j < 96 ? block + 512 + 32L * ((j - 32) / 2) + 2L * i + j % 2
+                                        : j < 108 ? block + 1536 + 16L * (j - 96) + i
+                                        : block + 1728 + 2L * i + (j - 108);
+                            }
+                        }
+                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
+                                .isEqualTo(q.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
+                        seen[(int) to] = true;
+                    }
+                }
+            }
+        }
+    }
+
     /** iq4_nl in q4_0's layout; iq4_xs: d, scales_h, scales_l, then the nibble pairs. */
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
@@ -192,6 +235,8 @@ class FiveBitsX16Test {
         "Q5_1_X16, 48, 96, 3, 35", "Q5_1_X16, 21, 32, 5, 21",
         "IQ4_NL_X16, 16, 32, 0, 16", "IQ4_NL_X16, 37, 1024, 16, 37", "IQ4_NL_X16, 48, 96, 3, 35",
         "IQ4_XS_X16, 16, 256, 0, 16", "IQ4_XS_X16, 37, 768, 0, 37", "IQ4_XS_X16, 48, 256, 3, 35",
+        "Q2_K_X16, 16, 256, 0, 16", "Q2_K_X16, 37, 768, 0, 37", "Q2_K_X16, 48, 256, 3, 35",
+        "Q3_K_X16, 16, 256, 0, 16", "Q3_K_X16, 37, 768, 0, 37", "Q3_K_X16, 48, 256, 3, 35",
         "Q5_K_X16, 16, 256, 0, 16", "Q5_K_X16, 48, 768, 0, 48", "Q5_K_X16, 37, 512, 16, 37",
         "Q5_K_X16, 48, 256, 3, 35", "Q5_K_X16, 7, 256, 0, 7"
     })
@@ -253,7 +298,8 @@ class FiveBitsX16Test {
      * is on the sum of both terms' magnitudes.
      */
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
-    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q4_1, 37, 544", "Q5_1, 37, 544", "IQ4_NL, 37, 544", "IQ4_XS, 37, 512",
+    @CsvSource({"Q5_0, 16, 32", "Q5_0, 37, 544", "Q5_0, 32, 896", "Q4_1, 37, 544", "Q5_1, 37, 544", "IQ4_NL, 37, 544", "IQ4_XS, 37, 512", "Q2_K, 37, 512",
+        "Q3_K, 37, 512",
         "Q5_K, 16, 256",
         "Q5_K, 37, 768"})
     void scalarMatchesDoublePrecisionOnTheDequantizedWeights(TensorType type, int rows, int cols) {

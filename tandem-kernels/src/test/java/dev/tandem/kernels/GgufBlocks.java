@@ -45,6 +45,11 @@ final class GgufBlocks {
                             segment.set(F16, at + 2, finiteHalf(random));
                         }
                         case Q6_K -> segment.set(F16, at + 208, finiteHalf(random));
+                        case Q2_K -> {
+                            segment.set(F16, at + 80, finiteHalf(random));
+                            segment.set(F16, at + 82, finiteHalf(random));
+                        }
+                        case Q3_K -> segment.set(F16, at + 108, finiteHalf(random));
                         default -> throw new AssertionError(type);
                     }
                 }

@@ -36,7 +36,8 @@ public final class RandomWeights implements LlamaWeights {
     private RandomWeights(LlamaConfig config, long seed, boolean text) {
         if (config.weightType() == WeightType.Q4_K || config.weightType() == WeightType.Q5_K
                 || config.weightType() == WeightType.Q6_K || config.weightType() == WeightType.IQ4_NL
-                || config.weightType() == WeightType.IQ4_XS) {
+                || config.weightType() == WeightType.IQ4_XS || config.weightType() == WeightType.Q2_K
+                || config.weightType() == WeightType.Q3_K) {
             throw new IllegalArgumentException("RandomWeights: " + config.weightType() + " has no quantizer here;"
                     + " write F32 random weights as a " + config.weightType() + " GGUF instead");
         }

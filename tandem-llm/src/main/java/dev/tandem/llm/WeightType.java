@@ -23,6 +23,10 @@ public enum WeightType {
      * multiple of 32. What llama.cpp's Q4_K_M files fall back to for rows not a multiple of 256.
      */
     Q5_0(TensorType.Q5_0),
+    /** llama.cpp's q2_K: per 256 values, 2-bit quants with a 4-bit scale and min per 16, f16 {@code d} and {@code dmin}. */
+    Q2_K(TensorType.Q2_K),
+    /** llama.cpp's q3_K: per 256 values, 3-bit quants (2 bits and a mask bit) with a 6-bit scale per 16, f16 {@code d}. */
+    Q3_K(TensorType.Q3_K),
     /**
      * llama.cpp's q4_K: per 256 values, f16 {@code d} and {@code dmin}, eight 6-bit scales and mins
      * and 128 bytes of nibbles; rows of a multiple of 256.

@@ -57,6 +57,8 @@ public record GgmlType(int id, String name, int blockSize, int blockBytes) {
     public static final GgmlType Q5_0 = BY_ID[6];
     public static final GgmlType Q5_1 = BY_ID[7];
     public static final GgmlType Q8_0 = BY_ID[8];
+    public static final GgmlType Q2_K = BY_ID[10];
+    public static final GgmlType Q3_K = BY_ID[11];
     public static final GgmlType Q4_K = BY_ID[12];
     public static final GgmlType Q5_K = BY_ID[13];
     public static final GgmlType Q6_K = BY_ID[14];

@@ -21,7 +21,7 @@ import java.util.TreeSet;
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
  * {@link WeightType} chosen from the file's types: the one type when every matrix has it and it is
- * not F32 (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS); else {@code Q8_0} (a label: nothing is
+ * not F32 (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS); else {@code Q8_0} (a label: nothing is
  * converted) when every matrix has one of those types, all of which have kernels; else
  * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). In such a model every matrix of
  * every layer ({@link #type}) runs as stored, so llama.cpp's Q4_K_M files, with Q6_K in the
@@ -40,8 +40,8 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     public static final List<String> ARCHITECTURES = List.of("llama", "mistral", "qwen2", "qwen3");
 
     /** The tensor types it converts from. */
-    public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K",
-            "Q6_K", "IQ4_NL", "IQ4_XS");
+    public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
+            "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS");
 
     private final GgufFile file;
     private final String architecture;

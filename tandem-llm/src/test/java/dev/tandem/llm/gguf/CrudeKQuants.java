@@ -131,6 +131,94 @@ public final class CrudeKQuants {
         }
     }
 
+    /**
+     * Q2_K: per 256 values, sixteen sub-blocks of 16, each {@code d * sc * q - dmin * m} with 4-bit
+     * {@code sc}, {@code m} and 2-bit {@code q}; value {@code 128n + 32j + 16h + l} in bits
+     * {@code 2j, 2j + 1} of quant byte {@code 32n + 16h + l}.
+     */
+    public static void q2K(MemorySegment src, MemorySegment dst, long elements) {
+        for (long b = 0; b < elements / 256; b++) {
+            float[] x = read(src, b * 256, 256);
+            float[] scale = new float[16];
+            float[] min = new float[16];
+            for (int s = 0; s < 16; s++) {
+                float lo = 0;
+                float hi = 0;
+                for (int l = 0; l < 16; l++) {
+                    lo = Math.min(lo, x[subBlockValue(s, l)]);
+                    hi = Math.max(hi, x[subBlockValue(s, l)]);
+                }
+                scale[s] = (hi - lo) / 3f;
+                min[s] = -lo;
+            }
+            float d = half(max(scale) / 15f);
+            float dmin = half(max(min) / 15f);
+            long at = b * 84;
+            for (int s = 0; s < 16; s++) {
+                int sc = d == 0 ? 0 : clamp(Math.round(scale[s] / d), 0, 15);
+                int m = dmin == 0 ? 0 : clamp(Math.round(min[s] / dmin), 0, 15);
+                dst.set(ValueLayout.JAVA_BYTE, at + s, (byte) (sc | m << 4));
+                for (int l = 0; l < 16; l++) {
+                    int q = level(x[subBlockValue(s, l)], d * sc, dmin * m, 3);
+                    orByte(dst, at + 16 + quantByte(s, l), q << (2 * ((s / 2) % 4)));
+                }
+            }
+            dst.set(F16, at + 80, Float.floatToFloat16(d));
+            dst.set(F16, at + 82, Float.floatToFloat16(dmin));
+        }
+    }
+
+    /**
+     * Q3_K: per 256 values, sixteen sub-blocks of 16, each {@code d * (s - 32) * q} with a 6-bit
+     * {@code s} and {@code q} in -4..3: its low two bits as Q2_K's, its third (set for q >= 0) bit
+     * {@code 4n + j} of mask byte {@code 16h + l}; the scales packed as llama.cpp packs them.
+     */
+    public static void q3K(MemorySegment src, MemorySegment dst, long elements) {
+        for (long b = 0; b < elements / 256; b++) {
+            float[] x = read(src, b * 256, 256);
+            float[] scale = new float[16];
+            for (int s = 0; s < 16; s++) {
+                float amax = 0;
+                for (int l = 0; l < 16; l++) {
+                    amax = Math.max(amax, Math.abs(x[subBlockValue(s, l)]));
+                }
+                scale[s] = amax / 4f;
+            }
+            float d = half(max(scale) / 31f);
+            long at = b * 110;
+            for (int s = 0; s < 16; s++) {
+                int sc = d == 0 ? 32 : clamp(Math.round(scale[s] / d) + 32, 0, 63);
+                orByte(dst, at + 96 + (s & 7), (sc & 15) << (s < 8 ? 0 : 4));
+                orByte(dst, at + 96 + 8 + (s & 3), (sc >> 4) << (2 * (s / 4)));
+                float step = d * (sc - 32);
+                int n = s / 8;
+                int j = (s / 2) % 4;
+                for (int l = 0; l < 16; l++) {
+                    int q = step == 0 ? 0 : clamp(Math.round(x[subBlockValue(s, l)] / step), -4, 3);
+                    orByte(dst, at + 32 + quantByte(s, l), (q & 3) << (2 * j));
+                    if (q >= 0) {
+                        orByte(dst, at + 16 * (s % 2) + l, 1 << (4 * n + j));
+                    }
+                }
+            }
+            dst.set(F16, at + 108, Float.floatToFloat16(d));
+        }
+    }
+
+    /** Value {@code l} of sub-block {@code s} of 16 in a Q2_K or Q3_K superblock. */
+    private static int subBlockValue(int s, int l) {
+        return 128 * (s / 8) + 32 * ((s / 2) % 4) + 16 * (s % 2) + l;
+    }
+
+    /** The quant byte of value {@code l} of sub-block {@code s}. */
+    private static int quantByte(int s, int l) {
+        return 32 * (s / 8) + 16 * (s % 2) + l;
+    }
+
+    private static void orByte(MemorySegment dst, long at, int bits) {
+        dst.set(ValueLayout.JAVA_BYTE, at, (byte) (dst.get(ValueLayout.JAVA_BYTE, at) | bits));
+    }
+
     /** llama.cpp's {@code kvalues_iq4nl}. */
     private static final int[] IQ4_VALUES = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 

@@ -220,6 +220,8 @@ public final class GgufCheckpointWriter {
             case "Q4_K" -> CrudeKQuants.q4K(src, dst, values.length);
             case "Q5_K" -> CrudeKQuants.q5K(src, dst, values.length);
             case "IQ4_NL" -> CrudeKQuants.iq4(src, dst, values.length, false);
+            case "Q2_K" -> CrudeKQuants.q2K(src, dst, values.length);
+            case "Q3_K" -> CrudeKQuants.q3K(src, dst, values.length);
             case "IQ4_XS" -> CrudeKQuants.iq4(src, dst, values.length, true);
             case "Q6_K" -> CrudeKQuants.q6K(src, dst, values.length);
             default -> { } // zero bytes: a tensor the loader should refuse by its type

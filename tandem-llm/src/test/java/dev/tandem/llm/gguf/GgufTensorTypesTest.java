@@ -58,8 +58,8 @@ class GgufTensorTypesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q4_K", "Q5_K", "Q6_K",
-        "IQ4_NL", "IQ4_XS"})
+    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+        "Q6_K", "IQ4_NL", "IQ4_XS"})
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
@@ -164,7 +164,7 @@ class GgufTensorTypesTest {
     /** The test quantisers write blocks the kernels decode to values close to the f32 ones. */
     @ParameterizedTest
     @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q4_1:0.12", "Q5_0:0.06", "Q5_1:0.06", "Q4_K:0.12", "Q5_K:0.06",
-        "Q6_K:0.04", "IQ4_NL:0.12", "IQ4_XS:0.12"})
+        "Q6_K:0.04", "IQ4_NL:0.12", "IQ4_XS:0.12", "Q2_K:0.5", "Q3_K:0.3"})
     void quantisedBlocksDecodeCloseToTheOriginal(String spec) {
         GgmlType type = GgmlType.byName(spec.split(":")[0]);
         double bound = Double.parseDouble(spec.split(":")[1]);
@@ -314,12 +314,12 @@ class GgufTensorTypesTest {
 
     @Test
     void anUnsupportedTensorTypeIsNamed() throws IOException {
-        Path p = dir.resolve("q3k.gguf");
-        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("Q3_K"))
+        Path p = dir.resolve("iq2xxs.gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("IQ2_XXS"))
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
-                + ": tensor blk.0.attn_q.weight has type Q3_K (11), unsupported (supported: BF16, F16, F32, IQ4_NL,"
-                + " IQ4_XS, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
+                + ": tensor blk.0.attn_q.weight has type IQ2_XXS (16), unsupported (supported: BF16, F16, F32, IQ4_NL,"
+                + " IQ4_XS, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
     }
 
     @Test
