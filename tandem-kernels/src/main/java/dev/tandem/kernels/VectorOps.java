@@ -2950,8 +2950,8 @@ final class VectorOps implements KernelOps {
         for (int b = 0; b < blocks; b++) {
             long block = group + b * blockBytes;
             FloatVector d = x16Scales(w, block + pairsAt);
-            IntVector scalesH = null;
-            IntVector scalesL = null;
+            IntVector scalesH = IntVector.zero(X16_INTS); // never null: a vector that may be null is boxed
+            IntVector scalesL = scalesH;
             if (xs) {
                 scalesH = x16Scales16(w, block + 32 + pairsAt);
                 scalesL = IntVector.fromMemorySegment(X16_INTS, w, block + 64 + part * 4L * lanes, LE);
@@ -3002,7 +3002,7 @@ final class VectorOps implements KernelOps {
         for (int b = 0; b < supers; b++) {
             long block = group + b * blockBytes;
             FloatVector d = x16Scales(w, block + (three ? LowBitsKX16.Q3_D : LowBitsKX16.Q2_D) + pairsAt);
-            FloatVector dmin = three ? null : x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt);
+            FloatVector dmin = three ? d : x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt); // q3_K: unused
             long quants = block + (three ? LowBitsKX16.Q3_QUANTS : LowBitsKX16.Q2_QUANTS) + pairsAt;
             for (int is = 0; is < 16; is++) {
                 int n = is / 8;
@@ -3085,8 +3085,8 @@ final class VectorOps implements KernelOps {
         for (int b = 0; b < blocks; b++) {
             long o = b * blockBytes;
             int m = (qBase + b * 32) / 2;
-            IntVector low = null;
-            IntVector high = null;
+            IntVector low = IntVector.zero(X16_INTS); // never null: a vector that may be null is boxed
+            IntVector high = low;
             if (fifth) {
                 IntVector qh = IntVector.fromMemorySegment(X16_INTS, w, highBits + o, LE);
                 low = qh.and(0xffff);
