@@ -59,16 +59,12 @@ final class Iq4X16 {
     static float row(boolean xs, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = xs ? 136 : 18;
-        long rowBytes = blocks * blockBytes;
-        int grouped = rows - rows % TensorType.X16_ROWS;
         int lane = r % TensorType.X16_ROWS;
-        boolean interleaved = r < grouped;
-        long group = weights0 + (long) (r - lane) * rowBytes;
-        long plain = weights0 + (long) r * rowBytes;
+        boolean interleaved = Q4_0X16.inGroup(rows, r);
         int subBlocks = xs ? 8 : 1;
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
-            long block = interleaved ? group + b * 16 * blockBytes : plain + b * blockBytes;
+            long block = Q4_0X16.blockStart(weights0, rows, blocks, blockBytes, r, b);
             float d = HalfFloats.f16ToF32(weights.get(F16, interleaved ? block + 2L * lane : block));
             int scalesH = 0;
             int scalesL = 0;

@@ -102,15 +102,11 @@ final class LowBitsKX16 {
     static float row(boolean three, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = three ? 110 : 84;
-        long rowBytes = blocks * blockBytes;
-        int grouped = rows - rows % TensorType.X16_ROWS;
         int lane = r % TensorType.X16_ROWS;
-        boolean interleaved = r < grouped;
-        long group = weights0 + (long) (r - lane) * rowBytes;
-        long plain = weights0 + (long) r * rowBytes;
+        boolean interleaved = Q4_0X16.inGroup(rows, r);
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
-            long block = interleaved ? group + b * 16 * blockBytes : plain + b * blockBytes;
+            long block = Q4_0X16.blockStart(weights0, rows, blocks, blockBytes, r, b);
             long dAt = interleaved ? block + (three ? Q3_D : Q2_D) + 2L * lane : block + (three ? 108 : 80);
             float d = HalfFloats.f16ToF32(weights.get(F16, dAt));
             float dmin = three ? 0f : HalfFloats.f16ToF32(weights.get(F16, interleaved ? dAt + 32 : dAt + 2));

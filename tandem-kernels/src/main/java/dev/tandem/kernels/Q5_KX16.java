@@ -58,15 +58,11 @@ final class Q5_KX16 {
      */
     static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
             int blockBase) {
-        long rowBytes = blocks * 176L;
-        int grouped = rows - rows % TensorType.X16_ROWS;
         int lane = r % TensorType.X16_ROWS;
-        boolean interleaved = r < grouped;
-        long group = weights0 + (long) (r - lane) * rowBytes;
-        long plain = weights0 + (long) r * rowBytes;
+        boolean interleaved = Q4_0X16.inGroup(rows, r);
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
-            long block = interleaved ? group + b * GROUP_BLOCK_BYTES : plain + b * 176L;
+            long block = Q4_0X16.blockStart(weights0, rows, blocks, 176, r, b);
             long d0 = interleaved ? block + 2L * lane : block;
             long scales = interleaved ? block + 64 + lane : block + 4;
             long step = interleaved ? 16 : 1;

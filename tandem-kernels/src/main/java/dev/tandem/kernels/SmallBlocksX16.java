@@ -91,19 +91,15 @@ final class SmallBlocksX16 {
     static float row(TensorType type, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = type.blockBytes();
-        long rowBytes = blocks * blockBytes;
         int nibbles = type.blockBytes() - 16;
         boolean high = hasHighBits(type);
         boolean mins = hasMins(type);
         int offset = mins ? 0 : 16;
-        int grouped = rows - rows % TensorType.X16_ROWS;
         int lane = r % TensorType.X16_ROWS;
-        boolean interleaved = r < grouped;
-        long group = weights0 + (long) (r - lane) * rowBytes;
-        long plain = weights0 + (long) r * rowBytes;
+        boolean interleaved = Q4_0X16.inGroup(rows, r);
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
-            long block = interleaved ? group + b * groupBlockBytes(type) : plain + b * blockBytes;
+            long block = Q4_0X16.blockStart(weights0, rows, blocks, blockBytes, r, b);
             long scaleAt = interleaved ? block + 2L * lane : block;
             int qh = !high ? 0
                     : weights.get(I32, interleaved ? block + highBitsAt(type) + 4L * lane : block + nibbles - 4);

@@ -43,35 +43,11 @@ class FiveBitsX16Test {
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
     @CsvSource({"Q4_1, 16, 32", "Q4_1, 37, 96", "Q5_1, 17, 64", "Q5_1, 33, 32"})
     void minBlocksInterleavePutEveryByteWhereTheLayoutSays(TensorType type, int rows, int cols) {
-        try (Tensors t = new Tensors(rows * 41L + cols)) {
-            MemorySegment q = GgufBlocks.random(t, type, (long) rows * cols);
-            MemorySegment x16 = interleaved(t, type, q, rows, cols);
-            int blockBytes = type.blockBytes();
-            long rowBytes = type.rowBytes(cols);
-            int grouped = rows - rows % 16;
-            boolean[] seen = new boolean[(int) (rows * rowBytes)];
-            for (int r = 0; r < rows; r++) {
-                int i = r % 16;
-                for (int b = 0; b < cols / 32; b++) {
-                    for (int j = 0; j < blockBytes; j++) {
-                        long from = r * rowBytes + (long) b * blockBytes + j;
-                        long to = from;
-                        if (r < grouped) {
-                            long block = (r - i) * rowBytes + b * 16L * blockBytes;
-                            int k = j - (blockBytes - 16); // nibble byte
-                            to = j < 2 ? block + 2L * i + j
-                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
-                                    : k < 0 ? block + 64 + 4L * i + (j - 4) // q5_1's qh
-                                    : block + (type == TensorType.Q4_1 ? 64 : 128) + 32L * (k / 2) + 2L * i + k % 2;
-                        }
-                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
-                                .isEqualTo(q.get(LittleEndian.I8, PAD + from));
-                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
-                        seen[(int) to] = true;
-                    }
-                }
-            }
-        }
+        int nibbles = type.blockBytes() - 16;
+        assertEveryByteWhereTheLayoutSays(type, rows, cols, (i, j) -> j < 2 ? 2L * i + j
+                : j < 4 ? 32 + 2L * i + (j - 2)
+                : j < nibbles ? 64 + 4L * i + (j - 4) // q5_1's qh
+                : (type == TensorType.Q4_1 ? 64 : 128) + pair(j - nibbles, i));
     }
 
     /**
@@ -81,39 +57,15 @@ class FiveBitsX16Test {
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}")
     @CsvSource({"Q2_K, 17, 256", "Q2_K, 37, 512", "Q3_K, 17, 256", "Q3_K, 33, 512"})
     void lowBitsKInterleavingPutsEveryByteWhereTheLayoutSays(TensorType type, int rows, int cols) {
-        try (Tensors t = new Tensors(rows * 47L + cols)) {
-            MemorySegment q = GgufBlocks.random(t, type, (long) rows * cols);
-            MemorySegment x16 = interleaved(t, type, q, rows, cols);
-            int blockBytes = type.blockBytes();
-            long rowBytes = type.rowBytes(cols);
-            int grouped = rows - rows % 16;
-            boolean[] seen = new boolean[(int) (rows * rowBytes)];
-            for (int r = 0; r < rows; r++) {
-                int i = r % 16;
-                for (int b = 0; b < cols / 256; b++) {
-                    for (int j = 0; j < blockBytes; j++) {
-                        long from = r * rowBytes + (long) b * blockBytes + j;
-                        long to = from;
-                        if (r < grouped) {
-                            long block = (r - i) * rowBytes + b * 16L * blockBytes;
-                            if (type == TensorType.Q2_K) {
-                                to = j < 16 ? block + 16L * j + i
-                                        : j < 80 ? block + 320 + 32L * ((j - 16) / 2) + 2L * i + j % 2
-                                        : block + 256 + 32L * ((j - 80) / 2) + 2L * i + j % 2;
-                            } else {
-                                to = j < 32 ? block + 32L * (j / 2) + 2L * i + j % 2
-                                        : j < 96 ? block + 512 + 32L * ((j - 32) / 2) + 2L * i + j % 2
-                                        : j < 108 ? block + 1536 + 16L * (j - 96) + i
-                                        : block + 1728 + 2L * i + (j - 108);
-                            }
-                        }
-                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
-                                .isEqualTo(q.get(LittleEndian.I8, PAD + from));
-                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
-                        seen[(int) to] = true;
-                    }
-                }
-            }
+        if (type == TensorType.Q2_K) {
+            assertEveryByteWhereTheLayoutSays(type, rows, cols, (i, j) -> j < 16 ? 16L * j + i
+                    : j < 80 ? 320 + pair(j - 16, i)
+                    : 256 + pair(j - 80, i));
+        } else {
+            assertEveryByteWhereTheLayoutSays(type, rows, cols, (i, j) -> j < 32 ? pair(j, i)
+                    : j < 96 ? 512 + pair(j - 32, i)
+                    : j < 108 ? 1536 + 16L * (j - 96) + i
+                    : 1728 + 2L * i + (j - 108));
         }
     }
 
@@ -129,100 +81,27 @@ class FiveBitsX16Test {
             assertThat(x16.asSlice(PAD, TensorType.IQ4_NL.rowBytes(cols) * rows).mismatch(
                     q4.asSlice(PAD, TensorType.Q4_0.rowBytes(cols) * rows))).as("iq4_nl_x16 is q4_0_x16's layout")
                     .isEqualTo(-1L);
-            MemorySegment xs = GgufBlocks.random(t, TensorType.IQ4_XS, (long) rows * cols);
-            MemorySegment xs16 = interleaved(t, TensorType.IQ4_XS, xs, rows, cols);
-            long rowBytes = TensorType.IQ4_XS.rowBytes(cols);
-            int grouped = rows - rows % 16;
-            boolean[] seen = new boolean[(int) (rows * rowBytes)];
-            for (int r = 0; r < rows; r++) {
-                int i = r % 16;
-                for (int b = 0; b < cols / 256; b++) {
-                    for (int j = 0; j < 136; j++) {
-                        long from = r * rowBytes + b * 136L + j;
-                        long to = from;
-                        if (r < grouped) {
-                            long block = (r - i) * rowBytes + b * 2176L;
-                            int k = j - 8; // nibble byte
-                            to = j < 2 ? block + 2L * i + j
-                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
-                                    : j < 8 ? block + 64 + 4L * i + (j - 4)
-                                    : block + 128 + 32L * (k / 2) + 2L * i + k % 2;
-                        }
-                        assertThat(xs16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
-                                .isEqualTo(xs.get(LittleEndian.I8, PAD + from));
-                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
-                        seen[(int) to] = true;
-                    }
-                }
-            }
         }
+        assertEveryByteWhereTheLayoutSays(TensorType.IQ4_XS, rows, cols, (i, j) -> j < 4 ? pair(j, i)
+                : j < 8 ? 64 + 4L * i + (j - 4)
+                : 128 + pair(j - 8, i));
     }
 
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"1, 256", "16, 256", "17, 512", "37, 768"})
     void q5_KInterleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
-        try (Tensors t = new Tensors(rows * 37L + cols)) {
-            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_K, (long) rows * cols);
-            MemorySegment x16 = interleaved(t, TensorType.Q5_K, q5, rows, cols);
-            long rowBytes = TensorType.Q5_K.rowBytes(cols);
-            int grouped = rows - rows % 16;
-            boolean[] seen = new boolean[(int) (rows * rowBytes)];
-            for (int r = 0; r < rows; r++) {
-                int i = r % 16;
-                for (int b = 0; b < cols / 256; b++) {
-                    for (int j = 0; j < 176; j++) {
-                        long from = r * rowBytes + b * 176L + j;
-                        long to = from;
-                        if (r < grouped) {
-                            long block = (r - i) * rowBytes + b * 2816L;
-                            int l = j - 16; // qh byte
-                            int k = j - 48; // nibble byte
-                            to = j < 2 ? block + 2L * i + j
-                                    : j < 4 ? block + 32 + 2L * i + (j - 2)
-                                    : j < 16 ? block + 64 + 16L * (j - 4) + i
-                                    : j < 48 ? block + 256 + 32L * (l / 2) + 2L * i + l % 2
-                                    : block + 768 + 32L * (k / 2) + 2L * i + k % 2;
-                        }
-                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
-                                .isEqualTo(q5.get(LittleEndian.I8, PAD + from));
-                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
-                        seen[(int) to] = true;
-                    }
-                }
-            }
-        }
+        assertEveryByteWhereTheLayoutSays(TensorType.Q5_K, rows, cols, (i, j) -> j < 4 ? pair(j, i)
+                : j < 16 ? 64 + 16L * (j - 4) + i
+                : j < 48 ? 256 + pair(j - 16, i)
+                : 768 + pair(j - 48, i));
     }
 
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"1, 32", "15, 64", "16, 32", "17, 96", "37, 512"})
     void interleavingPutsEveryByteWhereTheLayoutSays(int rows, int cols) {
-        try (Tensors t = new Tensors(rows * 31L + cols)) {
-            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
-            MemorySegment x16 = interleaved(t, q5, rows, cols);
-            long rowBytes = TensorType.Q5_0.rowBytes(cols);
-            int grouped = rows - rows % 16;
-            boolean[] seen = new boolean[(int) (rows * rowBytes)];
-            for (int r = 0; r < rows; r++) {
-                int i = r % 16;
-                for (int b = 0; b < cols / 32; b++) {
-                    for (int j = 0; j < 22; j++) {
-                        long from = r * rowBytes + b * 22L + j;
-                        long to = from;
-                        if (r < grouped) {
-                            long block = (r - i) * rowBytes + b * 352L;
-                            int k = j - 6; // nibble byte
-                            to = j < 2 ? block + 2L * i + j
-                                    : j < 6 ? block + 32 + 4L * i + (j - 2)
-                                    : block + 96 + 32L * (k / 2) + 2L * i + k % 2;
-                        }
-                        assertThat(x16.get(LittleEndian.I8, PAD + to)).as("row %d block %d byte %d", r, b, j)
-                                .isEqualTo(q5.get(LittleEndian.I8, PAD + from));
-                        assertThat(seen[(int) to]).as("byte %d written twice", to).isFalse();
-                        seen[(int) to] = true;
-                    }
-                }
-            }
-        }
+        assertEveryByteWhereTheLayoutSays(TensorType.Q5_0, rows, cols, (i, j) -> j < 2 ? 2L * i + j
+                : j < 6 ? 32 + 4L * i + (j - 2)
+                : 96 + pair(j - 6, i));
     }
 
     @ParameterizedTest(name = "{0}, rows = {1}, cols = {2}, rows [{3}, {4})")
@@ -375,6 +254,46 @@ class FiveBitsX16Test {
             assertThat(TensorType.fromGgmlId(6)).isEqualTo(TensorType.Q5_0);
             assertThat(TensorType.fromGgmlId(13)).isEqualTo(TensorType.Q5_K);
             assertThat(TensorType.Q5_K.interleaved()).isEqualTo(TensorType.Q5_K_X16);
+        }
+    }
+
+    /** Where byte {@code j} of row {@code i}'s block goes, from its group's block of 16 rows. */
+    @FunctionalInterface
+    private interface Destination {
+        long at(int i, int j);
+    }
+
+    /** Byte {@code k} of a row's run of bytes kept in pairs: {@code 32 (k / 2) + 2 i + k % 2}. */
+    private static long pair(int k, int i) {
+        return 32L * (k / 2) + 2L * i + k % 2;
+    }
+
+    /**
+     * Every byte of random rows of {@code type}, interleaved, where {@code to} says within its
+     * group's block (block {@code b} of a group at {@code 16 b blockBytes}), each written once; the
+     * rows after the last group as they are.
+     */
+    private static void assertEveryByteWhereTheLayoutSays(TensorType type, int rows, int cols, Destination to) {
+        try (Tensors t = new Tensors(rows * 43L + cols + type.ordinal())) {
+            MemorySegment q = GgufBlocks.random(t, type, (long) rows * cols);
+            MemorySegment x16 = interleaved(t, type, q, rows, cols);
+            int blockBytes = type.blockBytes();
+            long rowBytes = type.rowBytes(cols);
+            int grouped = rows - rows % 16;
+            boolean[] seen = new boolean[(int) (rows * rowBytes)];
+            for (int r = 0; r < rows; r++) {
+                int i = r % 16;
+                for (int b = 0; b < cols / type.blockSize(); b++) {
+                    for (int j = 0; j < blockBytes; j++) {
+                        long from = r * rowBytes + (long) b * blockBytes + j;
+                        long at = r < grouped ? (r - i) * rowBytes + b * 16L * blockBytes + to.at(i, j) : from;
+                        assertThat(x16.get(LittleEndian.I8, PAD + at)).as("%s row %d block %d byte %d", type, r, b, j)
+                                .isEqualTo(q.get(LittleEndian.I8, PAD + from));
+                        assertThat(seen[(int) at]).as("byte %d written twice", at).isFalse();
+                        seen[(int) at] = true;
+                    }
+                }
+            }
         }
     }
 
