@@ -30,8 +30,9 @@ import java.util.SplittableRandom;
  * that a decode benchmark runs the same file in both engines: the embedded model's 512-token
  * vocabulary, {@link RandomWeights}' values, the matrices in one ggml type and the norms in F32.
  *
- * <p>F32, F16, BF16, Q8_0 and Q4_0 matrices are quantised from the random values; Q4_K and Q6_K
- * blocks are random but valid (small finite f16 scales), which is all a speed measurement needs.
+ * <p>F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1 matrices are quantised from the random
+ * values; the k-quants' and the iq4 types' blocks are random but valid (small finite f16 scales),
+ * which is all a speed measurement needs.
  */
 public final class RandomGguf {
     private static final ValueLayout.OfShort U16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
@@ -119,7 +120,7 @@ public final class RandomGguf {
                     TensorType kernelType = TensorType.fromGgmlId(type.id());
                     MemorySegment out = arena.allocate(kernelType.bytes(elements), 64);
                     switch (type.name()) {
-                        case "Q4_K", "Q6_K" -> randomBlocks(out, type, random);
+                        case "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS" -> randomBlocks(out, type, random);
                         default -> Ops.scalar().quantize(kernelType, f32, 0, out, 0, elements);
                     }
                     w.tensor(name, type, dims, out);
@@ -138,11 +139,18 @@ public final class RandomGguf {
         long blocks = out.byteSize() / type.blockBytes();
         for (long b = 0; b < blocks; b++) {
             long at = b * type.blockBytes();
-            if (type.name().equals("Q4_K")) {
-                out.set(U16, at, Float.floatToFloat16(0.002f));       // d
-                out.set(U16, at + 2, Float.floatToFloat16(0.001f));   // dmin
-            } else {
-                out.set(U16, at + 208, Float.floatToFloat16(0.0005f)); // Q6_K's d is last
+            switch (type.name()) {
+                case "Q4_K", "Q5_K" -> {
+                    out.set(U16, at, Float.floatToFloat16(0.002f));       // d
+                    out.set(U16, at + 2, Float.floatToFloat16(0.001f));   // dmin
+                }
+                case "Q2_K" -> {
+                    out.set(U16, at + 80, Float.floatToFloat16(0.002f));  // d
+                    out.set(U16, at + 82, Float.floatToFloat16(0.001f));  // dmin
+                }
+                case "Q3_K" -> out.set(U16, at + 108, Float.floatToFloat16(0.0005f)); // d is last
+                case "IQ4_NL", "IQ4_XS" -> out.set(U16, at, Float.floatToFloat16(0.0005f));
+                default -> out.set(U16, at + 208, Float.floatToFloat16(0.0005f)); // Q6_K's d is last
             }
         }
     }

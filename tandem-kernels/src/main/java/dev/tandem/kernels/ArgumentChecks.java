@@ -99,6 +99,14 @@ final class ArgumentChecks {
             case Q8_0_X16 -> "matmulQ8_0_X16";
             case Q6_K -> "matmulQ6_K";
             case Q6_K_X16 -> "matmulQ6_K_X16";
+            case Q5_0_X16 -> "matmulQ5_0_X16";
+            case Q5_K_X16 -> "matmulQ5_K_X16";
+            case Q4_1_X16 -> "matmulQ4_1_X16";
+            case IQ4_NL_X16 -> "matmulIQ4_NL_X16";
+            case Q2_K_X16 -> "matmulQ2_K_X16";
+            case Q3_K_X16 -> "matmulQ3_K_X16";
+            case IQ4_XS_X16 -> "matmulIQ4_XS_X16";
+            case Q5_1_X16 -> "matmulQ5_1_X16";
             case F32_X16 -> "matmulF32_X16";
             case F16_X16 -> "matmulF16_X16";
             case BF16_X16 -> "matmulBF16_X16";
@@ -391,7 +399,7 @@ final class ArgumentChecks {
         interleave("interleaveQ6_K", TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    private static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,
+    static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,
             MemorySegment dst, long dstOffset, int rows, int cols) {
         nonNegative(kernel, "rows", rows);
         nonNegative(kernel, "cols", cols);
@@ -425,9 +433,10 @@ final class ArgumentChecks {
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
-        if (type == TensorType.Q4_K || type == TensorType.Q6_K || type.isInterleaved()) {
+        if (type == TensorType.Q4_K || type == TensorType.Q5_K || type == TensorType.Q6_K || type == TensorType.IQ4_NL
+                || type == TensorType.IQ4_XS || type == TensorType.Q2_K || type == TensorType.Q3_K || type.isInterleaved()) {
             throw new IllegalArgumentException(kernel + ": type = " + type
-                    + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0");
+                    + " has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
         }
         fits(kernel, "src", src, srcOffset, product(kernel, "elements * 4", elements, Float.BYTES));
         fits(kernel, "dst", dst, dstOffset, dstBytes);

@@ -15,5 +15,8 @@ final class LittleEndian {
 
     static final ValueLayout.OfByte I8 = ValueLayout.JAVA_BYTE;
 
+    /** A 32-bit field of bits, such as q5_0's fifth bits. */
+    static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ORDER);
+
     private LittleEndian() {}
 }

@@ -59,6 +59,21 @@ public interface MatmulOps {
     /** Vector and scalar {@code matmulQ6_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
     float Q6_K_X16_RELATIVE_TOLERANCE = 0f;
 
+    /** Vector and scalar {@code matmulQ5_0_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
+    float Q5_0_X16_RELATIVE_TOLERANCE = 0f;
+
+    /** Vector and scalar {@code matmulQ4_1_X16} and {@code matmulQ5_1_X16} agree bit for bit. */
+    float Q4_1_X16_RELATIVE_TOLERANCE = 0f;
+
+    /** Vector and scalar {@code matmulIQ4_NL_X16} and {@code matmulIQ4_XS_X16} agree bit for bit. */
+    float IQ4_X16_RELATIVE_TOLERANCE = 0f;
+
+    /** Vector and scalar {@code matmulQ2_K_X16} and {@code matmulQ3_K_X16} agree bit for bit. */
+    float LOW_BITS_K_X16_RELATIVE_TOLERANCE = 0f;
+
+    /** Vector and scalar {@code matmulQ5_K_X16} agree bit for bit, as {@code matmulQ4_0_X16} does. */
+    float Q5_K_X16_RELATIVE_TOLERANCE = 0f;
+
     /**
      * Vector and scalar {@code matmulQ4_K} agree within this fraction of
      * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
@@ -366,14 +381,178 @@ public interface MatmulOps {
             int rowEnd);
 
     /**
+     * Matmul with q5_0 weights in the {@link TensorType#Q5_0_X16} layout ({@link
+     * QuantOps#interleaveQ5_0}), computed as llama.cpp computes its q5_0 x q8_0 dot products: each
+     * input is quantized per 32 values exactly as {@link #matmulQ4_0_X16} does (factor {@code dx},
+     * quants {@code q}); then per row and input, starting from {@code 0} and block by block,
+     * {@code acc = fma((float) Σ (w - 16) q, dw * dx, acc)} with {@code w} the 5-bit quants and
+     * {@code dw} the block's scale. Row ranges and offsets as for {@link #matmulQ4_0_X16}; {@code
+     * cols} must be a multiple of 32. Plain q5_0 has no matmul: it runs interleaved.
+     */
+    void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with q4_1 weights in the {@link TensorType#Q4_1_X16} layout, computed as llama.cpp
+     * computes its q4_1 x q8_1 dot products: each input quantized per 32 values as for
+     * {@link #matmulQ4_0_X16} (factor {@code dx}, quants {@code q}), with {@code s = dx * Σ q}
+     * rounded to f16 as a q8_1 block holds it; then per row and input, block by block,
+     * {@code acc = fma((float) Σ w q, dw * dx, acc)} and {@code acc = fma(m, s, acc)}, with
+     * {@code w} the nibbles and {@code dw}, {@code m} the block's scale and min. Row ranges and
+     * offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32. Plain q4_1 has
+     * no matmul: it runs interleaved.
+     */
+    void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /** {@link #matmulQ4_1_X16} for q5_1 in the {@link TensorType#Q5_1_X16} layout: {@code w} the 5-bit quants. */
+    void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with iq4_nl weights in the {@link TensorType#IQ4_NL_X16} layout, computed as
+     * llama.cpp computes its iq4_nl x q8_0 dot products: each input quantized per 32 values as for
+     * {@link #matmulQ4_0_X16}; then per row and input, block by block,
+     * {@code acc = fma((float) Σ v q, dw * dx, acc)} with {@code v} the table values of the
+     * nibbles. Row ranges and offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a
+     * multiple of 32. Plain iq4_nl has no matmul: it runs interleaved.
+     */
+    void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * {@link #matmulIQ4_NL_X16} for iq4_xs in the {@link TensorType#IQ4_XS_X16} layout, with
+     * {@code dw = d * (ls - 32)} per sub-block of 32; {@code cols} must be a multiple of 256.
+     */
+    void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with q2_K weights in the {@link TensorType#Q2_K_X16} layout, with int8 inputs quantized
+     * per 32 values as for {@link #matmulQ4_0_X16}. Per row and input, sub-block of 16 by sub-block
+     * in llama.cpp's order, with {@code w} the 2-bit quants and {@code sc} the sub-block's scale
+     * byte: {@code acc = fma((float) Σ w q, d * (sc & 15) * dx, acc)}, then
+     * {@code acc = fma((float) Σ q, -(dmin * (sc >> 4) * dx), acc)}. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256. Plain q2_K has no matmul.
+     */
+    void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * {@link #matmulQ2_K_X16} for q3_K in the {@link TensorType#Q3_K_X16} layout: {@code w} the
+     * 3-bit quants less 4, one fused multiply-add per sub-block with {@code d * (s - 32) * dx}.
+     */
+    void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
+     * Matmul with q5_K weights in the {@link TensorType#Q5_K_X16} layout ({@link
+     * QuantOps#interleaveQ5_K}), with int8 inputs quantized per 32 values as {@link
+     * #matmulQ4_K_X16} quantizes them (one q5_K sub-block each). Then, per row and input, starting
+     * from {@code 0} and sub-block by sub-block, with {@code w} the 5-bit quants, {@code sc} and
+     * {@code m} the sub-block's 6-bit scale and min: {@code acc = fma((float) Σ w q, d * sc * dx, acc)},
+     * then {@code acc = fma((float) Σ q, -(dmin * m * dx), acc)}. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256. Plain q5_K has no matmul: it
+     * runs interleaved.
+     */
+    void matmulQ5_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd);
+
+    /**
      * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#F16},
      * {@link TensorType#BF16}, {@link TensorType#Q8_0},
      * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
      * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
      * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
-     * {@link TensorType#BF16_X16}: every type has one.
+     * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16},
+     * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}, {@link TensorType#IQ4_NL_X16},
+     * {@link TensorType#IQ4_XS_X16}, {@link TensorType#Q2_K_X16}, {@link TensorType#Q3_K_X16}: every
+     * type but {@link TensorType#Q5_0}, {@link TensorType#Q5_K}, {@link TensorType#Q4_1},
+     * {@link TensorType#Q5_1}, {@link TensorType#IQ4_NL}, {@link TensorType#IQ4_XS},
+     * {@link TensorType#Q2_K} and {@link TensorType#Q3_K}, which run only in their interleaved
+     * layouts.
      *
-     * @throws IllegalArgumentException for a null type, and as the kernel does
+     * @throws IllegalArgumentException for a null type and a type that runs only interleaved, and as the kernel does
      */
     default void matmul(
             TensorType type,
@@ -417,6 +596,24 @@ public interface MatmulOps {
                     rowStart, rowEnd);
             case BF16_X16 -> matmulBF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd);
+            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_K_X16 -> matmulQ5_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q4_1_X16 -> matmulQ4_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case IQ4_NL_X16 -> matmulIQ4_NL_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case Q2_K_X16 -> matmulQ2_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q3_K_X16 -> matmulQ3_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_0, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
+                    + " layout only, " + type.interleaved() + " (QuantOps.interleave makes it)");
             case null -> throw new IllegalArgumentException("matmul: type is null");
         }
     }
@@ -427,7 +624,7 @@ public interface MatmulOps {
      * (the parts of one task, which one core takes one after another; the gate and up projections
      * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
      * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
-     * the kernels that first convert their inputs (q4_0_x16, q4_K_x16 and q6_K_x16 quantize them to int8,
+     * the kernels that first convert their inputs (the block types' interleaved kernels but q8_0_x16 quantize them to int8,
      * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
      * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
      * either way. A caller gives each task, or each set of calls over the same values, a key of its

@@ -84,6 +84,25 @@ final class Q4_0X16 {
         return 32L * (k / 2) + 2L * row + k % 2;
     }
 
+    /** Whether row {@code r} of a matrix of {@code rows} rows lies in a group of 16 (else it is one of the last, as stored). */
+    static boolean inGroup(int rows, int r) {
+        return r < rows - rows % TensorType.X16_ROWS;
+    }
+
+    /**
+     * Where row {@code r}'s block {@code b} starts in a matrix of {@code rows} rows of
+     * {@code blocks} blocks of {@code blockBytes} at {@code weights0}, in a layout that interleaves
+     * 16 rows block by block: its group's block (16 rows' worth) for a row in a group, else the
+     * row's own block.
+     */
+    static long blockStart(long weights0, int rows, int blocks, long blockBytes, int r, int b) {
+        long rowBytes = blocks * blockBytes;
+        if (inGroup(rows, r)) {
+            return weights0 + (long) (r - r % TensorType.X16_ROWS) * rowBytes + b * TensorType.X16_ROWS * blockBytes;
+        }
+        return weights0 + (long) r * rowBytes + b * blockBytes;
+    }
+
     /** {@code 127 / amax}, or 0 for an all-zero block. */
     static float scale(float amax) {
         return amax != 0f ? 127f / amax : 0f;

@@ -44,13 +44,18 @@ public interface QuantOps {
      *   <li>{@link TensorType#Q4_0}: per block {@code max} is the value of largest magnitude (the
      *       first, with its sign), {@code d = max / -8},
      *       {@code q = min(15, (int) (x * (1 / d) + 8.5))}, {@code d} stored as f16.
+     *   <li>{@link TensorType#Q4_1}: per block {@code min} and {@code max}, {@code d = (max - min) / 15},
+     *       {@code q = min(15, (int) ((x - min) * (1 / d) + 0.5))}, {@code d} and {@code min} stored
+     *       as f16; {@link TensorType#Q5_1} the same with {@code d = (max - min) / 31} and no clamp.
+     *   <li>{@link TensorType#Q5_0}: as q4_0 with {@code d = max / -16} and
+     *       {@code q = min(31, (int) (x * (1 / d) + 16.5))}, the fifth bits in {@code qh}.
      * </ul>
      *
      * <p>An all-zero block gets {@code d = 0} and values {@code 0} (q8_0), or {@code d = -0}
      * ({@code 0 / -8}, f16 {@code 0x8000}) and nibbles {@code 8} (q4_0). The block types need finite
      * values.
      *
-     * @throws IllegalArgumentException for {@link TensorType#Q4_K} and {@link TensorType#Q6_K},
+     * @throws IllegalArgumentException for the k-quants and the iq4 types,
      *     which have no quantizer here, and for bad arguments
      */
     void quantize(
@@ -59,7 +64,7 @@ public interface QuantOps {
     /**
      * Copies the matrix {@code [rows, cols]} of {@code type} at {@code src} to {@code dst} in its
      * interleaved layout, {@code type.interleaved()}: {@link #interleaveQ4_0},
-     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K},
+     * {@link #interleaveQ4_K}, {@link #interleaveQ8_0}, {@link #interleaveQ6_K}, {@link #interleaveQ5_0}, {@link #interleaveQ5_K}, (q4_1, q5_1, q2_K, q3_K, iq4_nl and iq4_xs here),
      * {@link #interleaveF32}, {@link #interleaveF16} or {@link #interleaveBF16}.
      *
      * @throws IllegalArgumentException for a type without an interleaved layout, and as those do
@@ -71,12 +76,36 @@ public interface QuantOps {
             case Q4_K -> interleaveQ4_K(src, srcOffset, dst, dstOffset, rows, cols);
             case Q8_0 -> interleaveQ8_0(src, srcOffset, dst, dstOffset, rows, cols);
             case Q6_K -> interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q5_0 -> interleaveQ5_0(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q5_K -> interleaveQ5_K(src, srcOffset, dst, dstOffset, rows, cols);
+            case Q2_K, Q3_K -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                boolean three = type == TensorType.Q3_K;
+                long blockBytes = three ? LowBitsKX16.Q3_GROUP_BLOCK_BYTES : LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * blockBytes + (three ? LowBitsKX16.q3ByteAt(j, row) : LowBitsKX16.q2ByteAt(j, row)));
+            }
+            case IQ4_NL -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * 16L * 18 + (j < 2 ? 2L * row + j : 32 + Q4_0X16.pairByte(j - 2, row)));
+            }
+            case IQ4_XS -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * Iq4X16.XS_GROUP_BLOCK_BYTES + Iq4X16.xsByteAt(j, row));
+            }
+            case Q4_1, Q5_1 -> {
+                ArgumentChecks.interleave("interleave", type, src, srcOffset, dst, dstOffset, rows, cols);
+                Interleaving.groups(type, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                        b * SmallBlocksX16.groupBlockBytes(type) + SmallBlocksX16.byteAt(type, j, row));
+            }
             case F32 -> interleaveF32(src, srcOffset, dst, dstOffset, rows, cols);
             case F16 -> interleaveF16(src, srcOffset, dst, dstOffset, rows, cols);
             case BF16 -> interleaveBF16(src, srcOffset, dst, dstOffset, rows, cols);
             case null -> throw new IllegalArgumentException("interleave: type is null");
             default -> throw new IllegalArgumentException("interleave: type = " + type
-                    + " has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    + " has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q8_0, F32, F16 and BF16 have one)");
         }
     }
 
@@ -191,5 +220,36 @@ public interface QuantOps {
         ArgumentChecks.interleaveQ6_K(src, srcOffset, dst, dstOffset, rows, cols);
         Interleaving.groups(TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
                 b * Q6_KX16.GROUP_BLOCK_BYTES + Q6_KX16.byteAt(j, row));
+    }
+
+    /**
+     * Copies the q5_0 matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q5_0_X16} layout: the same bytes, each group of 16 rows interleaved block by
+     * block (the 16 scales, the 16 rows' fifth bits, then two nibble bytes of each row side by
+     * side), the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 32, or either segment is too small
+     */
+    default void interleaveQ5_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleave("interleaveQ5_0", TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.Q5_0, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * SmallBlocksX16.groupBlockBytes(TensorType.Q5_0) + SmallBlocksX16.byteAt(TensorType.Q5_0, j, row));
+    }
+
+    /**
+     * Copies the q5_K matrix {@code [rows, cols]} at {@code src} to {@code dst} in the
+     * {@link TensorType#Q5_K_X16} layout: the same bytes, each group of 16 rows interleaved
+     * superblock by superblock, the last {@code rows % 16} rows as they are. A load-time step.
+     *
+     * @throws IllegalArgumentException if {@code rows} or {@code cols} is negative, {@code cols} is
+     *     not a multiple of 256, or either segment is too small
+     */
+    default void interleaveQ5_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+            int cols) {
+        ArgumentChecks.interleave("interleaveQ5_K", TensorType.Q5_K, src, srcOffset, dst, dstOffset, rows, cols);
+        Interleaving.groups(TensorType.Q5_K, src, srcOffset, dst, dstOffset, rows, cols, (b, blocks, j, row) ->
+                b * Q5_KX16.GROUP_BLOCK_BYTES + Q5_KX16.byteAt(j, row));
     }
 }

@@ -2,6 +2,7 @@ package dev.tandem.kernels;
 
 import static dev.tandem.kernels.LittleEndian.F16;
 import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.LittleEndian.I32;
 import static dev.tandem.kernels.LittleEndian.I8;
 
 import java.lang.foreign.MemorySegment;
@@ -398,6 +399,153 @@ final class ScalarOps implements KernelOps {
                         row.row(weights, weightsOffset, rows, cols, r, in, b * cols, b * blocks));
             }
         }
+    }
+
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
+    @Override
+    public void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q2_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(false, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
+    @Override
+    public void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q3_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(true, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link Iq4X16#row}). */
+    @Override
+    public void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.IQ4_NL_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(false, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's sub-blocks in order ({@link Iq4X16#row}). */
+    @Override
+    public void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.IQ4_XS_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(true, w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
+    @Override
+    public void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q4_1_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q4_1, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
+    @Override
+    public void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_1_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q5_1, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
+    @Override
+    public void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_0_X16, (w, at, n, c, r, in, q, k) ->
+                SmallBlocksX16.row(TensorType.Q5_0, w, at, n, c / 32, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+    }
+
+    /** Each input quantized block by block, then each row's superblocks in order ({@link Q5_KX16#row}). */
+    @Override
+    public void matmulQ5_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        int8Rows(TensorType.Q5_K_X16, (w, at, n, c, r, in, q, k) -> Q5_KX16.row(w, at, n, c / 256, r, in, q, k),
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
     }
 
     /** Each value is dequantized as {@code dequantize} does, {@code (d * scale) * (q - 32)}, then multiplied. */
@@ -843,6 +991,34 @@ final class ScalarOps implements KernelOps {
                     dequantizeQ4_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q2_K, Q3_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeLowBitsKBlock(type == TensorType.Q3_K, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case IQ4_NL, IQ4_XS -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeIq4Block(type == TensorType.IQ4_XS, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case Q5_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    dequantizeQ5_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
             case Q4_K -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ4_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
@@ -889,6 +1065,91 @@ final class ScalarOps implements KernelOps {
             int packed = src.get(I8, block + 2 + j) & 0xff;
             dst.set(F32, to + j * F, ((packed & 0x0f) - 8) * d);
             dst.set(F32, to + (j + 16) * F, ((packed >>> 4) - 8) * d);
+        }
+    }
+
+    /**
+     * One q5_0 block to f32: {@code (q - 16) * d} per value ({@link SmallBlocksX16#quant}). The vector
+     * implementation runs it too: q5_0 is dequantized only for an embedding row and the reference.
+     */
+    static void dequantizeQ5_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        int qh = src.get(I32, block + 2);
+        for (int j = 0; j < 16; j++) {
+            int packed = src.get(I8, block + 6 + j) & 0xff;
+            dst.set(F32, to + j * F, (SmallBlocksX16.quant(qh, packed, j) - 16) * d);
+            dst.set(F32, to + (j + 16) * F, (SmallBlocksX16.quant(qh, packed, j + 16) - 16) * d);
+        }
+    }
+
+    /**
+     * One q2_K or q3_K block to f32 as llama.cpp's {@code dequantize_row_q2_K} and {@code _q3_K}
+     * (the bits as {@link LowBitsKX16} describes them): q2_K {@code (d * (sc & 15)) * q -
+     * dmin * (sc >> 4)}, q3_K {@code (d * (s - 32)) * q}. The vector implementation runs it too.
+     */
+    static void dequantizeLowBitsKBlock(boolean three, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block + (three ? 108 : 80));
+        float dmin = three ? 0f : half(src, block + 82);
+        long quants = block + (three ? 32 : 16);
+        for (int is = 0; is < 16; is++) {
+            int n = is / 8;
+            int j = (is / 2) % 4;
+            int h = is % 2;
+            float dl;
+            float ml = 0f;
+            if (three) {
+                dl = d * LowBitsKX16.q3Scale(src, block + 96, 1, is);
+            } else {
+                int sc = unsigned(src, block + is);
+                dl = d * (sc & 15);
+                ml = dmin * (sc >>> 4);
+            }
+            for (int l = 0; l < 16; l++) {
+                int q = (unsigned(src, quants + 32 * n + 16 * h + l) >>> (2 * j)) & 3;
+                long at = to + (128 * n + 32 * j + 16 * h + l) * F;
+                if (three) {
+                    int mask = unsigned(src, block + 16 * h + l);
+                    dst.set(F32, at, dl * (q - 4 + 4 * ((mask >>> (4 * n + j)) & 1)));
+                } else {
+                    dst.set(F32, at, dl * q - ml);
+                }
+            }
+        }
+    }
+
+    /**
+     * One iq4_nl block, or iq4_xs superblock, to f32 as llama.cpp's {@code dequantize_row_iq4_nl}
+     * and {@code _iq4_xs}: {@code dl * VALUES[n]}, with {@code dl} the f16 scale, or
+     * {@code d * (ls - 32)} per sub-block. The vector implementation runs it too.
+     */
+    static void dequantizeIq4Block(boolean xs, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        int scalesH = xs ? src.get(F16, block + 2) & 0xffff : 0;
+        int scalesL = xs ? src.get(I32, block + 4) : 0;
+        long nibbles = block + (xs ? 8 : 2);
+        for (int ib = 0; ib < (xs ? 8 : 1); ib++) {
+            float dl = xs ? d * Iq4X16.xsScale(scalesH, scalesL, ib) : d;
+            for (int j = 0; j < 16; j++) {
+                int packed = src.get(I8, nibbles + 16 * ib + j) & 0xff;
+                dst.set(F32, to + (32 * ib + j) * F, dl * Iq4X16.VALUES[packed & 0x0f]);
+                dst.set(F32, to + (32 * ib + j + 16) * F, dl * Iq4X16.VALUES[packed >>> 4]);
+            }
+        }
+    }
+
+    /**
+     * One q4_1 or q5_1 block to f32 as llama.cpp's {@code dequantize_row_q4_1}/{@code _q5_1}:
+     * {@code q * d + m} per value, a product then a sum. The vector implementation runs it too.
+     */
+    static void dequantizeMinBlock(boolean fifthBits, MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        float m = half(src, block + 2);
+        int qh = fifthBits ? src.get(I32, block + 4) : 0;
+        long nibbles = block + (fifthBits ? 8 : 4);
+        for (int j = 0; j < 16; j++) {
+            int packed = src.get(I8, nibbles + j) & 0xff;
+            dst.set(F32, to + j * F, SmallBlocksX16.quant(qh, packed, j) * d + m);
+            dst.set(F32, to + (j + 16) * F, SmallBlocksX16.quant(qh, packed, j + 16) * d + m);
         }
     }
 
@@ -940,6 +1201,26 @@ final class ScalarOps implements KernelOps {
                 int packed = unsigned(src, quants + group * 32 + l);
                 dst.set(F32, out + l * F, d1 * (packed & 0x0f) - m1);
                 dst.set(F32, out + (32 + l) * F, d2 * (packed >>> 4) - m2);
+            }
+        }
+    }
+
+    /**
+     * One q5_K block to f32 as llama.cpp's {@code dequantize_row_q5_K}: per sub-block
+     * {@code d * scale} and {@code dmin * min}, then {@code (d * scale) * q - dmin * min} per value.
+     * The vector implementation runs it too (an embedding row, the reference).
+     */
+    static void dequantizeQ5_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
+        float d = half(src, block);
+        float dmin = half(src, block + 2);
+        long scales = block + 4;
+        for (int t = 0; t < 8; t++) {
+            float scale = d * q4_KScale(src, scales, t);
+            float min = dmin * q4_KMin(src, scales, t);
+            for (int l = 0; l < 32; l++) {
+                int packed = unsigned(src, block + 48 + (t / 2) * 32 + l);
+                int q = Q5_KX16.quant(unsigned(src, block + 16 + l), packed, t);
+                dst.set(F32, to + (t * 32 + l) * F, scale * q - min);
             }
         }
     }
@@ -997,7 +1278,18 @@ final class ScalarOps implements KernelOps {
                     quantizeQ4_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
                 }
             }
-            case Q4_K, Q6_K -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeQ5_0Block(src, srcOffset + b * blockFloats, dst, dstOffset + b * blockBytes);
+                }
+            }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    quantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockFloats, dst,
+                            dstOffset + b * blockBytes);
+                }
+            }
+            case Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS -> throw new AssertionError("ArgumentChecks.quantize rejects " + type);
         }
     }
 
@@ -1038,6 +1330,73 @@ final class ScalarOps implements KernelOps {
             int low = Math.min(15, (int) (src.get(F32, from + j * F) * inverse + 8.5f));
             int high = Math.min(15, (int) (src.get(F32, from + (j + 16) * F) * inverse + 8.5f));
             dst.set(I8, block + 2 + j, (byte) (low | high << 4));
+        }
+    }
+
+    /**
+     * llama.cpp's {@code quantize_row_q5_0_ref}: {@code max} the value of largest magnitude (the
+     * first), {@code d = max / -16}, {@code q = min(31, (int) (x * (1 / d) + 16.5))}, the low four
+     * bits as nibbles and the fifth in {@code qh}.
+     */
+    private static void quantizeQ5_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
+        float amax = 0f;
+        float max = 0f;
+        for (int j = 0; j < 32; j++) {
+            float v = src.get(F32, from + j * F);
+            if (amax < Math.abs(v)) {
+                amax = Math.abs(v);
+                max = v;
+            }
+        }
+        float d = max / -16f;
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        int qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int low = Math.min(31, (int) (src.get(F32, from + j * F) * inverse + 16.5f));
+            int high = Math.min(31, (int) (src.get(F32, from + (j + 16) * F) * inverse + 16.5f));
+            dst.set(I8, block + 6 + j, (byte) ((low & 0x0f) | (high & 0x0f) << 4));
+            qh |= (low >>> 4) << j | (high >>> 4) << (j + 16);
+        }
+        dst.set(I32, block + 2, qh);
+    }
+
+    /**
+     * llama.cpp's {@code quantize_row_q4_1_ref} and {@code quantize_row_q5_1_ref}: {@code min} and
+     * {@code max} of the block, {@code d = (max - min) / 15} (or 31), {@code q = (int) ((x - min) *
+     * (1 / d) + 0.5)}, clamped to 15 for q4_1; the fifth bits of q5_1 in {@code qh}.
+     */
+    private static void quantizeMinBlock(boolean fifthBits, MemorySegment src, long from, MemorySegment dst,
+            long block) {
+        float min = Float.MAX_VALUE;
+        float max = -Float.MAX_VALUE;
+        for (int j = 0; j < 32; j++) {
+            float v = src.get(F32, from + j * F);
+            if (v < min) {
+                min = v;
+            }
+            if (v > max) {
+                max = v;
+            }
+        }
+        float d = (max - min) / (fifthBits ? 31f : 15f);
+        float inverse = d != 0f ? 1f / d : 0f;
+        dst.set(F16, block, HalfFloats.f32ToF16(d));
+        dst.set(F16, block + 2, HalfFloats.f32ToF16(min));
+        long nibbles = block + (fifthBits ? 8 : 4);
+        int qh = 0;
+        for (int j = 0; j < 16; j++) {
+            int low = (int) ((src.get(F32, from + j * F) - min) * inverse + 0.5f);
+            int high = (int) ((src.get(F32, from + (j + 16) * F) - min) * inverse + 0.5f);
+            if (!fifthBits) {
+                low = Math.min(15, low);
+                high = Math.min(15, high);
+            }
+            dst.set(I8, nibbles + j, (byte) ((low & 0x0f) | (high & 0x0f) << 4));
+            qh |= (low >>> 4) << j | (high >>> 4) << (j + 16);
+        }
+        if (fifthBits) {
+            dst.set(I32, block + 4, qh);
         }
     }
 }

@@ -18,6 +18,20 @@ import java.util.Locale;
  *   <li>{@link #Q4_0}: 32 values in 18 bytes: the f16 scale {@code d}, then 16 bytes; value
  *       {@code j < 16} is the low nibble of byte {@code j}, value {@code j + 16} its high nibble, and
  *       a nibble {@code q} means {@code (q - 8) * d}.
+ *   <li>{@link #Q5_0}: 32 values in 22 bytes: the f16 scale {@code d}, then the 32 fifth bits
+ *       {@code qh} as a little-endian int, then 16 nibble bytes as in {@link #Q4_0}; value
+ *       {@code j < 16} is the low nibble of byte {@code j} with bit {@code j} of {@code qh} above it,
+ *       value {@code j + 16} the high nibble with bit {@code j + 16}, and a 5-bit {@code q} means
+ *       {@code (q - 16) * d}.
+ *   <li>{@link #Q4_1}: 32 values in 20 bytes: f16 {@code d}, f16 {@code m}, then 16 nibble bytes
+ *       as in {@link #Q4_0}; a nibble {@code q} means {@code q * d + m}.
+ *   <li>{@link #Q5_1}: 32 values in 24 bytes: f16 {@code d}, f16 {@code m}, then {@code qh} and 16
+ *       nibble bytes as in {@link #Q5_0}; a 5-bit {@code q} means {@code q * d + m}.
+ *   <li>{@link #Q2_K}: 256 values in 84 bytes: 16 scale bytes (a 4-bit scale and a 4-bit min per
+ *       sub-block of 16), 64 bytes of 2-bit quants, f16 {@code d} and {@code dmin};
+ *       {@link #Q3_K}: 110 bytes: 32 bytes of high bits, 64 bytes of 2-bit quants, 12 bytes
+ *       packing sixteen 6-bit scales, f16 {@code d}. Which bits make which value is
+ *       {@code LowBitsKX16}'s description, from llama.cpp's {@code dequantize_row_q2_K}/{@code _q3_K}.
  *   <li>{@link #Q4_K}: 256 values in 144 bytes: f16 {@code d}, f16 {@code dmin}, 12 bytes packing
  *       eight 6-bit scales and eight 6-bit mins, then 128 bytes of nibbles. Values come in four groups
  *       of 64, each from 32 nibble bytes: the 32 low nibbles with sub-block {@code 2g}'s scale and
@@ -25,6 +39,17 @@ import java.util.Locale;
  *       {@code d * scale * q - dmin * min}. Sub-block {@code i < 4} has scale {@code s[i] & 63} and
  *       min {@code s[i + 4] & 63}; sub-block {@code i >= 4} has scale
  *       {@code (s[i + 4] & 15) | (s[i - 4] >> 6) << 4} and min {@code (s[i + 4] >> 4) | (s[i] >> 6) << 4}.
+ *   <li>{@link #Q5_K}: 256 values in 176 bytes: f16 {@code d}, f16 {@code dmin} and 12 scale
+ *       bytes as in {@link #Q4_K}, then 32 bytes {@code qh} of fifth bits, then 128 bytes of
+ *       nibbles as in {@link #Q4_K}; the value of sub-block {@code t} at position {@code l} takes
+ *       bit {@code t} of {@code qh[l]} above its nibble, and a 5-bit {@code q} means
+ *       {@code d * scale * q - dmin * min}.
+ *   <li>{@link #IQ4_NL}: 32 values in 18 bytes, as {@link #Q4_0}'s, but a nibble {@code n} means
+ *       {@code d * kvalues[n]}, llama.cpp's non-linear table ({@code Iq4X16.VALUES}).
+ *   <li>{@link #IQ4_XS}: 256 values in 136 bytes: f16 {@code d}, a 16-bit {@code scales_h}, four
+ *       bytes {@code scales_l}, then 128 nibble bytes, 16 per sub-block of 32 laid out as
+ *       {@link #IQ4_NL}'s; sub-block {@code ib}'s scale is {@code d * (ls - 32)} with
+ *       {@code ls = (scales_l[ib / 2] >> 4 (ib % 2)) & 15 | ((scales_h >> 2 ib) & 3) << 4}.
  *   <li>{@link #Q6_K}: 256 values in 210 bytes: 128 bytes {@code ql} (low 4 bits), 64 bytes
  *       {@code qh} (high 2 bits), 16 int8 scales, then the f16 {@code d}. Each half of 128 values
  *       uses 64 {@code ql}, 32 {@code qh} and 8 scales; in a half, for {@code l < 32}, values
@@ -74,6 +99,38 @@ import java.util.Locale;
  *       {@code 2 * (32 * h + 8 * s + t)} and 16 pairs after them, then the pair of {@code qh} bytes
  *       {@code 2 * p}, each pair of the 16 rows side by side (row {@code i}'s at {@code 2 * i}, as in
  *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q6_K layout. {@link QuantOps#interleaveQ6_K} makes it; {@link MatmulOps#matmulQ6_K_X16} reads it.
+ *   <li>{@link #Q5_0_X16}: the same for q5_0, in tandem's memory only: 22 bytes per 32 values per
+ *       row, each group of 16 rows interleaved block by block. For block {@code b} of the group,
+ *       its 352 bytes at {@code b * 352} from the group's start hold row {@code i}'s f16 scale at
+ *       {@code 2 * i}, its four {@code qh} bytes at {@code 32 + 4 * i}, and its nibble byte
+ *       {@code k} at {@code 96 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side, as in
+ *       {@link #Q4_0_X16}). The last {@code rows % 16} rows stay in the q5_0 layout.
+ *       {@link QuantOps#interleaveQ5_0} makes it; {@link MatmulOps#matmulQ5_0_X16} reads it.
+ *   <li>{@link #Q4_1_X16}, {@link #Q5_1_X16}: the same for q4_1 and q5_1 (320 and 384 bytes per
+ *       block of a group): row {@code i}'s {@code d} at {@code 2 * i}, its {@code m} at
+ *       {@code 32 + 2 * i}, q5_1's {@code qh} at {@code 64 + 4 * i}, then the nibble pairs (at
+ *       {@code 64} for q4_1, {@code 128} for q5_1). {@link QuantOps#interleave} makes them;
+ *       {@link MatmulOps#matmulQ4_1_X16} and {@link MatmulOps#matmulQ5_1_X16} read them.
+ *   <li>{@link #Q5_K_X16}: the same for q5_K, in tandem's memory only: 176 bytes per 256 values
+ *       per row, each group of 16 rows interleaved superblock by superblock. For superblock
+ *       {@code b} of the group, its 2816 bytes at {@code b * 2816} from the group's start hold a
+ *       256-byte header as {@link #Q4_K_X16}'s (row {@code i}'s {@code d} at {@code 2 * i},
+ *       {@code dmin} at {@code 32 + 2 * i}, scale byte {@code k} at {@code 64 + 16 * k + i}), then
+ *       its {@code qh} byte {@code l} at {@code 256 + 32 * (l / 2) + 2 * i + l % 2} and its nibble
+ *       byte {@code k} at {@code 768 + 32 * (k / 2) + 2 * i + k % 2} (pairs side by side). The last
+ *       {@code rows % 16} rows stay in the q5_K layout. {@link QuantOps#interleaveQ5_K} makes it;
+ *       {@link MatmulOps#matmulQ5_K_X16} reads it.
+ *   <li>{@link #IQ4_NL_X16}: iq4_nl in {@link #Q4_0_X16}'s layout. {@link #IQ4_XS_X16}: iq4_xs, each
+ *       group of 16 rows interleaved superblock by superblock, 2176 bytes each: row {@code i}'s
+ *       {@code d} at {@code 2 * i}, {@code scales_h} at {@code 32 + 2 * i}, {@code scales_l} at
+ *       {@code 64 + 4 * i}, nibble byte {@code k} at {@code 128 + 32 * (k / 2) + 2 * i + k % 2}.
+ *       {@link QuantOps#interleave} makes them; {@link MatmulOps#matmulIQ4_NL_X16} and
+ *       {@link MatmulOps#matmulIQ4_XS_X16} read them.
+ *   <li>{@link #Q2_K_X16}, {@link #Q3_K_X16}: q2_K and q3_K, each group of 16 rows interleaved
+ *       superblock by superblock (1344 and 1760 bytes), the per-row bytes side by side and the
+ *       quant and mask bytes in pairs, as {@code LowBitsKX16} lays them out.
+ *       {@link QuantOps#interleave} makes them; {@link MatmulOps#matmulQ2_K_X16} and
+ *       {@link MatmulOps#matmulQ3_K_X16} read them.
  *   <li>{@link #F32_X16}: the same for f32, in tandem's memory only: 4 bytes per value, each group
  *       of 16 rows interleaved value by value: row {@code i}'s value {@code k} at
  *       {@code 64 * k + 4 * i} from the group's start, so one 64-byte load holds value {@code k}
@@ -90,14 +147,30 @@ public enum TensorType {
     F32(0, "f32", 1, 4),
     F16(1, "f16", 1, 2),
     Q4_0(2, "q4_0", 32, 18),
+    Q4_1(3, "q4_1", 32, 20),
+    Q5_0(6, "q5_0", 32, 22),
+    Q5_1(7, "q5_1", 32, 24),
     Q8_0(8, "q8_0", 32, 34),
+    Q2_K(10, "q2_K", 256, 84),
+    Q3_K(11, "q3_K", 256, 110),
     Q4_K(12, "q4_K", 256, 144),
+    Q5_K(13, "q5_K", 256, 176),
     Q6_K(14, "q6_K", 256, 210),
+    IQ4_NL(20, "iq4_nl", 32, 18),
+    IQ4_XS(23, "iq4_xs", 256, 136),
     BF16(30, "bf16", 1, 2),
     Q4_0_X16(-1, "q4_0_x16", 32, 18),
     Q8_0_X16(-1, "q8_0_x16", 32, 34),
     Q4_K_X16(-1, "q4_K_x16", 256, 144),
     Q6_K_X16(-1, "q6_K_x16", 256, 210),
+    Q5_0_X16(-1, "q5_0_x16", 32, 22),
+    Q4_1_X16(-1, "q4_1_x16", 32, 20),
+    Q5_1_X16(-1, "q5_1_x16", 32, 24),
+    Q5_K_X16(-1, "q5_K_x16", 256, 176),
+    IQ4_NL_X16(-1, "iq4_nl_x16", 32, 18),
+    Q2_K_X16(-1, "q2_K_x16", 256, 84),
+    Q3_K_X16(-1, "q3_K_x16", 256, 110),
+    IQ4_XS_X16(-1, "iq4_xs_x16", 256, 136),
     F32_X16(-1, "f32_x16", 1, 4),
     F16_X16(-1, "f16_x16", 1, 2),
     BF16_X16(-1, "bf16_x16", 1, 2);
@@ -192,6 +265,14 @@ public enum TensorType {
             case Q4_K -> Q4_K_X16;
             case Q8_0 -> Q8_0_X16;
             case Q6_K -> Q6_K_X16;
+            case Q5_0 -> Q5_0_X16;
+            case Q4_1 -> Q4_1_X16;
+            case Q5_1 -> Q5_1_X16;
+            case Q5_K -> Q5_K_X16;
+            case IQ4_NL -> IQ4_NL_X16;
+            case Q2_K -> Q2_K_X16;
+            case Q3_K -> Q3_K_X16;
+            case IQ4_XS -> IQ4_XS_X16;
             case F32 -> F32_X16;
             case F16 -> F16_X16;
             case BF16 -> BF16_X16;

@@ -142,6 +142,9 @@ final class VectorOps implements KernelOps {
                     rowStart, rowEnd, inputKey);
             case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
                     rowStart, rowEnd, inputKey);
+            case Q5_0_X16, Q5_K_X16, Q4_1_X16, Q5_1_X16, IQ4_NL_X16, IQ4_XS_X16, Q2_K_X16, Q3_K_X16 ->
+                    matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+                    rows, cols, batch, rowStart, rowEnd, inputKey);
             case F32_X16, F16_X16, BF16_X16 -> matmulFloatsX16(type, weights, weightsOffset, x, xOffset, out,
                     outOffset, rows, cols, batch, rowStart, rowEnd, inputKey);
             case null, default -> matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
@@ -2642,6 +2645,480 @@ final class VectorOps implements KernelOps {
         acc.intoMemorySegment(out, at, LE);
     }
 
+    // ---- q5_0 and q5_K interleaved by 16 rows, int8 inputs ----
+
+    /**
+     * Rows' bytes of one part, one per float lane: a q5_K scale byte of each row. Below 8 float
+     * lanes no x16 loop runs ({@link #X16_VECTORS}), and 64 bits is the narrowest shape there is.
+     */
+    private static final VectorSpecies<Byte> X16_ROW_BYTES =
+            VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
+
+    @Override
+    public void matmulQ5_0_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q5_0_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ2_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q2_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ3_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q3_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulIQ4_NL_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.IQ4_NL_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulIQ4_XS_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.IQ4_XS_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                batch, rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ4_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q4_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ5_1_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q5_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    @Override
+    public void matmulQ5_K_X16(
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(TensorType.Q5_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
+
+    /**
+     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
+     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link #x16SmallBlocksGroup} or
+     * {@link #x16Q5KGroup}, one input at a time (each part's weights stay in the caches from input
+     * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
+     * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
+     * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
+     */
+    private static void matmulFiveBitsX16(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey) {
+        ArgumentChecks.matmulBlocks(type,
+                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
+        boolean k = type == TensorType.Q5_K_X16;
+        boolean iq4 = type == TensorType.IQ4_NL_X16 || type == TensorType.IQ4_XS_X16;
+        boolean xs = type == TensorType.IQ4_XS_X16;
+        boolean lowBits = type == TensorType.Q2_K_X16 || type == TensorType.Q3_K_X16;
+        boolean three = type == TensorType.Q3_K_X16;
+        int blocks = cols / type.blockSize();
+        Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
+        long rowBytes = type.rowBytes(cols);
+        long outStride = (long) rows * F;
+        int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        int r = rowStart;
+        while (r < rowEnd) {
+            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                long group = weightsOffset + r * rowBytes;
+                for (int part = 0; part < X16_PARTS; part++) {
+                    long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    for (int b = 0; b < batch; b++) {
+                        if (lowBits) {
+                            x16LowBitsKGroup(three, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else if (iq4) {
+                            x16Iq4Group(xs, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else if (k) {
+                            x16Q5KGroup(weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
+                                    at + b * outStride);
+                        } else {
+                            x16SmallBlocksGroup(type.source(), weights, group, part, blocks, in, b * cols, b * blocks,
+                                    out, at + b * outStride);
+                        }
+                    }
+                }
+                r += TensorType.X16_ROWS;
+            } else {
+                for (int b = 0; b < batch; b++) {
+                    float value = lowBits
+                            ? LowBitsKX16.row(three, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : iq4 ? Iq4X16.row(xs, weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : k ? Q5_KX16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * (cols / 32))
+                            : SmallBlocksX16.row(type.source(), weights, weightsOffset, rows, blocks, r, in, b * cols,
+                                    b * blocks);
+                    out.set(F32, outOffset + b * outStride + r * F, value);
+                }
+                r++;
+            }
+        }
+    }
+
+    /**
+     * One part of a group of 16 rows of q5_K with one input: per sub-block of 32, each pair of
+     * nibbles joined with its fifth bits (the pair of {@code qh} bytes of the 16 rows, side by side
+     * as the nibble pairs are) and less 16, times the pair of quants it meets, in short lanes (16
+     * products of at most {@code 16 * 127} a lane: exact); each row's two lanes added as ints with
+     * the 16 taken back ({@code 2 * sum8} is {@code 16 Σ q}), then two fused multiply-adds per row
+     * as {@link Q5_KX16#row} does them, with the 6-bit scale and min unpacked in int lanes.
+     */
+    private static void x16Q5KGroup(MemorySegment w, long group, int part, int supers, Q4_0X16.Inputs in, int qBase,
+            int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * Q5_KX16.GROUP_BLOCK_BYTES;
+            FloatVector d = x16Scales(w, block + pairsAt);
+            FloatVector dmin = x16Scales(w, block + 32 + pairsAt);
+            long scales = block + 64 + (long) part * lanes;
+            for (int t = 0; t < 8; t++) {
+                int m = (qBase + b * 256 + t * 32) / 2;
+                long nibbles = block + Q5_KX16.NIBBLES + pairsAt + 32L * 16 * (t / 2);
+                long highBits = block + Q5_KX16.HIGH_BITS + pairsAt;
+                ShortVector sums = ShortVector.zero(X16_SHORTS);
+                for (int p = 0; p < 16; p++) {
+                    ShortVector packed = x16Load(w, nibbles + 32L * p);
+                    ShortVector nibble = t % 2 == 0 ? x16Low(packed) : x16High(packed);
+                    ShortVector fifth = x16Load(w, highBits + 32L * p).lanewise(VectorOperators.LSHR, t)
+                            .and((short) 1).lanewise(VectorOperators.LSHL, 4);
+                    sums = nibble.or(fifth).sub((short) 16).mul(x16Pair(pairs, m + p)).add(sums);
+                }
+                int i = blockBase + b * 8 + t;
+                IntVector scale;
+                IntVector min;
+                if (t < 4) {
+                    scale = x16RowBytes(w, scales + 16L * t).and(63);
+                    min = x16RowBytes(w, scales + 16L * (t + 4)).and(63);
+                } else {
+                    IntVector both = x16RowBytes(w, scales + 16L * (t + 4));
+                    scale = both.and(15).or(x16RowBytes(w, scales + 16L * (t - 4)).lanewise(VectorOperators.LSHR, 6)
+                            .lanewise(VectorOperators.LSHL, 4));
+                    min = both.lanewise(VectorOperators.LSHR, 4).or(x16RowBytes(w, scales + 16L * t)
+                            .lanewise(VectorOperators.LSHR, 6).lanewise(VectorOperators.LSHL, 4));
+                }
+                float dx = ds[i];
+                FloatVector sc = (FloatVector) scale.convert(VectorOperators.I2F, 0);
+                FloatVector mn = (FloatVector) min.convert(VectorOperators.I2F, 0);
+                acc = x16Sums(sums, -2 * sum8[i]).fma(d.mul(sc).mul(dx), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] / 8)).fma(dmin.mul(mn).mul(dx).neg(), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** llama.cpp's iq4 table in every short lane {@code l}: {@code VALUES[l % 16]}, for {@code selectFrom}. */
+    private static final ShortVector IQ4_VALUES =
+            ShortVector.fromArray(X16_SHORTS, iq4Lanes(X16_SHORTS.length()), 0);
+
+    private static short[] iq4Lanes(int lanes) {
+        short[] values = new short[lanes];
+        for (int l = 0; l < lanes; l++) {
+            values[l] = Iq4X16.VALUES[l % 16];
+        }
+        return values;
+    }
+
+    /**
+     * One part of a group of 16 rows of iq4_nl ({@code xs} false, {@code blocks} blocks) or iq4_xs
+     * ({@code blocks} superblocks of eight sub-blocks) with one input: per block of 32, each pair
+     * of nibble bytes looked up in the table ({@code selectFrom} on the zero-extended nibbles), times
+     * the pair of quants it meets; a low and a high product (at most {@code 2 * 127 * 127}) fit a
+     * short, so each pair's two are added there and widened to the row's int lane at once. Then one
+     * fused multiply-add per row with {@code dw * dx}, as {@link Iq4X16#row} does.
+     */
+    private static void x16Iq4Group(boolean xs, MemorySegment w, long group, int part, int blocks,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long blockBytes = xs ? Iq4X16.XS_GROUP_BLOCK_BYTES : Q4_0X16.GROUP_BLOCK_BYTES;
+        int subBlocks = xs ? 8 : 1;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * blockBytes;
+            FloatVector d = x16Scales(w, block + pairsAt);
+            IntVector scalesH = IntVector.zero(X16_INTS); // never null: a vector that may be null is boxed
+            IntVector scalesL = scalesH;
+            if (xs) {
+                scalesH = x16Scales16(w, block + 32 + pairsAt);
+                scalesL = IntVector.fromMemorySegment(X16_INTS, w, block + 64 + part * 4L * lanes, LE);
+            }
+            long nibbles = block + (xs ? Iq4X16.XS_NIBBLES : 32) + pairsAt;
+            for (int ib = 0; ib < subBlocks; ib++) {
+                int m = (qBase + (b * subBlocks + ib) * 32) / 2;
+                IntVector sums = IntVector.zero(X16_INTS);
+                for (int j = 0; j < 8; j++) {
+                    ShortVector packed = x16Load(w, nibbles + 32L * (8 * ib + j));
+                    ShortVector two = x16Low(packed).selectFrom(IQ4_VALUES).mul(x16Pair(pairs, m + j))
+                            .add(x16High(packed).selectFrom(IQ4_VALUES).mul(x16Pair(pairs, m + 8 + j)));
+                    IntVector both = two.reinterpretAsInts();
+                    sums = sums.add(both.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16))
+                            .add(both.lanewise(VectorOperators.ASHR, 16));
+                }
+                FloatVector dw = d;
+                if (xs) {
+                    IntVector ls = scalesL.lanewise(VectorOperators.LSHR, 4 * ib).and(0x0f)
+                            .or(scalesH.lanewise(VectorOperators.LSHR, 2 * ib).and(3).lanewise(VectorOperators.LSHL, 4))
+                            .sub(32);
+                    dw = d.mul((FloatVector) ls.convert(VectorOperators.I2F, 0));
+                }
+                FloatVector sumsF = (FloatVector) sums.convert(VectorOperators.I2F, 0);
+                acc = sumsF.fma(dw.mul(ds[blockBase + b * subBlocks + ib]), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * One part of a group of 16 rows of q2_K ({@code three} false) or q3_K with one input: per
+     * sub-block of 16, in {@link LowBitsKX16}'s order, each pair of quant bytes shifted to the
+     * sub-block's two bits (and for q3_K joined with its mask bit, less 4), times the pair of input
+     * quants it meets, in short lanes (8 products of at most {@code 4 * 127} a lane); each row's two
+     * lanes added as ints and one fused multiply-add per row with the sub-block's factor (for q2_K a
+     * second with the min and the input's {@code Σ q}), as {@link LowBitsKX16#row} does.
+     */
+    private static void x16LowBitsKGroup(boolean three, MemorySegment w, long group, int part, int supers,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long rowsAt = (long) part * lanes;
+        long blockBytes = three ? LowBitsKX16.Q3_GROUP_BLOCK_BYTES : LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * blockBytes;
+            FloatVector d = x16Scales(w, block + (three ? LowBitsKX16.Q3_D : LowBitsKX16.Q2_D) + pairsAt);
+            FloatVector dmin = three ? d : x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt); // q3_K: unused
+            long quants = block + (three ? LowBitsKX16.Q3_QUANTS : LowBitsKX16.Q2_QUANTS) + pairsAt;
+            for (int is = 0; is < 16; is++) {
+                int n = is / 8;
+                int j = (is / 2) % 4;
+                int h = is % 2;
+                int x = qBase + b * 256 + 128 * n + 32 * j + 16 * h;
+                int m = x / 2;
+                ShortVector sums = ShortVector.zero(X16_SHORTS);
+                for (int p = 0; p < 8; p++) {
+                    ShortVector q = x16Load(w, quants + 32L * (16 * n + 8 * h + p)).lanewise(VectorOperators.LSHR, 2 * j)
+                            .and((short) 3);
+                    if (three) {
+                        ShortVector mask = x16Load(w, block + pairsAt + 32L * (8 * h + p));
+                        q = q.or(mask.lanewise(VectorOperators.LSHR, 4 * n + j).and((short) 1)
+                                .lanewise(VectorOperators.LSHL, 2)).sub((short) 4);
+                    }
+                    sums = q.mul(x16Pair(pairs, m + p)).add(sums);
+                }
+                float dx = ds[blockBase + b * 8 + 4 * n + j];
+                FloatVector dot = x16Sums(sums, 0);
+                if (three) {
+                    long scales = block + LowBitsKX16.Q3_SCALES + rowsAt;
+                    IntVector low = x16RowBytes(w, scales + 16L * (is & 7));
+                    low = is < 8 ? low.and(0x0f) : low.lanewise(VectorOperators.LSHR, 4);
+                    IntVector high = x16RowBytes(w, scales + 16L * (8 + (is & 3)))
+                            .lanewise(VectorOperators.LSHR, 2 * (is / 4)).and(3);
+                    FloatVector scale = (FloatVector) low.or(high.lanewise(VectorOperators.LSHL, 4)).sub(32)
+                            .convert(VectorOperators.I2F, 0);
+                    acc = dot.fma(d.mul(scale).mul(dx), acc);
+                } else {
+                    IntVector sc = x16RowBytes(w, block + 16L * is + rowsAt);
+                    FloatVector scale = (FloatVector) sc.and(15).convert(VectorOperators.I2F, 0);
+                    FloatVector min = (FloatVector) sc.lanewise(VectorOperators.LSHR, 4).convert(VectorOperators.I2F, 0);
+                    acc = dot.fma(d.mul(scale).mul(dx), acc);
+                    acc = FloatVector.broadcast(X16_FLOATS, (float) LowBitsKX16.sum16(in, x))
+                            .fma(dmin.mul(min).mul(dx).neg(), acc);
+                }
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
+    /** One part's 16-bit fields of the rows at {@code at} (two bytes a row, side by side), zero-extended to ints. */
+    private static IntVector x16Scales16(MemorySegment w, long at) {
+        return ((IntVector) ShortVector.fromMemorySegment(X16_HALVES, w, at, LE).castShape(X16_INTS, 0)).and(0xffff);
+    }
+
+    /** A byte of each row of a part at {@code at} (one per row, side by side), zero-extended to int lanes. */
+    private static IntVector x16RowBytes(MemorySegment w, long at) {
+        return (IntVector) ByteVector.fromMemorySegment(X16_ROW_BYTES, w, at, LE)
+                .convertShape(VectorOperators.ZERO_EXTEND_B2I, X16_INTS, 0);
+    }
+
+    /**
+     * One part of a group of 16 rows of q5_0, q4_1 or q5_1 ({@code source}) with one input: per
+     * block, each pair of nibble bytes (joined with its fifth bits and less 16, for the 5-bit
+     * types), times the pair of quants it meets, in short lanes (16 products of at most
+     * {@code 16 * 127}, or {@code 15 * 127} for q4_1, a lane: exact); each row's two lanes added as
+     * ints (with {@code 16 Σ q}, which is {@code 2 * sum8}, added back for q5_1), one fused
+     * multiply-add per row with {@code dw * dx}, and for q4_1 and q5_1 one with the min, as
+     * {@link SmallBlocksX16#row} does. The fifth bits of the part's rows are one int lane each; for
+     * the pair of values {@code 2j, 2j + 1} of a half, bit {@code 2j} goes to bit 4 of the row's
+     * even short lane and bit {@code 2j + 1} to bit 4 of its odd one: the half's 16 bits spread once
+     * per block to {@code bits | (bits >>> 1) << 16}, then per pair a shift, a mask and a shift.
+     */
+    private static void x16SmallBlocksGroup(TensorType source, MemorySegment w, long group, int part, int blocks,
+            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+        int[] pairs = in.pairs();
+        float[] ds = in.d();
+        int[] sum8 = in.sum8();
+        boolean fifth = SmallBlocksX16.hasHighBits(source);
+        boolean mins = SmallBlocksX16.hasMins(source);
+        boolean addBack = fifth && mins; // q5_1: its quants are not centred, the products less 16 are
+        int lanes = X16_FLOATS.length();
+        long blockBytes = SmallBlocksX16.groupBlockBytes(source);
+        long scales = group + part * 2L * lanes;
+        long highBits = group + SmallBlocksX16.highBitsAt(source) + part * 4L * lanes;
+        long nibbles = group + SmallBlocksX16.nibblesAt(source) + part * 2L * lanes;
+        FloatVector acc = FloatVector.zero(X16_FLOATS);
+        for (int b = 0; b < blocks; b++) {
+            long o = b * blockBytes;
+            int m = (qBase + b * 32) / 2;
+            IntVector low = IntVector.zero(X16_INTS); // never null: a vector that may be null is boxed
+            IntVector high = low;
+            if (fifth) {
+                IntVector qh = IntVector.fromMemorySegment(X16_INTS, w, highBits + o, LE);
+                low = qh.and(0xffff);
+                low = low.or(low.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+                high = qh.lanewise(VectorOperators.LSHR, 16);
+                high = high.or(high.lanewise(VectorOperators.LSHR, 1).lanewise(VectorOperators.LSHL, 16));
+            }
+            ShortVector sums = ShortVector.zero(X16_SHORTS);
+            for (int j = 0; j < 8; j++) {
+                ShortVector packed = x16Load(w, nibbles + o + 32L * j);
+                ShortVector first = x16Low(packed);
+                ShortVector second = x16High(packed);
+                if (fifth) {
+                    first = first.or(low.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                            .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts()).sub((short) 16);
+                    second = second.or(high.lanewise(VectorOperators.LSHR, 2 * j).and(0x0001_0001)
+                            .lanewise(VectorOperators.LSHL, 4).reinterpretAsShorts()).sub((short) 16);
+                }
+                sums = first.mul(x16Pair(pairs, m + j)).add(sums);
+                sums = second.mul(x16Pair(pairs, m + 8 + j)).add(sums);
+            }
+            int i = blockBase + b;
+            float dx = ds[i];
+            acc = x16Sums(sums, addBack ? -2 * sum8[i] : 0).fma(x16Scales(w, scales + o).mul(dx), acc);
+            if (mins) {
+                acc = x16Scales(w, scales + 32 + o).fma(FloatVector.broadcast(X16_FLOATS,
+                        SmallBlocksX16.inputSum(dx, sum8[i])), acc);
+            }
+        }
+        acc.intoMemorySegment(out, at, LE);
+    }
+
     // ---- q6_K interleaved by 16 rows, int8 inputs ----
 
     /**
@@ -3940,6 +4417,34 @@ final class VectorOps implements KernelOps {
             case Q4_0 -> {
                 for (long b = 0; b < blocks; b++) {
                     dequantizeQ4_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q5_0 -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeQ5_0Block(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
+                }
+            }
+            case Q2_K, Q3_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeLowBitsKBlock(type == TensorType.Q3_K, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case IQ4_NL, IQ4_XS -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeIq4Block(type == TensorType.IQ4_XS, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case Q4_1, Q5_1 -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeMinBlock(type == TensorType.Q5_1, src, srcOffset + b * blockBytes, dst,
+                            dstOffset + b * blockFloats);
+                }
+            }
+            case Q5_K -> {
+                for (long b = 0; b < blocks; b++) {
+                    ScalarOps.dequantizeQ5_KBlock(src, srcOffset + b * blockBytes, dst, dstOffset + b * blockFloats);
                 }
             }
             case Q4_K -> {

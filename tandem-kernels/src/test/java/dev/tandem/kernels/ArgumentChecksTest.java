@@ -213,10 +213,10 @@ class ArgumentChecksTest {
                 "dequantize: blocks * block bytes = 9223372036854775807 * 4 overflows a long",
                 ops -> ops.dequantize(TensorType.F32, A, PAD, B, PAD, Long.MAX_VALUE)));
         cases.add(new Case(
-                "quantize: type = Q4_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0",
+                "quantize: type = Q4_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1",
                 ops -> ops.quantize(TensorType.Q4_K, A, PAD, B, PAD, 256)));
         cases.add(new Case(
-                "quantize: type = Q6_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0 and Q4_0",
+                "quantize: type = Q6_K has no quantizer; tandem quantizes to F32, F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1",
                 ops -> ops.quantize(TensorType.Q6_K, A, PAD, B, PAD, 0)));
         cases.add(new Case(
                 "quantize: elements = 48 must be a multiple of the Q4_0 block size 32",

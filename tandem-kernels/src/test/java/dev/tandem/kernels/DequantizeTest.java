@@ -146,6 +146,187 @@ class DequantizeTest {
     }
 
     /**
+     * q5_0: d = -1.5; the fifth bit of value {@code j} is bit {@code j} of the little-endian
+     * {@code qh}, above the nibble; a 5-bit {@code q} means {@code (q - 16) * d}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q5_0JoinsNibblesWithTheirFifthBits(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(7)) {
+            int[] block = new int[22];
+            block[0] = 0x00; // d = f16 0xbe00 = -1.5, little-endian
+            block[1] = 0xbe;
+            // qh: bits 1, 16 and 31 set, little-endian
+            block[2] = 0x02; // bit 1: value 1
+            block[3] = 0x00;
+            block[4] = 0x01; // bit 16: value 16
+            block[5] = 0x80; // bit 31: value 31
+            // every other nibble 0 without its fifth bit: (0 - 16) * -1.5 = 24
+            block[6] = 0x05; // value 0: low 5, bit 0 clear -> (5 - 16) * -1.5 = 16.5; value 16: high 0, bit set -> 16 -> 0
+            block[7] = 0xf3; // value 1: low 3 | 16 = 19 -> 3 * -1.5 = -4.5; value 17: high 15 -> (15 - 16) * -1.5 = 1.5
+            block[21] = 0xf0; // value 15: low 0 -> 24; value 31: high 15 | 16 = 31 -> 15 * -1.5 = -22.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q5_0, GgufBlocks.bytes(t, block), 32);
+            assertValues(
+                    name + " q5_0",
+                    out,
+                    new int[] {0, 16, 1, 17, 15, 31},
+                    new float[] {16.5f, 0f, -4.5f, 1.5f, 24f, -22.5f},
+                    24f);
+        }
+    }
+
+    /**
+     * q4_1 and q5_1: d = 0.5, m = -3; a quant {@code q} means {@code q * 0.5 - 3}; q5_1's fifth bit of
+     * value {@code j} is bit {@code j} of {@code qh}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q4_1AndQ5_1AddTheMinToTheScaledQuants(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(9)) {
+            int[] q41 = new int[20];
+            q41[1] = 0x38; // d = 0.5
+            q41[3] = 0xc2; // m = f16 0xc200 = -3
+            q41[4] = 0xf3; // value 0: 3 -> -1.5; value 16: 15 -> 4.5
+            q41[19] = 0x0a; // value 15: 10 -> 2; value 31: 0 -> -3
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q4_1, GgufBlocks.bytes(t, q41), 32);
+            assertValues(name + " q4_1", out, new int[] {0, 16, 15, 31}, new float[] {-1.5f, 4.5f, 2f, -3f}, -3f);
+            int[] q51 = new int[24];
+            q51[1] = 0x38;
+            q51[3] = 0xc2;
+            q51[4] = 0x01; // qh bit 0: value 0
+            q51[7] = 0x80; // qh bit 31: value 31
+            q51[8] = 0xf3; // value 0: 3 | 16 = 19 -> 6.5; value 16: 15 -> 4.5
+            q51[23] = 0xfa; // value 15: 10 -> 2; value 31: 15 | 16 = 31 -> 12.5
+            out = GgufBlocks.dequantized(t, ops, TensorType.Q5_1, GgufBlocks.bytes(t, q51), 32);
+            assertValues(name + " q5_1", out, new int[] {0, 16, 15, 31}, new float[] {6.5f, 4.5f, 2f, 12.5f}, -3f);
+        }
+    }
+
+    /**
+     * iq4_nl: d = 0.5, a nibble {@code n} means {@code 0.5 * kvalues[n]}; iq4_xs: d = 0.25 and
+     * sub-block {@code ib}'s scale {@code d * (ls - 32)}, its 6-bit {@code ls} from a nibble of
+     * {@code scales_l} and two bits of {@code scales_h}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void iq4TypesLookUpTheNonLinearTable(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(10)) {
+            int[] nl = new int[18];
+            nl[1] = 0x38; // d = 0.5
+            java.util.Arrays.fill(nl, 2, 18, 0x88); // nibbles 8: kvalues[8] = 1 -> 0.5
+            nl[2] = 0xf0; // value 0: kvalues[0] = -127 -> -63.5; value 16: kvalues[15] = 113 -> 56.5
+            nl[17] = 0x37; // value 15: kvalues[7] = -10 -> -5; value 31: kvalues[3] = -65 -> -32.5
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.IQ4_NL, GgufBlocks.bytes(t, nl), 32);
+            assertValues(name + " iq4_nl", out, new int[] {0, 16, 15, 31}, new float[] {-63.5f, 56.5f, -5f, -32.5f},
+                    0.5f);
+            int[] xs = new int[136];
+            xs[1] = 0x34; // d = 0.25
+            // sub-block 0: ls = 0x1 | 0b10 << 4 = 33 -> scale 0.25; sub-block 7: ls = 0xf | 0b11 << 4 = 63 -> 7.75
+            // every other sub-block: ls = 0 | 0 -> -32 * 0.25 = -8
+            xs[2] = 0x02; // scales_h bits 0-1 = 2 (sub-block 0)
+            xs[3] = 0xc0; // scales_h bits 14-15 = 3 (sub-block 7)
+            xs[4] = 0x01; // scales_l[0] low nibble: sub-block 0
+            xs[7] = 0xf0; // scales_l[3] high nibble: sub-block 7
+            java.util.Arrays.fill(xs, 8, 136, 0x88); // kvalues[8] = 1
+            xs[8] = 0x0f; // sub-block 0 value 0: 113 * 0.25 = 28.25; value 16: -127 * 0.25 = -31.75
+            xs[8 + 16 * 7 + 15] = 0xe8; // sub-block 7 value 15: 1 * 7.75; value 31: 89 * 7.75 = 689.75
+            out = GgufBlocks.dequantized(t, ops, TensorType.IQ4_XS, GgufBlocks.bytes(t, xs), 256);
+            float[] expected = new float[256];
+            for (int i = 0; i < 256; i++) {
+                expected[i] = i < 32 ? 0.25f : i >= 224 ? 7.75f : -8f;
+            }
+            expected[0] = 28.25f;
+            expected[16] = -31.75f;
+            expected[224 + 31] = 689.75f;
+            for (int i = 0; i < 256; i++) {
+                assertThat(out[i]).as("%s iq4_xs value %d", name, i).isEqualTo(expected[i]);
+            }
+        }
+    }
+
+    /**
+     * q2_K: d = 0.5, dmin = 0.25, sub-block {@code is} at values {@code 128n + 32j + 16h + l} with
+     * bits {@code 2j, 2j + 1} of quant byte {@code 32n + 16h + l}; q3_K: d = 0.5, sub-block scales
+     * from llama.cpp's packing, a value {@code q - 4} plus 4 where its mask bit is set.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q2_KAndQ3_KTakeTwoBitsPerValueAndTheirSubBlockScales(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(11)) {
+            int[] q2 = new int[84];
+            q2[81] = 0x38; // d = 0.5
+            q2[83] = 0x34; // dmin = 0.25
+            java.util.Arrays.fill(q2, 0, 16, 0x42); // every sub-block: scale 2 -> 1.0, min 4 -> 1.0: q - 1
+            q2[15] = 0x1f; // sub-block 15 (n 1, j 3, h 1): scale 15 -> 7.5, min 1 -> 0.25
+            q2[16] = 0xc3; // byte 0: values 0 (bits 0-1 = 3 -> 2) and 96 (bits 6-7 = 3 -> 2), 32 and 64 -> -1
+            q2[16 + 63] = 0x80; // byte 63 (n 1, h 1, l 15): value 128 + 96 + 16 + 15 = 255: 2 * 7.5 - 0.25
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q2_K, GgufBlocks.bytes(t, q2), 256);
+            float[] expected = new float[256];
+            java.util.Arrays.fill(expected, -1f);
+            java.util.Arrays.fill(expected, 240, 256, -0.25f); // sub-block 15: 0 * 7.5 - 0.25
+            expected[0] = 2f;
+            expected[96] = 2f;
+            expected[255] = 14.75f;
+            for (int i = 0; i < 256; i++) {
+                assertThat(out[i]).as("%s q2_K value %d", name, i).isEqualTo(expected[i]);
+            }
+            int[] q3 = new int[110];
+            q3[109] = 0x38; // d = 0.5
+            // scales: bytes 0-7 low nibbles (is 0-7) and high nibbles (is 8-15), bytes 8-11 two high bits each
+            java.util.Arrays.fill(q3, 96, 104, 0x00);
+            java.util.Arrays.fill(q3, 104, 108, 0xaa); // high bits 2 for every is: s = 32 + low -> s - 32 = low
+            q3[96] = 0x31; // is 0: low 1 -> scale 1 -> 0.5; is 8: low 3 -> 1.5
+            q3[96 + 7] = 0xf0; // is 7: 0; is 15: 15 -> 7.5
+            q3[32] = 0x01; // quant byte 0: value 0 (j 0) q = 1
+            q3[0] = 0x01; // mask byte 0 bit 0 (n 0, j 0): value 0 gets + 4 -> 1 - 4 + 4 = 1 -> 0.5
+            q3[32 + 32 + 16 + 15] = 0xc0; // byte 63: value 255 (n 1, j 3, h 1) q = 3, mask clear: -1 * 7.5
+            out = GgufBlocks.dequantized(t, ops, TensorType.Q3_K, GgufBlocks.bytes(t, q3), 256);
+            for (int i = 0; i < 256; i++) {
+                int is = 8 * (i / 128) + 2 * ((i % 128) / 32) + (i % 32) / 16;
+                float scale = is == 0 ? 0.5f : is == 8 ? 1.5f : is == 15 ? 7.5f : 0f;
+                float value = i == 0 ? 0.5f : i == 255 ? -7.5f : -4f * scale;
+                assertThat(out[i] == value).as("%s q3_K value %d = %s, expected %s", name, i, out[i], value).isTrue();
+            }
+        }
+    }
+
+    /**
+     * q5_K: d = 0.5, dmin = 0.25, every sub-block's scale 2 and min 4 (scale bytes 0-3 = 2, 4-7 = 4,
+     * 8-11 = 0x42: low nibble scale 2, high nibble min 4), so a 5-bit {@code q} means
+     * {@code 1 * q - 1}; the fifth bit of sub-block {@code t} at position {@code l} is bit {@code t}
+     * of {@code qh[l]}.
+     */
+    @ParameterizedTest(name = "{0}")
+    @MethodSource("implementations")
+    void q5_KJoinsNibblesWithTheirFifthBitsPerSubBlock(String name, KernelOps ops) {
+        try (Tensors t = new Tensors(8)) {
+            int[] block = new int[176];
+            block[1] = 0x38; // d = f16 0x3800 = 0.5
+            block[3] = 0x34; // dmin = f16 0x3400 = 0.25
+            for (int i = 0; i < 4; i++) {
+                block[4 + i] = 2;
+                block[8 + i] = 4;
+                block[12 + i] = 0x42;
+            }
+            block[16] = 0x01; // qh[0] bit 0: sub-block 0, value 0
+            block[16 + 5] = 0x80; // qh[5] bit 7: sub-block 7, value 7 * 32 + 5 = 229
+            block[16 + 31] = 0x0c; // qh[31] bits 2 and 3: values 2 * 32 + 31 = 95 and 127
+            block[48] = 0x3a; // nibbles of values 0 (low 10) and 32 (high 3)
+            block[48 + 96 + 5] = 0xf0; // values 6 * 32 + 5 = 197 (low 0) and 229 (high 15)
+            block[48 + 32 + 31] = 0x21; // values 95 (low 1) and 127 (high 2)
+            float[] out = GgufBlocks.dequantized(t, ops, TensorType.Q5_K, GgufBlocks.bytes(t, block), 256);
+            assertValues(
+                    name + " q5_K",
+                    out,
+                    // 0: 10 | 16 = 26 -> 25; 32: 3 -> 2; 229: 15 | 16 = 31 -> 30; 95: 1 | 16 = 17 -> 16;
+                    // 127: 2 | 16 = 18 -> 17; every other value q = 0 -> -1
+                    new int[] {0, 32, 229, 95, 127},
+                    new float[] {25f, 2f, 30f, 16f, 17f},
+                    -1f);
+        }
+    }
+
+    /**
      * d = 0.5, dmin = 0.25; sub-block scales {1, 2, 3, 4, 63, 17, 33, 48} and mins {0, 5, 10, 63, 1, 34, 20, 47},
      * packed into the 12 bytes by hand.
      */

@@ -35,12 +35,21 @@ final class GgufBlocks {
                 for (long block = 0; block < elements / type.blockSize(); block++) {
                     long at = PAD + block * type.blockBytes();
                     switch (type) {
-                        case Q8_0, Q4_0 -> segment.set(F16, at, finiteHalf(random));
-                        case Q4_K -> {
+                        case Q8_0, Q4_0, Q5_0, IQ4_NL, IQ4_XS -> segment.set(F16, at, finiteHalf(random));
+                        case Q4_1, Q5_1 -> {
+                            segment.set(F16, at, finiteHalf(random));
+                            segment.set(F16, at + 2, finiteHalf(random));
+                        }
+                        case Q4_K, Q5_K -> {
                             segment.set(F16, at, finiteHalf(random));
                             segment.set(F16, at + 2, finiteHalf(random));
                         }
                         case Q6_K -> segment.set(F16, at + 208, finiteHalf(random));
+                        case Q2_K -> {
+                            segment.set(F16, at + 80, finiteHalf(random));
+                            segment.set(F16, at + 82, finiteHalf(random));
+                        }
+                        case Q3_K -> segment.set(F16, at + 108, finiteHalf(random));
                         default -> throw new AssertionError(type);
                     }
                 }

@@ -312,7 +312,7 @@ class Q4_0X16Test {
                         .hasMessageStartingWith("dequantize: type = Q4_0_X16 interleaves whole groups of rows");
                 assertThatThrownBy(() -> ops.quantize(TensorType.Q4_0_X16, a, PAD, a, PAD, 32))
                         .hasMessage("quantize: type = Q4_0_X16 has no quantizer; tandem quantizes to F32, F16, BF16,"
-                                + " Q8_0 and Q4_0");
+                                + " Q8_0, Q4_0, Q4_1, Q5_0 and Q5_1");
                 assertThatThrownBy(() -> ops.interleaveQ4_0(a, PAD, a, PAD, 1, 48))
                         .hasMessage("interleaveQ4_0: cols = 48 must be a multiple of the q4_0 block size 32");
                 assertThatThrownBy(() -> ops.interleaveQ4_0(a, PAD, t.allocate(100), PAD, 16, 32))

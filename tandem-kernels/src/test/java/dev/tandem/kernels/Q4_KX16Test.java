@@ -234,11 +234,11 @@ class Q4_KX16Test {
                     .hasMessage("interleaveQ4_K: cols = 128 must be a multiple of the q4_K block size 256");
             assertThatThrownBy(() -> SCALAR.interleave(TensorType.Q4_0_X16, w, PAD, w, PAD, 16, 256))
                     .isInstanceOf(IllegalArgumentException.class)
-                    .hasMessage("interleave: type = Q4_0_X16 has no interleaved layout (Q4_0, Q4_K, Q8_0, Q6_K, F32, F16 and BF16 have one)");
+                    .hasMessage("interleave: type = Q4_0_X16 has no interleaved layout (Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, Q8_0, F32, F16 and BF16 have one)");
             assertThat(TensorType.Q4_K.interleaved()).isEqualTo(TensorType.Q4_K_X16);
             assertThat(TensorType.Q4_0.interleaved()).isEqualTo(TensorType.Q4_0_X16);
             for (TensorType type : TensorType.values()) {
-                if (type != TensorType.Q4_0 && type != TensorType.Q4_K && type != TensorType.Q8_0
+                if (type != TensorType.Q4_0 && type != TensorType.Q5_0 && type != TensorType.Q4_1 && type != TensorType.Q5_1 && type != TensorType.IQ4_NL && type != TensorType.IQ4_XS && type != TensorType.Q2_K && type != TensorType.Q3_K && type != TensorType.Q4_K && type != TensorType.Q5_K && type != TensorType.Q8_0
                         && type != TensorType.Q6_K && type != TensorType.F32 && type != TensorType.F16
                         && type != TensorType.BF16) {
                     assertThat(type.interleaved()).as("%s", type).isNull();

@@ -232,6 +232,74 @@ class QuantOpsTest {
     }
 
     /**
+     * One q5_0 block by hand, as llama.cpp's {@code quantize_row_q5_0_ref}: the largest magnitude is
+     * -8 (at index 3), so d = -8 / -16 = 0.5 and 1 / d = 2; each 5-bit quant is
+     * min(31, (int) (2x + 16.5)), its low four bits a nibble and its fifth bit in {@code qh}.
+     */
+    @Test
+    void q5_0QuantizerUsesTheSignedMaximumAndPutsTheFifthBitsInQh() {
+        try (Tensors t = new Tensors(14)) {
+            float[] values = new float[32];
+            values[0] = 1f; // 2 + 16.5 = 18.5 -> 18 = 0b10010: nibble 2, fifth bit 1
+            values[1] = -1.3f; // -2.6 + 16.5 = 13.9 -> 13: nibble 13, fifth bit 0
+            values[3] = -8f; // -16 + 16.5 = 0.5 -> 0
+            values[4] = 8f; // 16 + 16.5 = 32.5 -> 32 -> min(31) = 31: nibble 15, fifth bit 1
+            values[16] = -0.3f; // -0.6 + 16.5 = 15.9 -> 15: nibble 15, fifth bit 0
+            values[17] = 7.6f; // 15.2 + 16.5 = 31.7 -> 31: nibble 15, fifth bit 1
+            // every other value 0: 16.5 -> 16: nibble 0, fifth bit 1
+            MemorySegment q = quantized(t, SCALAR, TensorType.Q5_0, values);
+            assertThat(q.get(F16, PAD)).as("d").isEqualTo((short) 0x3800);
+            // fifth bits: every value but 1, 3 and 16 has one
+            int qh = ~(1 << 1 | 1 << 3 | 1 << 16);
+            assertThat(q.get(LittleEndian.I32, PAD + 2)).as("qh").isEqualTo(qh);
+            assertThat(q.get(I8, PAD + 6) & 0xff).as("byte 0: values 0 and 16").isEqualTo(2 | 15 << 4);
+            assertThat(q.get(I8, PAD + 7) & 0xff).as("byte 1: values 1 and 17").isEqualTo(13 | 15 << 4);
+            assertThat(q.get(I8, PAD + 9) & 0xff).as("byte 3: values 3 and 19").isEqualTo(0);
+            assertThat(q.get(I8, PAD + 10) & 0xff).as("byte 4: values 4 and 20").isEqualTo(15);
+            assertThat(q.get(I8, PAD + 21) & 0xff).as("byte 15: values 15 and 31").isEqualTo(0);
+            float[] back = GgufBlocks.dequantized(t, SCALAR, TensorType.Q5_0, q, 32);
+            assertThat(back[0]).isEqualTo(1f);
+            assertThat(back[1]).isEqualTo(-1.5f);
+            assertThat(back[3]).isEqualTo(-8f);
+            assertThat(back[4]).isEqualTo(7.5f);
+            assertThat(back[17]).isEqualTo(7.5f);
+
+            MemorySegment zero = quantized(t, SCALAR, TensorType.Q5_0, new float[32]);
+            // max = 0, so d = 0 / -16 = -0, and every quant 16: nibbles 0, every fifth bit set.
+            assertThat(zero.get(F16, PAD) & 0xffff).as("d of a zero block").isEqualTo(0x8000);
+            assertThat(zero.get(LittleEndian.I32, PAD + 2)).as("qh of a zero block").isEqualTo(-1);
+            assertThat(zero.get(I8, PAD + 6) & 0xff).as("nibbles of a zero block").isEqualTo(0);
+        }
+    }
+
+    /**
+     * One q4_1 and one q5_1 block by hand, as llama.cpp's reference quantizers: min -1, max 2, so
+     * d = 3 / 15 = 0.2 (q4_1) or 3 / 31 (q5_1), m = -1, q = (int) ((x + 1) / d + 0.5).
+     */
+    @Test
+    void q4_1AndQ5_1QuantizersTakeTheMinAndTheRange() {
+        try (Tensors t = new Tensors(15)) {
+            float[] values = new float[32];
+            values[0] = -1f; // q 0
+            values[1] = 2f; // q 15 (q4_1), 31 (q5_1)
+            values[16] = 0.5f; // 1.5 / 0.2 + 0.5 = 8 -> 8 (q4_1); 1.5 * 31 / 3 + 0.5 = 16 -> 16 (q5_1)
+            // every other value 0: 1 / 0.2 + 0.5 = 5.5 -> 5 (q4_1); 31 / 3 + 0.5 = 10.83 -> 10 (q5_1)
+            MemorySegment q41 = quantized(t, SCALAR, TensorType.Q4_1, values);
+            assertThat(q41.get(F16, PAD)).as("q4_1 d").isEqualTo(HalfFloats.f32ToF16(3f / 15f));
+            assertThat(q41.get(F16, PAD + 2)).as("q4_1 m").isEqualTo((short) 0xbc00);
+            assertThat(q41.get(I8, PAD + 4) & 0xff).as("values 0 and 16").isEqualTo(0 | 8 << 4);
+            assertThat(q41.get(I8, PAD + 5) & 0xff).as("values 1 and 17").isEqualTo(15 | 5 << 4);
+            assertThat(q41.get(I8, PAD + 6) & 0xff).as("values 2 and 18").isEqualTo(5 | 5 << 4);
+            MemorySegment q51 = quantized(t, SCALAR, TensorType.Q5_1, values);
+            assertThat(q51.get(F16, PAD)).as("q5_1 d").isEqualTo(HalfFloats.f32ToF16(3f / 31f));
+            assertThat(q51.get(LittleEndian.I32, PAD + 4)).as("q5_1 qh: values 1 (31) and 16 (16)")
+                    .isEqualTo(1 << 1 | 1 << 16);
+            assertThat(q51.get(I8, PAD + 8) & 0xff).as("values 0 and 16").isEqualTo(0);
+            assertThat(q51.get(I8, PAD + 9) & 0xff).as("values 1 and 17").isEqualTo(15 | 10 << 4);
+        }
+    }
+
+    /**
      * q4_0's step is {@code |d| = amax / 8}. A value rounds to within half a step, except that values opposite in
      * sign to the maximum and beyond 7.5 steps clamp to nibble 15 and may move by a whole step; the f16 rounding of
      * d adds up to {@code 8 * 2^-11 * |d|}, when d is a normal f16.

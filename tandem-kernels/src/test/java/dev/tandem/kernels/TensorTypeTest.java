@@ -62,12 +62,12 @@ class TensorTypeTest {
 
     @Test
     void anUnsupportedIdIsReportedByItsGgmlName() {
-        String supported = "; tandem reads F32, F16, Q4_0, Q8_0, Q4_K, Q6_K, BF16";
-        assertThatThrownBy(() -> TensorType.fromGgmlId(13))
+        String supported = "; tandem reads F32, F16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL, IQ4_XS, BF16";
+        assertThatThrownBy(() -> TensorType.fromGgmlId(16))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("unsupported ggml tensor type Q5_K (13)" + supported);
-        assertThatThrownBy(() -> TensorType.fromGgmlId(3))
-                .hasMessage("unsupported ggml tensor type Q4_1 (3)" + supported);
+                .hasMessage("unsupported ggml tensor type IQ2_XXS (16)" + supported);
+        assertThatThrownBy(() -> TensorType.fromGgmlId(21))
+                .hasMessage("unsupported ggml tensor type IQ3_S (21)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(39))
                 .hasMessage("unsupported ggml tensor type MXFP4 (39)" + supported);
         assertThatThrownBy(() -> TensorType.fromGgmlId(4))
@@ -82,9 +82,9 @@ class TensorTypeTest {
 
     @Test
     void nameLookupNamesUnsupportedAndUnknownTypes() {
-        assertThatThrownBy(() -> TensorType.fromName("q5_K"))
+        assertThatThrownBy(() -> TensorType.fromName("iq2_xxs"))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageStartingWith("unsupported ggml tensor type Q5_K (13);");
+                .hasMessageStartingWith("unsupported ggml tensor type IQ2_XXS (16);");
         assertThatThrownBy(() -> TensorType.fromName("Q4_2"))
                 .hasMessageStartingWith("unsupported ggml tensor type Q4_2 (4, removed from ggml);");
         assertThatThrownBy(() -> TensorType.fromName("q9_9"))

@@ -44,7 +44,7 @@ public final class LlamaReference {
 
     private final LlamaConfig c;
     private final float[][][] weights = new float[Tensor.values().length][][];
-    /** Per matrix and layer, whether it is a q4_0, q4_K or q6_K product: it takes its input quantized to q8_0 blocks. */
+    /** Per matrix and layer, whether it is a quantized product other than q8_0: it takes its input quantized to q8_0 blocks. */
     private final boolean[][] quantizedInputs = new boolean[Tensor.values().length][];
 
     public LlamaReference(LlamaWeights source) {
@@ -61,8 +61,8 @@ public final class LlamaReference {
                 array[l] = decode(source.tensor(tensor, l), tensor, type);
                 Tensor stored = tensor == Tensor.OUTPUT && c.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
                 q4[l] = !tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING
-                        && (source.type(stored, l) == WeightType.Q4_0 || source.type(stored, l) == WeightType.Q4_K
-                                || source.type(stored, l) == WeightType.Q6_K);
+                        && source.type(stored, l).tensorType().isQuantized()
+                        && source.type(stored, l) != WeightType.Q8_0;
             }
             weights[tensor.ordinal()] = array;
             quantizedInputs[tensor.ordinal()] = q4;
@@ -84,7 +84,7 @@ public final class LlamaReference {
             return values;
         }
         if (type != WeightType.Q8_0) {
-            // q4_0, q4_K and q6_K: the scalar dequantizer, itself checked against llama.cpp's definition.
+            // the other block types: the scalar dequantizer, itself checked against llama.cpp's definition.
             MemorySegment f32 = Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
             Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
             for (int i = 0; i < values.length; i++) {
@@ -110,7 +110,7 @@ public final class LlamaReference {
 
     /**
      * Matrix {@code tensor} of {@code layer} times {@code x}: with {@code x} first quantized to
-     * q8_0 blocks where the matrix is q4_0, q4_K or q6_K, as tandem's kernels for them compute it
+     * q8_0 blocks where the matrix is of a block type other than q8_0, as tandem's kernels for them compute it
      * ({@link dev.tandem.kernels.MatmulOps#matmulQ4_0_X16}, {@link
      * dev.tandem.kernels.MatmulOps#matmulQ4_K_X16}, {@link dev.tandem.kernels.MatmulOps#matmulQ6_K_X16}).
      */

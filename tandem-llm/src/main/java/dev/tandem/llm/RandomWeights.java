@@ -12,8 +12,8 @@ import java.nio.ByteOrder;
  * {@code [-1/sqrt(cols), 1/sqrt(cols))} (so activations keep their scale), embeddings in
  * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link WeightType#Q8_0} and
  * {@link WeightType#Q4_0} the f32 values are quantized with llama.cpp's rounding
- * ({@link dev.tandem.kernels.QuantOps#quantize}); {@link WeightType#Q4_K} and
- * {@link WeightType#Q6_K}, which have no quantizer here, are refused.
+ * ({@link dev.tandem.kernels.QuantOps#quantize}); the k-quants and the iq4 types, which have no
+ * quantizer here, are refused.
  *
  * <p>{@link #forText} tilts the classifier towards printable ASCII (its rows for the bytes
  * {@code 0x20..0x7E} of the {@link ByteTokenizer} are {@value #TEXT_TILT} times larger), so that a
@@ -34,7 +34,10 @@ public final class RandomWeights implements LlamaWeights {
     }
 
     private RandomWeights(LlamaConfig config, long seed, boolean text) {
-        if (config.weightType() == WeightType.Q4_K || config.weightType() == WeightType.Q6_K) {
+        if (config.weightType() == WeightType.Q4_K || config.weightType() == WeightType.Q5_K
+                || config.weightType() == WeightType.Q6_K || config.weightType() == WeightType.IQ4_NL
+                || config.weightType() == WeightType.IQ4_XS || config.weightType() == WeightType.Q2_K
+                || config.weightType() == WeightType.Q3_K) {
             throw new IllegalArgumentException("RandomWeights: " + config.weightType() + " has no quantizer here;"
                     + " write F32 random weights as a " + config.weightType() + " GGUF instead");
         }

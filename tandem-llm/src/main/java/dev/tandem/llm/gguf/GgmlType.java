@@ -53,9 +53,17 @@ public record GgmlType(int id, String name, int blockSize, int blockBytes) {
     public static final GgmlType F32 = BY_ID[0];
     public static final GgmlType F16 = BY_ID[1];
     public static final GgmlType Q4_0 = BY_ID[2];
+    public static final GgmlType Q4_1 = BY_ID[3];
+    public static final GgmlType Q5_0 = BY_ID[6];
+    public static final GgmlType Q5_1 = BY_ID[7];
     public static final GgmlType Q8_0 = BY_ID[8];
+    public static final GgmlType Q2_K = BY_ID[10];
+    public static final GgmlType Q3_K = BY_ID[11];
     public static final GgmlType Q4_K = BY_ID[12];
+    public static final GgmlType Q5_K = BY_ID[13];
     public static final GgmlType Q6_K = BY_ID[14];
+    public static final GgmlType IQ4_NL = BY_ID[20];
+    public static final GgmlType IQ4_XS = BY_ID[23];
     public static final GgmlType BF16 = BY_ID[30];
 
     private static void define(int id, String name, int blockSize, int blockBytes) {

@@ -21,11 +21,12 @@ import java.util.TreeSet;
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
  * {@link WeightType} chosen from the file's types: the one type when every matrix has it and it is
- * not F32 (F16, BF16, Q8_0, Q4_0, Q4_K or Q6_K); else {@code Q8_0} (a label: nothing is
+ * not F32 (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS); else {@code Q8_0} (a label: nothing is
  * converted) when every matrix has one of those types, all of which have kernels; else
  * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). In such a model every matrix of
  * every layer ({@link #type}) runs as stored, so llama.cpp's Q4_K_M files, with Q6_K in the
- * classifier and in half the layers' value and down projections, run with the file's exact
+ * classifier and in half the layers' value and down projections (and Q5_0 in the matrices whose
+ * rows are not a multiple of 256), run with the file's exact
  * weights and bytes, and an F16 file reads 2 bytes a weight per token; an F32 model (any F32
  * matrix) converts what is not F32. Same-type tensors are handed out as read-only slices of the mapping, which
  * {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers; converted ones are
@@ -39,7 +40,8 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     public static final List<String> ARCHITECTURES = List.of("llama", "mistral", "qwen2", "qwen3");
 
     /** The tensor types it converts from. */
-    public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K");
+    public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
+            "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS");
 
     private final GgufFile file;
     private final String architecture;
@@ -216,7 +218,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         file.close();
     }
 
-    /** The {@link WeightType} of ggml type {@code name} other than F32 (F16, BF16, Q8_0, Q4_0, Q4_K, Q6_K), else null. */
+    /** The {@link WeightType} of ggml type {@code name} other than F32 (the quantised and half types), else null. */
     private static WeightType quantisedKernelType(String name) {
         for (WeightType t : WeightType.values()) {
             if (t != WeightType.F32 && t.name().equals(name)) {

@@ -203,7 +203,7 @@ public final class GgufCheckpointWriter {
         return s.toArray(F32);
     }
 
-    /** f32 values in {@code type}: the kernels' quantisers, or {@link CrudeKQuants} for Q4_K and Q6_K. */
+    /** f32 values in {@code type}: the kernels' quantisers, or {@link CrudeKQuants} for the k-quants and the iq4 types. */
     public static MemorySegment encode(float[] values, GgmlType type) {
         MemorySegment src = Arena.ofAuto().allocate((long) values.length * Float.BYTES, 64);
         for (int i = 0; i < values.length; i++) {
@@ -215,9 +215,14 @@ public final class GgufCheckpointWriter {
         }
         MemorySegment dst = Arena.ofAuto().allocate(bytes, 64);
         switch (type.name()) {
-            case "F32", "F16", "BF16", "Q8_0", "Q4_0" ->
+            case "F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1" ->
                     Ops.scalar().quantize(TensorType.valueOf(type.name()), src, 0, dst, 0, values.length);
             case "Q4_K" -> CrudeKQuants.q4K(src, dst, values.length);
+            case "Q5_K" -> CrudeKQuants.q5K(src, dst, values.length);
+            case "IQ4_NL" -> CrudeKQuants.iq4(src, dst, values.length, false);
+            case "Q2_K" -> CrudeKQuants.q2K(src, dst, values.length);
+            case "Q3_K" -> CrudeKQuants.q3K(src, dst, values.length);
+            case "IQ4_XS" -> CrudeKQuants.iq4(src, dst, values.length, true);
             case "Q6_K" -> CrudeKQuants.q6K(src, dst, values.length);
             default -> { } // zero bytes: a tensor the loader should refuse by its type
         }

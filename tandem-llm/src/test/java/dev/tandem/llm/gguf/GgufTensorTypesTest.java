@@ -58,20 +58,13 @@ class GgufTensorTypesTest {
     }
 
     @ParameterizedTest
-    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_K", "Q6_K"})
+    @ValueSource(strings = {"F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K", "Q4_K", "Q5_K",
+        "Q6_K", "IQ4_NL", "IQ4_XS"})
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
-            WeightType expected = switch (typeName) {
-                case "F32" -> WeightType.F32;
-                case "F16" -> WeightType.F16;
-                case "BF16" -> WeightType.BF16;
-                case "Q4_0" -> WeightType.Q4_0;
-                case "Q4_K" -> WeightType.Q4_K;
-                case "Q6_K" -> WeightType.Q6_K;
-                default -> WeightType.Q8_0;
-            };
+            WeightType expected = WeightType.valueOf(typeName);
             assertThat(weights.config().weightType()).isEqualTo(expected);
             assertThat(weights.file().tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(type);
             checkAgainstTheReference(worker, weights);
@@ -170,7 +163,8 @@ class GgufTensorTypesTest {
 
     /** The test quantisers write blocks the kernels decode to values close to the f32 ones. */
     @ParameterizedTest
-    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q4_K:0.12", "Q6_K:0.04"})
+    @ValueSource(strings = {"Q8_0:0.02", "Q4_0:0.12", "Q4_1:0.12", "Q5_0:0.06", "Q5_1:0.06", "Q4_K:0.12", "Q5_K:0.06",
+        "Q6_K:0.04", "IQ4_NL:0.12", "IQ4_XS:0.12", "Q2_K:0.5", "Q3_K:0.3"})
     void quantisedBlocksDecodeCloseToTheOriginal(String spec) {
         GgmlType type = GgmlType.byName(spec.split(":")[0]);
         double bound = Double.parseDouble(spec.split(":")[1]);
@@ -223,6 +217,34 @@ class GgufTensorTypesTest {
             assertThat(model.weightType(Tensor.WV, 1)).isEqualTo(stored);
             assertThat(model.weightType(Tensor.W2, 1)).isEqualTo(WeightType.Q6_K);
             assertThat(model.weightBytes()).isEqualTo(matrixBytes + normBytes(SHAPE));
+            checkAgainstTheReference(worker, weights);
+        }
+    }
+
+    /**
+     * What {@code llama-quantize ... Q4_K_M} writes for a model whose width is not a multiple of
+     * 256 (Qwen2.5-0.5B's 896): the matrices with rows of {@code dim} values fall back from Q4_K to
+     * Q5_0 (the embedding among them) and from Q6_K to Q8_0 (the classifier), while rows of the FFN
+     * width stay Q4_K and Q6_K. Every matrix runs as stored, the Q5_0 embedding's rows are looked
+     * up, and the decode equals the reference.
+     */
+    @Test
+    void aQ4KMFileWithQ5_0FallbacksRunsEveryMatrixAsStored() throws IOException {
+        LlamaConfig narrow = new LlamaConfig(192, 2, 4, 2, 512, 256, 64, 10000f, 1e-5f, WeightType.F32);
+        Path p = dir.resolve("q4_k_m-like.gguf");
+        GgufCheckpointWriter writer = new GgufCheckpointWriter(new RandomWeights(narrow, 11))
+                .matrixType(GgmlType.Q5_0).type("output.weight", GgmlType.Q8_0);
+        for (int l = 0; l < narrow.layers(); l++) {
+            writer.type("blk." + l + ".ffn_down.weight", l == 0 ? GgmlType.Q6_K : GgmlType.Q4_K);
+        }
+        writer.write(p);
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            assertThat(weights.type(Tensor.TOKEN_EMBEDDING, 0)).isEqualTo(WeightType.Q5_0);
+            assertThat(weights.type(Tensor.WQ, 1)).isEqualTo(WeightType.Q5_0);
+            assertThat(weights.type(Tensor.W2, 1)).isEqualTo(WeightType.Q4_K);
+            assertThat(weights.type(Tensor.OUTPUT, 0)).isEqualTo(WeightType.Q8_0);
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            assertThat(model.weightType(Tensor.W1, 0)).isEqualTo(WeightType.Q5_0);
             checkAgainstTheReference(worker, weights);
         }
     }
@@ -292,12 +314,12 @@ class GgufTensorTypesTest {
 
     @Test
     void anUnsupportedTensorTypeIsNamed() throws IOException {
-        Path p = dir.resolve("q5k.gguf");
-        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("Q5_K"))
+        Path p = dir.resolve("iq2xxs.gguf");
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("IQ2_XXS"))
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
-                + ": tensor blk.0.attn_q.weight has type Q5_K (13), unsupported (supported: BF16, F16, F32, Q4_0,"
-                + " Q4_K, Q6_K, Q8_0)");
+                + ": tensor blk.0.attn_q.weight has type IQ2_XXS (16), unsupported (supported: BF16, F16, F32, IQ4_NL,"
+                + " IQ4_XS, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0)");
     }
 
     @Test
