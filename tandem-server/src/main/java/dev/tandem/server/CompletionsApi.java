@@ -68,14 +68,18 @@ final class CompletionsApi {
             names.check(request.model());
             parsed[0] = request;
             GenerateOptions options = options(request);
-            int[] prompt = encode(request);
+            List<int[]> prompts = encode(request);
             List<Completion> admitted = new ArrayList<>();
             try {
-                for (int i = 0; i < request.n(); i++) {
-                    // Choice i draws with seed + i, so sampled choices differ; the prefix cache shares the prompt.
-                    GenerateOptions choice = i == 0 ? options : options.withSampler(
-                            request.sampler().toBuilder().seed(request.sampler().seed() + i).build());
-                    admitted.add(generations.submit(prompt, request.maxTokens(), choice, chat ? "messages" : "prompt"));
+                // Choice p * n + i is prompt p's i-th; it draws with seed + i, so sampled choices of a
+                // prompt differ, and the prefix cache shares the prompt's blocks among them.
+                for (int[] prompt : prompts) {
+                    for (int i = 0; i < request.n(); i++) {
+                        GenerateOptions choice = i == 0 ? options : options.withSampler(
+                                request.sampler().toBuilder().seed(request.sampler().seed() + i).build());
+                        admitted.add(generations.submit(prompt, request.maxTokens(), choice,
+                                chat ? "messages" : "prompt"));
+                    }
                 }
             } catch (RuntimeException e) {
                 admitted.forEach(generations::release);
@@ -127,12 +131,27 @@ final class CompletionsApi {
         return options;
     }
 
-    private int[] encode(GenerationRequest request) {
+    /** The prompts' tokens: the chat's rendering, or each prompt's text encoded, or its ids as given. */
+    private List<int[]> encode(GenerationRequest request) {
         if (!request.chat()) {
-            return model.encode(request.prompt());
+            List<int[]> prompts = new ArrayList<>();
+            for (GenerationRequest.Prompt p : request.prompts()) {
+                if (p.tokens() == null) {
+                    prompts.add(model.encode(p.text()));
+                    continue;
+                }
+                for (int t : p.tokens()) {
+                    if (t >= model.tokenizer().vocabSize()) {
+                        throw ApiException.badParameter("prompt", "token id " + t + " is not in the vocabulary of "
+                                + model.tokenizer().vocabSize());
+                    }
+                }
+                prompts.add(p.tokens());
+            }
+            return prompts;
         }
         try {
-            return model.encodeChat(request.messages(), request.tools());
+            return List.of(model.encodeChat(request.messages(), request.tools()));
         } catch (RuntimeException e) {
             // The template rejects the conversation (e.g. roles that do not alternate).
             throw ApiException.badParameter("messages", "the chat template rejects these messages: " + e.getMessage());
@@ -157,7 +176,7 @@ final class CompletionsApi {
     private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, CompletionShapes shapes,
             List<Completion> choices, String operation, long start) {
         FirstToken first = new FirstToken();
-        int promptTokens = choices.getFirst().promptTokens().length;
+        int promptTokens = promptTokens(choices, request);
         String outcome;
         metrics.streamOpened();
         SseWriter events = null;
@@ -265,6 +284,15 @@ final class CompletionsApi {
         events.data(shapes.chunk(index, null, false, end.calls().isEmpty() ? finish.wire() : "tool_calls"));
     }
 
+    /** The prompts' tokens, each counted once however many choices it has. */
+    private static int promptTokens(List<Completion> choices, GenerationRequest request) {
+        int total = 0;
+        for (int i = 0; i < choices.size(); i += request.n()) {
+            total += choices.get(i).promptTokens().length;
+        }
+        return total;
+    }
+
     private static int completionTokens(List<Completion> choices) {
         return choices.stream().mapToInt(c -> c.tokens().length).sum();
     }
@@ -283,7 +311,7 @@ final class CompletionsApi {
             }, r -> Thread.ofVirtual().name("tandem-server-choice").start(r)));
         }
         done.forEach(java.util.concurrent.CompletableFuture::join);
-        int promptTokens = choices.getFirst().promptTokens().length;
+        int promptTokens = promptTokens(choices, request);
         int completionTokens = completionTokens(choices);
         for (Completion c : choices) {
             if (c.finishReason() == FinishReason.ABORTED) {

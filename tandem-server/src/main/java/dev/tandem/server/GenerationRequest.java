@@ -24,7 +24,7 @@ import java.util.Set;
  * @param chat         whether it is a chat completion (messages) or a completion (prompt)
  * @param model        the model named, or null
  * @param messages     the chat's messages (chat only)
- * @param prompt       the prompt text (completion only)
+ * @param prompts      the prompts (completion only): one, or several (a choice set each)
  * @param maxTokens    {@code max_completion_tokens} / {@code max_tokens}, or 0 when not given
  * @param sampler      the sampler of the request
  * @param stop         stop strings (at most 4)
@@ -41,7 +41,7 @@ import java.util.Set;
  *                     ({@code top_logprobs}, or completions' {@code logprobs}); -1 for none
  * @param n            how many choices to generate for the prompt
  */
-record GenerationRequest(boolean chat, String model, List<ChatMessage> messages, String prompt, int maxTokens,
+record GenerationRequest(boolean chat, String model, List<ChatMessage> messages, List<Prompt> prompts, int maxTokens,
         SamplerConfig sampler, List<String> stop, boolean stream, boolean includeUsage, boolean ignoreEos,
         List<String> tools, boolean parallelToolCalls, String toolChoice, Grammar responseFormat, int logprobs,
         int n) {
@@ -79,7 +79,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         checkFields(body, chat);
         String model = Params.optionalString(body, "model");
         List<ChatMessage> messages = chat ? messages(body) : List.of();
-        String prompt = chat ? null : prompt(body);
+        List<Prompt> prompt = chat ? List.of() : prompts(body);
 
         int maxTokens = 0;
         for (String name : chat ? List.of("max_completion_tokens", "max_tokens") : List.of("max_tokens")) {
@@ -158,7 +158,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         }
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
                 includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls, toolChoice,
-                responseFormat, logprobs(body, chat), n);
+                responseFormat, logprobs(body, chat), checkedChoices(n, prompt.size()));
     }
 
     /**
@@ -451,18 +451,65 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         throw ApiException.badParameter(param, param + " must be a string or an array of text parts");
     }
 
-    private static String prompt(JsonNode body) {
+    /** {@code n}, when the prompts times {@code n} stay within {@link #MAX_CHOICES}. */
+    private static int checkedChoices(int n, int prompts) {
+        if ((long) n * Math.max(1, prompts) > MAX_CHOICES) {
+            throw ApiException.badParameter("n", "at most " + MAX_CHOICES + " choices in one request: " + prompts
+                    + " prompts times n = " + n);
+        }
+        return n;
+    }
+
+    /** A completion's prompt: its text, or the token ids the client gave. */
+    record Prompt(String text, int[] tokens) {}
+
+    static final int MAX_PROMPTS = 8;
+
+    /**
+     * {@code prompt}: a string, token ids, or a list of either (each its own set of choices); a
+     * list of one string is one prompt.
+     */
+    private static List<Prompt> prompts(JsonNode body) {
         JsonNode prompt = body.get("prompt");
         if (prompt == null || prompt.isNull()) {
             throw ApiException.badParameter("prompt", "prompt is required");
         }
         if (prompt.isTextual()) {
-            return prompt.asText();
+            return List.of(new Prompt(prompt.asText(), null));
         }
-        if (prompt.isArray() && prompt.size() == 1 && prompt.get(0).isTextual()) {
-            return prompt.get(0).asText();
+        if (!prompt.isArray() || prompt.isEmpty()) {
+            throw ApiException.badParameter("prompt", "prompt must be a string, token ids, or a non-empty list of them");
         }
-        throw ApiException.badParameter("prompt", "prompt must be a string (or an array of one string)");
+        if (prompt.get(0).isIntegralNumber()) {
+            return List.of(new Prompt(null, tokenIds(prompt, "prompt")));
+        }
+        if (prompt.size() > MAX_PROMPTS) {
+            throw ApiException.badParameter("prompt", "at most " + MAX_PROMPTS + " prompts in one request");
+        }
+        List<Prompt> prompts = new ArrayList<>();
+        for (int i = 0; i < prompt.size(); i++) {
+            JsonNode p = prompt.get(i);
+            if (p.isTextual()) {
+                prompts.add(new Prompt(p.asText(), null));
+            } else if (p.isArray() && !p.isEmpty()) {
+                prompts.add(new Prompt(null, tokenIds(p, "prompt[" + i + "]")));
+            } else {
+                throw ApiException.badParameter("prompt", "prompt[" + i + "] must be a string or token ids");
+            }
+        }
+        return List.copyOf(prompts);
+    }
+
+    private static int[] tokenIds(JsonNode array, String param) {
+        int[] ids = new int[array.size()];
+        for (int i = 0; i < ids.length; i++) {
+            JsonNode t = array.get(i);
+            if (!t.isIntegralNumber() || !t.canConvertToInt() || t.intValue() < 0) {
+                throw ApiException.badParameter("prompt", param + " must hold token ids (integers >= 0)");
+            }
+            ids[i] = t.intValue();
+        }
+        return ids;
     }
 
     private static List<String> stop(JsonNode body) {

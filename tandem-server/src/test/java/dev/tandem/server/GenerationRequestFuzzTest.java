@@ -52,7 +52,7 @@ class GenerationRequestFuzzTest {
                 if (chat) {
                     assertThat(request.messages()).isNotEmpty();
                 } else {
-                    assertThat(request.prompt()).isNotNull();
+                    assertThat(request.prompts()).isNotEmpty();
                 }
             } catch (ApiException e) {
                 assertThat(e.status()).isEqualTo(400);

@@ -189,6 +189,32 @@ class StructuredOutputTest {
     }
 
     @Test
+    void aPromptMayBeTokenIdsOrSeveralPromptsEachWithItsChoices() throws Exception {
+        int[] ids = served.model.encode("Once upon a time");
+        String asText = RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":\"Once upon a time\",\"max_tokens\":6,\"temperature\":0}").body();
+        String asIds = RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":" + java.util.Arrays.toString(ids) + ",\"max_tokens\":6,\"temperature\":0}").body();
+        assertThat(JSON.readTree(asIds).at("/choices/0/text").asText())
+                .isEqualTo(JSON.readTree(asText).at("/choices/0/text").asText());
+        JsonNode two = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":[\"Once upon a time\",\"The cat\"],\"max_tokens\":6,\"temperature\":0,\"n\":2}")
+                .body());
+        assertThat(two.get("choices")).hasSize(4);
+        JsonNode cat = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":\"The cat\",\"max_tokens\":6,\"temperature\":0}").body());
+        assertThat(two.at("/choices/0/text").asText()).isEqualTo(JSON.readTree(asText).at("/choices/0/text").asText());
+        assertThat(two.at("/choices/2/text").asText()).isEqualTo(cat.at("/choices/0/text").asText());
+        assertThat(two.at("/choices/3/index").asInt()).isEqualTo(3);
+        assertThat(two.at("/usage/prompt_tokens").asInt())
+                .isEqualTo(ids.length + served.model.encode("The cat").length);
+        assertThat(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":[1,999999]}").status()).isEqualTo(400);
+        assertThat(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
+                "{\"prompt\":[\"a\",\"b\",\"c\"],\"n\":3}").status()).isEqualTo(400);
+    }
+
+    @Test
     void logitBiasBansAndForcesTokens() throws Exception {
         String body = "{\"prompt\":\"Once upon a time\",\"max_tokens\":4,\"temperature\":0,\"logprobs\":0%s}";
         JsonNode plain = JSON.readTree(RawHttp.exchange(served.server.port(), "POST", "/v1/completions", H,
