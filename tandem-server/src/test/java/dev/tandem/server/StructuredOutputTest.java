@@ -69,6 +69,22 @@ class StructuredOutputTest {
         }
     }
 
+    /** What the official client's class-based structured output asks for: its schema is made from the class. */
+    public static class Kid {
+        public String name;
+        public long age;
+        public boolean brave;
+    }
+
+    @Test
+    void theJavaClientsClassBasedStructuredOutputParsesIntoTheClass() {
+        var answer = client.chat().completions().create(ChatCompletionCreateParams.builder().model("gpt-4o-mini")
+                .addUserMessage("Tell me about a kid.").maxCompletionTokens(150L).seed(2L).temperature(1.0)
+                .responseFormat(Kid.class).build());
+        Kid kid = answer.choices().getFirst().message().content().orElseThrow();
+        assertThat(kid.name).isNotNull();
+    }
+
     @Test
     void jsonObjectRepliesParseAndUnservableSchemasAreRefusedByName() throws Exception {
         RawHttp.Response object = RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
