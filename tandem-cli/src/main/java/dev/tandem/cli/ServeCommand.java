@@ -52,7 +52,11 @@ public final class ServeCommand implements Runnable {
     @Option(names = "--port", defaultValue = "8080", description = "Port; 0 for any free one (default: ${DEFAULT-VALUE}).")
     int port;
 
-    @Option(names = "--max-batch", defaultValue = "8", description = "Requests decoding together in one batch (default: ${DEFAULT-VALUE}).")
+    // 16, not the library's 8: sixteen clients on a small model waited for a first token behind a batch of
+    // eight while llama-server served them all. A slot costs a row of logits; what bounds a batch is
+    // the KV pool, whose reservations already hold back members that would not fit.
+    @Option(names = "--max-batch", defaultValue = "16", description = "Requests decoding together in one batch, at "
+            + "most; fewer when the KV pool cannot hold their contexts (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
     @Option(names = "--max-queued", defaultValue = "64",
