@@ -128,6 +128,25 @@ class KvBlockPoolTest {
     }
 
     @Test
+    void blocksWhoseTokensHashAlikeAreStillToldApart() {
+        // Arrays.hashCode({0, 31}) == Arrays.hashCode({1, 0}): only the tokens themselves may decide.
+        KvBlockPool pool = new KvBlockPool(2, 2, true);
+        int a = pool.allocate();
+        pool.register(a, null, new int[] {0, 31}, 0);
+        pool.release(a);
+        assertThat(java.util.Arrays.hashCode(new int[] {0, 31})).isEqualTo(java.util.Arrays.hashCode(new int[] {1, 0}));
+        assertThat(pool.match(new int[] {1, 0, 5}, 1)).isEmpty();
+        assertThat(pool.match(new int[] {0, 31, 5}, 1)).containsExactly(a);
+    }
+
+    @Test
+    void aPoolNeedsBlocksOfPositions() {
+        assertThatThrownBy(() -> new KvBlockPool(0, 16, true)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new KvBlockPool(4, 0, true)).isInstanceOf(IllegalArgumentException.class);
+        assertThat(new KvBlockPool(1, 1, true).blocks()).isEqualTo(1);
+    }
+
+    @Test
     void withCachingOffNothingMatchesAndReleasedBlocksAreFree() {
         KvBlockPool pool = new KvBlockPool(2, 2, false);
         int a = pool.allocate();

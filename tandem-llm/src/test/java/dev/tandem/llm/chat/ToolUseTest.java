@@ -106,10 +106,23 @@ class ToolUseTest {
     }
 
     @Test
+    void aTemplateWithoutToolsOrNoneAtAllIsReadAsGeneric() {
+        assertThat(ToolSyntax.of(null)).isEqualTo(ToolSyntax.GENERIC);
+        assertThat(ToolSyntax.of("{{ messages }}")).isEqualTo(ToolSyntax.GENERIC);
+        // A call needs a name; the generic syntax reads "arguments", Llama's "parameters".
+        assertThat(ToolSyntax.GENERIC.parse("{\"name\": \"\", \"arguments\": {}}", ids()).calls()).isEmpty();
+        assertThat(ToolSyntax.LLAMA3.parse("{\"name\": \"f\", \"parameters\": {\"x\": 1}}", ids()).calls())
+                .containsExactly(new ToolCall("call_1", "f", "{\"x\":1}"));
+        assertThat(ToolSyntax.GENERIC.parse("{\"name\": \"f\", \"parameters\": {\"x\": 1}}", ids()).calls())
+                .containsExactly(new ToolCall("call_1", "f", "{}"));
+    }
+
+    @Test
     void aStreamHoldsBackWhatMayBecomeACall() {
         assertThat(ToolSyntax.HERMES.mayStartCall("Sure. <tool")).isTrue();
         assertThat(ToolSyntax.HERMES.mayStartCall("Sure. <tool_call>{\"na")).isTrue();
         assertThat(ToolSyntax.HERMES.mayStartCall("Sure, the weather")).isFalse();
+        assertThat(ToolSyntax.HERMES.mayStartCall("<tool_call>")).isTrue();
         assertThat(ToolSyntax.GENERIC.mayStartCall("  ")).isTrue();
         assertThat(ToolSyntax.GENERIC.mayStartCall(" {\"name")).isTrue();
         assertThat(ToolSyntax.GENERIC.mayStartCall("Once")).isFalse();
