@@ -1,0 +1,148 @@
+package dev.tandem.cluster;
+
+import dev.tandem.AdmissionRejectedException;
+import dev.tandem.cluster.WorkerProtocol.Load;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.server.Engine;
+import dev.tandem.server.EngineStats;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.Materializer;
+
+/**
+ * The {@link Engine} of a gateway: each request runs on a worker of the cluster, and its
+ * {@link Completion} reads a {@link RemoteTokenStream} that resumes it on another worker when
+ * its worker is lost. The model is the gateway's own copy, used for its tokenizer, chat template
+ * and context only; nothing is generated here.
+ *
+ * <p>Admission is the workers': a request is offered in {@link Routing}'s order and is refused
+ * ({@code QUEUE_FULL}, 429) only when every eligible worker refused it; with no eligible worker at
+ * all it is {@code CLOSED} (503). {@link #submit} waits for the first worker's answer, one
+ * round trip on the cluster's transport.
+ */
+public final class ClusterEngine implements Engine {
+    private final LanguageModel model;
+    private final WorkerDirectory directory;
+    private final ActorSystem<?> system;
+    private final Materializer materializer;
+    private final Settings settings;
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Set<RemoteTokenStream> inFlight = ConcurrentHashMap.newKeySet();
+    final ClusterStats stats = new ClusterStats();
+
+    /**
+     * How a gateway forwards and resumes.
+     *
+     * @param askTimeout    how long a worker may take to answer an admission
+     * @param resumeTimeout how long a lost request may look for a worker that takes it
+     * @param maxResumes    how many times one request may be resumed
+     */
+    record Settings(Duration askTimeout, Duration resumeTimeout, int maxResumes) {
+        static Settings defaults() {
+            return new Settings(Duration.ofSeconds(5), Duration.ofSeconds(30), 4);
+        }
+    }
+
+    ClusterEngine(LanguageModel model, WorkerDirectory directory, ActorSystem<?> system, Settings settings) {
+        this.model = model;
+        this.directory = directory;
+        this.system = system;
+        this.materializer = Materializer.createMaterializer(system);
+        this.settings = settings;
+    }
+
+    @Override
+    public LanguageModel model() {
+        return model;
+    }
+
+    @Override
+    public Completion submit(int[] prompt, GenerateOptions options, Duration deadline) {
+        if (closed.get()) {
+            throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED, "the gateway is closing");
+        }
+        if (prompt.length >= model.config().contextLength()) {
+            throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
+                    + model.config().contextLength());
+        }
+        RemoteTokenStream stream = new RemoteTokenStream(ids.incrementAndGet(), prompt, options, deadline, this);
+        stream.start(); // throws when no worker admits it
+        inFlight.add(stream);
+        stream.completion().whenComplete((o, e) -> inFlight.remove(stream));
+        return model.start(stream, prompt, options);
+    }
+
+    @Override
+    public EngineStats stats() {
+        int active = 0;
+        int queued = 0;
+        int capacity = 0;
+        long kvFree = 0;
+        for (Load load : directory.reports()) {
+            active += load.active();
+            queued += load.queued();
+            capacity += load.maxActive();
+            kvFree += load.kvFree();
+        }
+        return new EngineStats(active, queued, capacity, 0, kvFree, 0);
+    }
+
+    /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */
+    public ClusterStats clusterStats() {
+        return stats;
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ZERO);
+    }
+
+    @Override
+    public List<Long> close(Duration drain) {
+        closed.set(true);
+        long end = System.nanoTime() + drain.toNanos();
+        for (RemoteTokenStream s : List.copyOf(inFlight)) {
+            long left = end - System.nanoTime();
+            if (left > 0) {
+                try {
+                    s.completion().get(left, java.util.concurrent.TimeUnit.NANOSECONDS);
+                } catch (Exception e) {
+                    // not drained in time: cancelled below
+                }
+            }
+        }
+        List<Long> left = new ArrayList<>();
+        for (RemoteTokenStream s : List.copyOf(inFlight)) {
+            if (!s.isDone()) {
+                left.add(s.requestId());
+                s.cancel();
+            }
+        }
+        return left;
+    }
+
+    WorkerDirectory directory() {
+        return directory;
+    }
+
+    ActorSystem<?> system() {
+        return system;
+    }
+
+    Materializer materializer() {
+        return materializer;
+    }
+
+    Settings settings() {
+        return settings;
+    }
+}
