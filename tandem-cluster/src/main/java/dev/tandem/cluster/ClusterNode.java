@@ -159,7 +159,7 @@ public final class ClusterNode implements AutoCloseable {
                 "tandem-drain", () -> CompletableFuture.supplyAsync(() -> {
                     drain(options.drain());
                     return Done.getInstance();
-                }, Thread.ofVirtual().factory()::newThread));
+                }, task -> Thread.ofVirtual().name("tandem-drain").start(task)));
         log.info("{} node at {} ({})", options.role().name().toLowerCase(java.util.Locale.ROOT), address(), String.join(",",
                 options.seeds()));
     }
@@ -251,6 +251,12 @@ public final class ClusterNode implements AutoCloseable {
                   cluster {
                     seed-nodes = [%s]
                     roles = [%s]
+                    # Membership and the receptionist's registry (distributed data) spread at the
+                    # heartbeat's pace, so that a worker is offered requests soon after it joins.
+                    gossip-interval = %dms
+                    leader-actions-interval = %dms
+                    distributed-data.gossip-interval = %dms
+                    distributed-data.notify-subscribers-interval = %dms
                     failure-detector {
                       heartbeat-interval = %dms
                       acceptable-heartbeat-pause = %dms
@@ -269,7 +275,8 @@ public final class ClusterNode implements AutoCloseable {
                     phases.before-service-unbind.timeout = %dms
                   }
                 }
-                """.formatted(o.clusterHost(), o.clusterPort(), seedList, roles, interval, pause,
+                """.formatted(o.clusterHost(), o.clusterPort(), seedList, roles, interval, interval, 2 * interval,
+                Math.min(500, interval), interval, pause,
                 Math.max(100, interval), Math.max(1000, 2 * pause), drainPhase);
         return ConfigFactory.systemProperties().withFallback(ConfigFactory.parseString(text))
                 .withFallback(ConfigFactory.load()).resolve();

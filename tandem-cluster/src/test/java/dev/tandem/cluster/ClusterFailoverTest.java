@@ -1,0 +1,261 @@
+package dev.tandem.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.CpuDevice;
+import dev.tandem.Worker;
+import dev.tandem.llm.BatcherConfig;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.server.BatcherEngine;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A gateway and two workers, each a JVM of its own on loopback; concurrent streaming clients;
+ * one worker killed with {@code kill -9} while they stream. Every stream must complete with the
+ * text a single node generates greedily for its prompt: the killed worker's streams resume on
+ * the other worker, with no token lost and none repeated.
+ *
+ * <p>The short form (12 streams of 160 tokens) runs in every build; {@code -Dtandem.cluster.soak=true}
+ * runs 32 streams of 400 tokens.
+ */
+@Timeout(240)
+class ClusterFailoverTest {
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final boolean SOAK = Boolean.getBoolean("tandem.cluster.soak");
+    private static final int CLIENTS = SOAK ? 32 : 12;
+    private static final int MAX_TOKENS = SOAK ? 400 : 160;
+    private static final String[] OPENINGS = {"Once upon a time", "Lily and Ben went to the park.", "The cat",
+        "Tom had a dog.", "There was a big tree in the garden.", "Mia wanted to fly like a bird.",
+        "The sun was shining and", "Sam had a red ball."};
+    private static final Pattern RESUMED = Pattern.compile("request (\\d+) resumed: token (\\d+) arrived (\\d+) ms");
+    private static final Pattern RUNS_ON = Pattern.compile("request (\\d+) runs on (\\S+)");
+
+    private final List<NodeProcess> nodes = new ArrayList<>();
+
+    @AfterEach
+    void stopNodes() throws InterruptedException {
+        long t = System.nanoTime();
+        for (NodeProcess n : nodes.reversed()) {
+            long t1 = System.nanoTime();
+            n.close();
+            System.out.printf("%s stopped in %d ms%n", n.name, TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t1));
+        }
+        System.out.printf("nodes stopped in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t));
+    }
+
+    /** The failure detector's settings for a quick verdict on loopback. */
+    private static List<String> clusterArgs(String role, int clusterPort, List<String> more) {
+        List<String> args = new ArrayList<>(List.of("--role", role, "--cluster-port", Integer.toString(clusterPort),
+                "--heartbeat-interval-ms", "100", "--heartbeat-pause-ms", "600", "--load-interval-ms", "100"));
+        args.addAll(more);
+        return args;
+    }
+
+    private NodeProcess start(String name, List<String> flags, List<String> args) {
+        NodeProcess node = NodeProcess.start(name, flags, args);
+        nodes.add(node);
+        return node;
+    }
+
+    @Test
+    void killedWorkersStreamsResumeOnTheOtherWithNoTokenLostOrRepeated() throws Exception {
+        long started = System.nanoTime();
+        int gatewayPort = NodeProcess.freePort();
+        NodeProcess gateway = start("gateway",
+                List.of("-Dorg.slf4j.simpleLogger.log.dev.tandem.cluster.RemoteTokenStream=debug"),
+                clusterArgs("gateway", gatewayPort, List.of("--port", "0")));
+        String listening = gateway.await(l -> l.contains("listening on http://"), 1, Duration.ofSeconds(60),
+                "the gateway's HTTP listener").getFirst();
+        int httpPort = Integer.parseInt(listening.replaceAll(".*:(\\d+)$", "$1"));
+        String seed = "127.0.0.1:" + gatewayPort;
+        List<String> workerArgs = List.of("--join", seed, "--cores", "1", "--max-batch", "8");
+        NodeProcess w1 = start("worker-1", List.of(), clusterArgs("worker", NodeProcess.freePort(), workerArgs));
+        NodeProcess w2 = start("worker-2", List.of(), clusterArgs("worker", NodeProcess.freePort(), workerArgs));
+        String a1 = w1.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(60), "worker 1 up").getFirst()
+                .replaceAll("worker node (\\S+).*", "$1");
+        String a2 = w2.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(60), "worker 2 up").getFirst()
+                .replaceAll("worker node (\\S+).*", "$1");
+        gateway.await(l -> l.contains(" serves " + EmbeddedModel.NAME), 2, Duration.ofSeconds(60),
+                "both workers' load reports");
+        System.out.printf("cluster up in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+
+        String[] prompts = new String[CLIENTS];
+        for (int i = 0; i < CLIENTS; i++) {
+            prompts[i] = OPENINGS[i % OPENINGS.length] + (i < OPENINGS.length ? "" : " " + (i / OPENINGS.length));
+        }
+        long t0 = System.nanoTime();
+        Map<String, String> expected = singleNodeTexts(prompts);
+        System.out.printf("single-node texts in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
+
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        CountDownLatch streaming = new CountDownLatch(CLIENTS);
+        List<CompletableFuture<Stream>> clients = new ArrayList<>();
+        for (String prompt : prompts) {
+            clients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, prompt, streaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        assertThat(streaming.await(60, TimeUnit.SECONDS)).as("every client streaming").isTrue();
+
+        // Kill the worker that carries more streams now.
+        Map<String, Long> perWorker = gateway.lines(l -> RUNS_ON.matcher(l).find()).stream()
+                .map(l -> matcher(RUNS_ON, l).group(2)).collect(Collectors.groupingBy(a -> a, Collectors.counting()));
+        boolean killFirst = perWorker.getOrDefault(a1, 0L) >= perWorker.getOrDefault(a2, 0L);
+        NodeProcess victim = killFirst ? w1 : w2;
+        long onVictim = perWorker.getOrDefault(killFirst ? a1 : a2, 0L);
+        long killed = System.nanoTime();
+        victim.kill();
+
+        List<Stream> streams = new ArrayList<>();
+        for (CompletableFuture<Stream> c : clients) {
+            streams.add(c.get(120, TimeUnit.SECONDS));
+        }
+        System.out.printf("streams done %d ms after the kill%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - killed));
+        long tokens = 0;
+        for (Stream s : streams) {
+            assertThat(s.error).as("stream of '%s' ended with an error", s.prompt).isNull();
+            assertThat(s.done).as("stream of '%s' got [DONE]", s.prompt).isTrue();
+            assertThat(s.finish).as("finish_reason of '%s'", s.prompt).isEqualTo("length");
+            assertThat(s.completionTokens).as("tokens of '%s'", s.prompt).isEqualTo(MAX_TOKENS);
+            assertThat(s.text.toString()).as("text of '%s' against a single node's", s.prompt)
+                    .isEqualTo(expected.get(s.prompt));
+            tokens += s.completionTokens;
+        }
+        List<String> resumedLines = gateway.lines(l -> RESUMED.matcher(l).find());
+        List<Long> resumeMs = resumedLines.stream().map(l -> Long.parseLong(matcher(RESUMED, l).group(3))).sorted()
+                .toList();
+        assertThat(resumeMs).as("streams resumed after the kill (%d ran on the victim)", onVictim).isNotEmpty();
+        long maxGapMs = streams.stream().mapToLong(s -> s.gapAcross(killed)).max().orElse(0);
+        System.out.printf("cluster failover: %d streams, %d tokens, %d ran on the killed worker, %d resumed;"
+                + " loss verdict to next token: median %d ms, max %d ms; kill to next token (client side): max %d ms%n",
+                streams.size(), tokens, onVictim, resumeMs.size(), resumeMs.get(resumeMs.size() / 2), resumeMs.getLast(),
+                maxGapMs);
+        assertThat(resumeMs.getLast()).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
+    }
+
+    /** What one node yields for each prompt: the same greedy generation on a batcher in this JVM. */
+    private static Map<String, String> singleNodeTexts(String[] prompts) {
+        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+            LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
+            try (BatcherEngine engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(8).build())) {
+                GenerateOptions options = GenerateOptions.defaults().withMaxTokens(MAX_TOKENS).withIgnoreEos(true);
+                Map<String, dev.tandem.llm.Completion> running = new java.util.HashMap<>();
+                for (String p : prompts) {
+                    running.put(p, engine.submit(model.encode(p), options, null));
+                }
+                Map<String, String> texts = new java.util.HashMap<>();
+                running.forEach((p, c) -> texts.put(p, c.await()));
+                return texts;
+            }
+        }
+    }
+
+    /** One client's stream, as it saw it. */
+    private static final class Stream {
+        final String prompt;
+        final StringBuilder text = new StringBuilder();
+        final List<Long> arrivals = new ArrayList<>();
+        String finish;
+        int completionTokens = -1;
+        boolean done;
+        String error;
+
+        Stream(String prompt) {
+            this.prompt = prompt;
+        }
+
+        /** The longest wait for a chunk that spans {@code t}, in ms (0 when the stream had ended by then). */
+        long gapAcross(long t) {
+            for (int i = 1; i < arrivals.size(); i++) {
+                if (arrivals.get(i - 1) <= t && arrivals.get(i) > t) {
+                    return TimeUnit.NANOSECONDS.toMillis(arrivals.get(i) - t);
+                }
+            }
+            return 0;
+        }
+    }
+
+    private static Stream stream(HttpClient http, int port, String prompt, CountDownLatch streaming) {
+        Stream s = new Stream(prompt);
+        String body = JSON.createObjectNode().put("prompt", prompt).put("max_tokens", MAX_TOKENS).put("temperature", 0)
+                .put("stream", true).put("ignore_eos", true)
+                .set("stream_options", JSON.createObjectNode().put("include_usage", true)).toString();
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body)).build();
+        boolean counted = false;
+        try {
+            HttpResponse<java.util.stream.Stream<String>> response = http.send(request,
+                    HttpResponse.BodyHandlers.ofLines());
+            if (response.statusCode() != 200) {
+                s.error = "HTTP " + response.statusCode() + ": " + response.body().collect(Collectors.joining("\n"));
+                return s;
+            }
+            for (String line : (Iterable<String>) response.body()::iterator) {
+                if (!line.startsWith("data: ")) {
+                    continue;
+                }
+                String data = line.substring(6);
+                if (data.equals("[DONE]")) {
+                    s.done = true;
+                    continue;
+                }
+                JsonNode chunk = JSON.readTree(data);
+                if (chunk.has("error")) {
+                    s.error = chunk.get("error").toString();
+                    continue;
+                }
+                if (chunk.has("usage") && chunk.get("usage").isObject()) {
+                    s.completionTokens = chunk.get("usage").get("completion_tokens").asInt();
+                }
+                JsonNode choices = chunk.get("choices");
+                if (choices != null && !choices.isEmpty()) {
+                    JsonNode c = choices.get(0);
+                    s.text.append(c.path("text").asText(""));
+                    if (c.hasNonNull("finish_reason")) {
+                        s.finish = c.get("finish_reason").asText();
+                    }
+                    s.arrivals.add(System.nanoTime());
+                    if (!counted && s.arrivals.size() >= 8) {
+                        counted = true;
+                        streaming.countDown();
+                    }
+                }
+            }
+        } catch (Exception e) {
+            s.error = e.toString();
+        } finally {
+            if (!counted) {
+                streaming.countDown();
+            }
+        }
+        return s;
+    }
+
+    private static Matcher matcher(Pattern p, String line) {
+        Matcher m = p.matcher(line);
+        if (!m.find()) {
+            throw new AssertionError("no match of " + p + " in " + line);
+        }
+        return m;
+    }
+}
