@@ -81,19 +81,22 @@ public final class ClusterEngine implements Engine {
         return model.start(stream, prompt, options);
     }
 
+    /** The cluster's load as its workers last reported it (memory is not reported: 0). */
     @Override
     public EngineStats stats() {
         int active = 0;
         int queued = 0;
         int capacity = 0;
-        long kvFree = 0;
+        long kvInUse = 0;
+        long kvTotal = 0;
         for (Load load : directory.reports()) {
             active += load.active();
             queued += load.queued();
             capacity += load.maxActive();
-            kvFree += load.kvFree();
+            kvInUse += load.kvInUse();
+            kvTotal += load.kvTotal();
         }
-        return new EngineStats(active, queued, capacity, 0, kvFree, 0);
+        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0);
     }
 
     /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */

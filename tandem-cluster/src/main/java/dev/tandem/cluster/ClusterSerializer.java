@@ -85,7 +85,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     out.writeInt(l.active());
                     out.writeInt(l.queued());
                     out.writeInt(l.maxActive());
-                    out.writeLong(l.kvFree());
+                    out.writeLong(l.kvInUse());
+                    out.writeLong(l.kvTotal());
                     out.writeBoolean(l.draining());
                 }
                 default -> throw new IllegalArgumentException("not a tandem cluster message: " + o.getClass().getName());
@@ -120,7 +121,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 case "L" -> {
                     ActorRef<WorkerProtocol.Command> worker = resolver().resolveActorRef(in.readUTF());
                     yield new Load(worker, in.readUTF(), in.readInt(), in.readInt(), in.readInt(), in.readLong(),
-                            in.readBoolean());
+                            in.readLong(), in.readBoolean());
                 }
                 default -> throw new NotSerializableException("unknown tandem cluster manifest '" + manifest + "'");
             };

@@ -65,9 +65,8 @@ final class WorkerActor {
                         })
                         .onMessageEquals(Tick.INSTANCE, () -> {
                             EngineStats s = engine.stats();
-                            long kvFree = Math.max(0, s.kvBlocksTotal() - s.kvBlocksInUse());
                             topic.tell(Topic.publish(new Load(ctx.getSelf(), model, s.active(), s.queued(),
-                                    s.maxActive(), kvFree, draining.get())));
+                                    s.maxActive(), s.kvBlocksInUse(), s.kvBlocksTotal(), draining.get())));
                             return Behaviors.same();
                         })
                         .build();
@@ -100,6 +99,8 @@ final class WorkerActor {
                 })
                 .runWith(StreamRefs.sourceRef(), materializer);
         log.debug("request {} admitted: {} prompt tokens", g.requestId(), g.prompt().length);
+        completion.stream().completion().thenAccept(o -> log.debug("request {} ended: {} after {} tokens",
+                g.requestId(), o.status(), o.tokens()));
         g.replyTo().tell(new Accepted(tokens));
     }
 

@@ -43,6 +43,8 @@ final class WorkerDirectory {
     private final Set<ActorRef<Command>> listed = ConcurrentHashMap.newKeySet();
     private final Map<ActorRef<Command>, Load> loads = new ConcurrentHashMap<>();
     private final Set<Address> unreachable = ConcurrentHashMap.newKeySet();
+    /** Workers whose arrival was logged: listed and reporting (the two arrive in either order). */
+    private final Set<ActorRef<Command>> announced = ConcurrentHashMap.newKeySet();
     private final Set<Consumer<Address>> lostListeners = ConcurrentHashMap.newKeySet();
     private volatile CompletableFuture<Void> changed = new CompletableFuture<>();
 
@@ -88,15 +90,22 @@ final class WorkerDirectory {
         listed.retainAll(workers);
         listed.addAll(workers);
         loads.keySet().retainAll(workers);
+        announced.retainAll(workers);
+        workers.forEach(this::announce);
         signal();
     }
 
     void load(Load load) {
-        Load previous = loads.put(load.worker(), load);
-        if (previous == null && listed.contains(load.worker())) {
-            log.info("worker {} serves {} ({} slots)", load.worker().path().address(), load.model(), load.maxActive());
-        }
+        loads.put(load.worker(), load);
+        announce(load.worker());
         signal();
+    }
+
+    private void announce(ActorRef<Command> worker) {
+        Load load = loads.get(worker);
+        if (load != null && listed.contains(worker) && announced.add(worker)) {
+            log.info("worker {} serves {} ({} slots)", worker.path().address(), load.model(), load.maxActive());
+        }
     }
 
     void unreachable(Address address) {
@@ -117,6 +126,7 @@ final class WorkerDirectory {
     void removed(Address address) {
         listed.removeIf(ref -> ref.path().address().equals(address));
         loads.keySet().removeIf(ref -> ref.path().address().equals(address));
+        announced.removeIf(ref -> ref.path().address().equals(address));
         unreachable.remove(address);
         lost(address);
     }

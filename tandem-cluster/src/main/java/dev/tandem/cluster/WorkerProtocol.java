@@ -62,11 +62,12 @@ final class WorkerProtocol {
      * @param active    requests generating
      * @param queued    requests admitted and waiting
      * @param maxActive the batch's capacity
-     * @param kvFree    free KV-cache blocks (0 when the engine does not page its cache)
+     * @param kvInUse   KV-cache blocks held (0 when the engine does not page its cache)
+     * @param kvTotal   KV-cache blocks in its pool (0 when unknown)
      * @param draining  whether it is leaving (it admits nothing more)
      */
-    record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, long kvFree,
-            boolean draining) implements ClusterMessage {
+    record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, long kvInUse,
+            long kvTotal, boolean draining) implements ClusterMessage {
 
         /** Whether a new request would have to wait for a slot. */
         boolean saturated() {
