@@ -263,10 +263,12 @@ public final class ClusterNode implements AutoCloseable {
                     }
                     unreachable-nodes-reaper-interval = %dms
                     downing-provider-class = "org.apache.pekko.cluster.sbr.SplitBrainResolverProvider"
-                    # The side with the gateways stays up: a gateway never downs itself for losing workers.
+                    # The side of the oldest node stays up (the seed, usually the gateway), unless that
+                    # node is alone: a lost worker is downed, and so is a lost gateway, whose workers
+                    # then stay up for the next gateway.
                     split-brain-resolver {
-                      active-strategy = keep-majority
-                      keep-majority.role = "gateway"
+                      active-strategy = keep-oldest
+                      keep-oldest.down-if-alone = on
                       stable-after = %dms
                     }
                   }
