@@ -13,6 +13,8 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.stream.Collectors;
@@ -100,6 +102,7 @@ public final class ClusterNode implements AutoCloseable {
     private final ClusterEngine gatewayEngine;
     private final TandemServer server;
     private final AtomicBoolean draining = new AtomicBoolean();
+    private final Set<CompletableFuture<Void>> workerStreams = ConcurrentHashMap.newKeySet();
 
     private ClusterNode(Options options) {
         Worker device = null;
@@ -122,7 +125,8 @@ public final class ClusterNode implements AutoCloseable {
             String modelName = model.name();
             system = ActorSystem.create(Behaviors.setup(ctx -> {
                 if (options.role().worker()) {
-                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.loadInterval(), draining), "worker");
+                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.loadInterval(), draining,
+                            workerStreams), "worker");
                 }
                 if (options.role().gateway()) {
                     ctx.spawn(GatewayActor.create(directory), "gateway");
@@ -196,10 +200,18 @@ public final class ClusterNode implements AutoCloseable {
             gatewayEngine.close(Duration.ZERO);
         }
         if (engine != null) {
+            long end = System.nanoTime() + drain.toNanos();
             List<Long> left = engine.close(drain);
             if (!left.isEmpty()) {
                 log.info("{} requests still ran after the drain of {}; cancelled (their gateways resume them)",
                         left.size(), drain);
+            }
+            // The requests have ended; their last tokens leave through the streams before the node does.
+            try {
+                CompletableFuture.allOf(workerStreams.toArray(CompletableFuture[]::new))
+                        .get(Math.max(1, end - System.nanoTime()), java.util.concurrent.TimeUnit.NANOSECONDS);
+            } catch (Exception e) {
+                log.info("{} token streams still open after the drain; the node leaves anyway", workerStreams.size());
             }
         }
     }

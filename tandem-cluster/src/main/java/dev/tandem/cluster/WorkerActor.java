@@ -11,6 +11,8 @@ import dev.tandem.llm.Completion;
 import dev.tandem.server.Engine;
 import dev.tandem.server.EngineStats;
 import java.time.Duration;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.Behavior;
@@ -49,8 +51,11 @@ final class WorkerActor {
      * The behaviour.
      *
      * @param draining set when the node leaves: it then admits nothing and says so in its load
+     * @param streams  the token streams still running (each completes when its last token has
+     *                 left, or it was cancelled), for the drain to wait on
      */
-    static Behavior<Command> create(Engine engine, String model, Duration loadInterval, AtomicBoolean draining) {
+    static Behavior<Command> create(Engine engine, String model, Duration loadInterval, AtomicBoolean draining,
+            Set<CompletableFuture<Void>> streams) {
         return Behaviors.setup(ctx -> {
             ctx.getSystem().receptionist().tell(Receptionist.register(WorkerProtocol.WORKERS, ctx.getSelf()));
             ActorRef<Topic.Command<Load>> topic = ctx.spawn(Topic.create(Load.class, WorkerProtocol.LOAD_TOPIC),
@@ -60,7 +65,7 @@ final class WorkerActor {
                 timers.startTimerWithFixedDelay(Tick.INSTANCE, Duration.ZERO, loadInterval);
                 return Behaviors.receive(Command.class)
                         .onMessage(Generate.class, g -> {
-                            generate(engine, g, draining.get(), materializer);
+                            generate(engine, g, draining.get(), materializer, streams);
                             return Behaviors.same();
                         })
                         .onMessageEquals(Tick.INSTANCE, () -> {
@@ -74,7 +79,8 @@ final class WorkerActor {
         });
     }
 
-    private static void generate(Engine engine, Generate g, boolean draining, Materializer materializer) {
+    private static void generate(Engine engine, Generate g, boolean draining, Materializer materializer,
+            Set<CompletableFuture<Void>> streams) {
         if (draining) {
             g.replyTo().tell(new Rejected(AdmissionRejectedException.Reason.CLOSED.name(), "the worker is leaving"));
             return;
@@ -90,11 +96,17 @@ final class WorkerActor {
             g.replyTo().tell(new Rejected(Rejected.PROMPT, e.getMessage()));
             return;
         }
+        CompletableFuture<Void> running = new CompletableFuture<>();
+        streams.add(running);
         SourceRef<Integer> tokens = JavaFlowSupport.Source.fromPublisher(completion.stream())
                 .map(WorkerActor::tokenId)
                 .watchTermination((notUsed, done) -> {
                     // Cancelled downstream or ended here: either way the request must not run on.
-                    done.whenComplete((ok, failure) -> completion.cancel());
+                    done.whenComplete((ok, failure) -> {
+                        completion.cancel();
+                        streams.remove(running);
+                        running.complete(null);
+                    });
                     return notUsed;
                 })
                 .runWith(StreamRefs.sourceRef(), materializer);

@@ -40,8 +40,10 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A gateway and two workers, each a JVM of its own on loopback; concurrent streaming clients;
- * one worker killed with {@code kill -9} while they stream. Every stream must complete with the
+ * A gateway and three workers, each a JVM of its own on loopback. A client that goes away
+ * cancels its request on its worker; a worker sent SIGTERM finishes its streams before it leaves
+ * (none resumed); then, with concurrent streaming clients on the two left, one worker is killed
+ * with {@code kill -9} while they stream. Every stream must complete with the
  * text a single node generates greedily for its prompt: the killed worker's streams resume on
  * the other worker, with no token lost and none repeated.
  *
@@ -63,10 +65,8 @@ class ClusterFailoverTest {
 
     private static final List<NodeProcess> nodes = new ArrayList<>();
     private static NodeProcess gateway;
-    private static NodeProcess w1;
-    private static NodeProcess w2;
-    private static String a1;
-    private static String a2;
+    /** The workers still up, by cluster address. */
+    private static final Map<String, NodeProcess> workers = new java.util.LinkedHashMap<>();
     private static int httpPort;
 
     @AfterAll
@@ -106,18 +106,21 @@ class ClusterFailoverTest {
         String seed = "127.0.0.1:" + gatewayPort;
         List<String> workerArgs = List.of("--join", seed, "--cores", "1", "--max-batch", "8");
         List<String> debug = List.of("-Dorg.slf4j.simpleLogger.log.dev.tandem.cluster.WorkerActor=debug");
-        w1 = start("worker-1", debug, clusterArgs("worker", NodeProcess.freePort(), workerArgs));
-        w2 = start("worker-2", debug, clusterArgs("worker", NodeProcess.freePort(), workerArgs));
-        a1 = w1.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(90), "worker 1 up").getFirst()
-                .replaceAll("worker node (\\S+).*", "$1");
-        a2 = w2.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(90), "worker 2 up").getFirst()
-                .replaceAll("worker node (\\S+).*", "$1");
+        List<NodeProcess> started3 = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            started3.add(start("worker-" + i, debug, clusterArgs("worker", NodeProcess.freePort(), workerArgs)));
+        }
+        for (NodeProcess w : started3) {
+            String address = w.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(90), w.name + " up")
+                    .getFirst().replaceAll("worker node (\\S+).*", "$1");
+            workers.put(address, w);
+        }
         try {
-            gateway.await(l -> l.contains(" serves " + EmbeddedModel.NAME), 2, Duration.ofSeconds(90),
-                    "both workers' load reports");
+            gateway.await(l -> l.contains(" serves " + EmbeddedModel.NAME), 3, Duration.ofSeconds(90),
+                    "the workers' load reports");
         } catch (AssertionError e) {
-            throw new AssertionError(e.getMessage() + "\n--- worker 1:\n" + w1.output() + "\n--- worker 2:\n"
-                    + w2.output(), e);
+            throw new AssertionError(e.getMessage() + started3.stream().map(w -> "\n--- " + w.name + ":\n" + w.output())
+                    .collect(Collectors.joining()), e);
         }
         System.out.printf("cluster up in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
     }
@@ -128,7 +131,9 @@ class ClusterFailoverTest {
         NodeProcess worker;
         String body = JSON.createObjectNode().put("prompt", "Once upon a time").put("max_tokens", 400)
                 .put("temperature", 0).put("stream", true).put("ignore_eos", true).toString();
-        try (Socket socket = new Socket("127.0.0.1", httpPort)) {
+        try (Socket socket = new Socket()) {
+            socket.setReceiveBufferSize(2048); // little room in flight: the stream waits for this client
+            socket.connect(new java.net.InetSocketAddress("127.0.0.1", httpPort));
             OutputStream out = socket.getOutputStream();
             out.write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
                     + "Content-Length: " + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body)
@@ -146,7 +151,7 @@ class ClusterFailoverTest {
             // The client reads no more: back-pressure holds the request on its worker, which runs on.
             String runsOn = matcher(RUNS_ON, gateway.await(l -> l.contains("request 1 runs on"), 1,
                     Duration.ofSeconds(10), "the request's worker").getFirst()).group(2);
-            worker = runsOn.equals(a1) ? w1 : w2;
+            worker = workers.get(runsOn);
             assertThat(worker.lines(l -> l.contains("request 1 ended"))).as("ended while its client is there").isEmpty();
         }
         String ended = worker.await(l -> l.contains("request 1 ended"), 1, Duration.ofSeconds(20),
@@ -156,13 +161,124 @@ class ClusterFailoverTest {
 
     @Test
     @Order(2)
+    void aWorkerLeavingOnSigtermFinishesItsStreamsAndResumesNone() throws Exception {
+        String[] prompts = {"The cat", "Tom had a dog.", "Sam had a red ball.", "Mia wanted to fly like a bird."};
+        int tokens = 300;
+        Map<String, String> expected = singleNodeTexts(prompts, tokens);
+        int earlier = gateway.lines(l -> RUNS_ON.matcher(l).find()).size();
+        int lostBefore = gateway.lines(l -> l.contains(" lost worker ")).size();
+        List<SseClient> clients = new ArrayList<>();
+        for (String p : prompts) {
+            SseClient c = new SseClient(httpPort, JSON.createObjectNode().put("prompt", p).put("max_tokens", tokens)
+                    .put("temperature", 0).put("stream", true).put("ignore_eos", true).toString());
+            c.readEvents(2); // streaming; from now on this client holds its stream back
+            clients.add(c);
+        }
+        Map<String, Long> perWorker = gateway.lines(l -> RUNS_ON.matcher(l).find()).stream().skip(earlier)
+                .map(l -> matcher(RUNS_ON, l).group(2)).collect(Collectors.groupingBy(a -> a, Collectors.counting()));
+        String leaving = workers.keySet().stream().max(Comparator.comparingLong(a -> perWorker.getOrDefault(a, 0L)))
+                .orElseThrow();
+        assertThat(perWorker.get(leaving)).as("streams on the leaving worker").isPositive();
+        NodeProcess worker = workers.remove(leaving);
+        worker.process.destroy(); // SIGTERM
+        for (int i = 0; i < prompts.length; i++) {
+            SseClient c = clients.get(i);
+            c.readAll();
+            assertThat(c.text.toString()).as("text of '%s'", prompts[i]).isEqualTo(expected.get(prompts[i]));
+            assertThat(c.done).as("[DONE] of '%s'", prompts[i]).isTrue();
+        }
+        assertThat(worker.process.waitFor(60, TimeUnit.SECONDS)).as("the leaving worker exits").isTrue();
+        assertThat(gateway.lines(l -> l.contains(" lost worker ")).size()).as("streams that had to resume")
+                .isEqualTo(lostBefore);
+    }
+
+    /** A raw-socket SSE client with a small receive buffer, so that not reading holds its stream back. */
+    private static final class SseClient {
+        final Socket socket = new Socket();
+        final java.io.DataInputStream in;
+        final StringBuilder text = new StringBuilder();
+        boolean done;
+        private final StringBuilder pending = new StringBuilder();
+
+        SseClient(int port, String body) throws java.io.IOException {
+            socket.setReceiveBufferSize(2048);
+            socket.connect(new java.net.InetSocketAddress("127.0.0.1", port));
+            socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    + "Content-Type: application/json\r\nContent-Length: " + body.getBytes(StandardCharsets.UTF_8).length
+                    + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
+            in = new java.io.DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
+            String status = line();
+            assertThat(status).contains(" 200 ");
+            while (!line().isEmpty()) {
+                // headers: the body is chunked
+            }
+        }
+
+        private String line() throws java.io.IOException {
+            StringBuilder b = new StringBuilder();
+            int c;
+            while ((c = in.read()) != '\n') {
+                if (c < 0) {
+                    throw new java.io.EOFException("the stream ended inside a line");
+                }
+                if (c != '\r') {
+                    b.append((char) c);
+                }
+            }
+            return b.toString();
+        }
+
+        /** Reads chunks until {@code n} more events arrived; false at the end of the body. */
+        boolean readEvents(int n) throws java.io.IOException {
+            int seen = 0;
+            while (seen < n) {
+                int size = Integer.parseInt(line().trim(), 16);
+                if (size == 0) {
+                    return false;
+                }
+                pending.append(new String(in.readNBytes(size), StandardCharsets.UTF_8));
+                line();
+                int end;
+                while ((end = pending.indexOf("\n\n")) >= 0) {
+                    String event = pending.substring(0, end);
+                    pending.delete(0, end + 2);
+                    if (event.startsWith("data: ")) {
+                        event(event.substring(6));
+                        seen++;
+                    }
+                }
+            }
+            return true;
+        }
+
+        private void event(String data) throws java.io.IOException {
+            if (data.equals("[DONE]")) {
+                done = true;
+                return;
+            }
+            JsonNode choices = JSON.readTree(data).path("choices");
+            if (!choices.isEmpty()) {
+                text.append(choices.get(0).path("text").asText(""));
+            }
+        }
+
+        void readAll() throws java.io.IOException {
+            while (readEvents(1)) {
+                // to the end
+            }
+            socket.close();
+        }
+    }
+
+    @Test
+    @Order(3)
     void killedWorkersStreamsResumeOnTheOtherWithNoTokenLostOrRepeated() throws Exception {
         String[] prompts = new String[CLIENTS];
         for (int i = 0; i < CLIENTS; i++) {
             prompts[i] = OPENINGS[i % OPENINGS.length] + (i < OPENINGS.length ? "" : " " + (i / OPENINGS.length));
         }
         long t0 = System.nanoTime();
-        Map<String, String> expected = singleNodeTexts(prompts);
+        Map<String, String> expected = singleNodeTexts(prompts, MAX_TOKENS);
         System.out.printf("single-node texts in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0));
 
         int earlier = gateway.lines(l -> RUNS_ON.matcher(l).find()).size(); // the other tests' requests
@@ -178,9 +294,10 @@ class ClusterFailoverTest {
         // Kill the worker that carries more streams now.
         Map<String, Long> perWorker = gateway.lines(l -> RUNS_ON.matcher(l).find()).stream().skip(earlier)
                 .map(l -> matcher(RUNS_ON, l).group(2)).collect(Collectors.groupingBy(a -> a, Collectors.counting()));
-        boolean killFirst = perWorker.getOrDefault(a1, 0L) >= perWorker.getOrDefault(a2, 0L);
-        NodeProcess victim = killFirst ? w1 : w2;
-        long onVictim = perWorker.getOrDefault(killFirst ? a1 : a2, 0L);
+        String victimAddress = workers.keySet().stream()
+                .max(Comparator.comparingLong(a -> perWorker.getOrDefault(a, 0L))).orElseThrow();
+        NodeProcess victim = workers.remove(victimAddress);
+        long onVictim = perWorker.getOrDefault(victimAddress, 0L);
         long killed = System.nanoTime();
         victim.kill();
 
@@ -204,20 +321,20 @@ class ClusterFailoverTest {
                 .toList();
         assertThat(resumeMs).as("streams resumed after the kill: every one that ran on the victim").hasSize((int) onVictim)
                 .isNotEmpty();
-        long maxGapMs = streams.stream().mapToLong(s -> s.gapAcross(killed)).max().orElse(0);
+        long maxGapMs = streams.stream().mapToLong(s -> s.stallAfter(killed)).max().orElse(0);
         System.out.printf("cluster failover: %d streams, %d tokens, %d ran on the killed worker, %d resumed;"
-                + " loss verdict to next token: median %d ms, max %d ms; kill to next token (client side): max %d ms%n",
+                + " loss verdict to next token: median %d ms, max %d ms; longest stall of a client after the kill: %d ms%n",
                 streams.size(), tokens, onVictim, resumeMs.size(), resumeMs.get(resumeMs.size() / 2), resumeMs.getLast(),
                 maxGapMs);
         assertThat(resumeMs.getLast()).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
     }
 
     /** What one node yields for each prompt: the same greedy generation on a batcher in this JVM. */
-    private static Map<String, String> singleNodeTexts(String[] prompts) {
+    private static Map<String, String> singleNodeTexts(String[] prompts, int maxTokens) {
         try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
             LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
             try (BatcherEngine engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(8).build())) {
-                GenerateOptions options = GenerateOptions.defaults().withMaxTokens(MAX_TOKENS).withIgnoreEos(true);
+                GenerateOptions options = GenerateOptions.defaults().withMaxTokens(maxTokens).withIgnoreEos(true);
                 Map<String, dev.tandem.llm.Completion> running = new java.util.HashMap<>();
                 for (String p : prompts) {
                     running.put(p, engine.submit(model.encode(p), options, null));
@@ -243,14 +360,15 @@ class ClusterFailoverTest {
             this.prompt = prompt;
         }
 
-        /** The longest wait for a chunk that spans {@code t}, in ms (0 when the stream had ended by then). */
-        long gapAcross(long t) {
+        /** The longest wait between two chunks after {@code t}, in ms: the stall of a stream whose worker died at {@code t}. */
+        long stallAfter(long t) {
+            long longest = 0;
             for (int i = 1; i < arrivals.size(); i++) {
-                if (arrivals.get(i - 1) <= t && arrivals.get(i) > t) {
-                    return TimeUnit.NANOSECONDS.toMillis(arrivals.get(i) - t);
+                if (arrivals.get(i) > t) {
+                    longest = Math.max(longest, arrivals.get(i) - Math.max(t, arrivals.get(i - 1)));
                 }
             }
-            return 0;
+            return TimeUnit.NANOSECONDS.toMillis(longest);
         }
     }
 
