@@ -23,10 +23,12 @@ import org.apache.pekko.stream.Materializer;
  * its worker is lost. The model is the gateway's own copy, used for its tokenizer, chat template
  * and context only; nothing is generated here.
  *
- * <p>Admission is the workers': a request is offered in {@link Routing}'s order and is refused
- * ({@code QUEUE_FULL}, 429) only when every eligible worker refused it; with no eligible worker at
- * all it is {@code CLOSED} (503). {@link #submit} waits for the first worker's answer, one
- * round trip on the cluster's transport.
+ * <p>{@link #submit} never blocks (the server calls it under its drain monitor): it decides from
+ * the workers' last load reports and returns at once; the request is offered to the workers, in
+ * {@link Routing}'s order, by the completion's reader on its first read. With no eligible worker
+ * it is {@code CLOSED} (503). When every eligible worker reports itself full, the request waits
+ * at the gateway for one to take it, at most {@code maxWaiting} requests at a time and each for
+ * at most {@code admissionTimeout}; beyond that bound it is {@code QUEUE_FULL} (429).
  */
 public final class ClusterEngine implements Engine {
     private final LanguageModel model;
@@ -42,13 +44,16 @@ public final class ClusterEngine implements Engine {
     /**
      * How a gateway forwards and resumes.
      *
-     * @param askTimeout    how long a worker may take to answer an admission
-     * @param resumeTimeout how long a lost request may look for a worker that takes it
-     * @param maxResumes    how many times one request may be resumed
+     * @param askTimeout       how long a worker may take to answer an admission
+     * @param admissionTimeout how long a new request may wait at the gateway for a worker
+     * @param maxWaiting       how many requests may wait at the gateway while every worker is full
+     * @param resumeTimeout    how long a lost request may look for a worker that takes it
+     * @param maxResumes       how many times one request may be resumed
      */
-    record Settings(Duration askTimeout, Duration resumeTimeout, int maxResumes) {
+    record Settings(Duration askTimeout, Duration admissionTimeout, int maxWaiting, Duration resumeTimeout,
+            int maxResumes) {
         static Settings defaults() {
-            return new Settings(Duration.ofSeconds(5), Duration.ofSeconds(30), 4);
+            return new Settings(Duration.ofSeconds(5), Duration.ofSeconds(30), 64, Duration.ofSeconds(30), 4);
         }
     }
 
@@ -74,8 +79,21 @@ public final class ClusterEngine implements Engine {
             throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
                     + model.config().contextLength());
         }
-        RemoteTokenStream stream = new RemoteTokenStream(ids.incrementAndGet(), prompt, options, deadline, this);
-        stream.start(); // throws when no worker admits it
+        List<WorkerDirectory.Worker> eligible = directory.eligible(model.name());
+        if (eligible.isEmpty()) {
+            throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED,
+                    "no reachable worker serves the model '" + model.name() + "'");
+        }
+        boolean reserved = false;
+        if (eligible.stream().allMatch(w -> w.load().full())) {
+            if (!reserveWaiting()) {
+                throw new AdmissionRejectedException(AdmissionRejectedException.Reason.QUEUE_FULL, "every worker is full and "
+                        + settings.maxWaiting() + " requests already wait at the gateway");
+            }
+            reserved = true;
+        }
+        RemoteTokenStream stream = new RemoteTokenStream(ids.incrementAndGet(), prompt, options, deadline, this,
+                reserved);
         inFlight.add(stream);
         stream.completion().whenComplete((o, e) -> inFlight.remove(stream));
         return model.start(stream, prompt, options);
@@ -131,6 +149,25 @@ public final class ClusterEngine implements Engine {
             }
         }
         return left;
+    }
+
+    private final java.util.concurrent.atomic.AtomicInteger waiting = new java.util.concurrent.atomic.AtomicInteger();
+
+    private boolean reserveWaiting() {
+        while (true) {
+            int n = waiting.get();
+            if (n >= settings.maxWaiting()) {
+                return false;
+            }
+            if (waiting.compareAndSet(n, n + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** A request that waited at the gateway has been placed on a worker, or has ended. */
+    void releaseWaiting() {
+        waiting.decrementAndGet();
     }
 
     WorkerDirectory directory() {

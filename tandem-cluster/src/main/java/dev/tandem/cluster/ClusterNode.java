@@ -125,7 +125,8 @@ public final class ClusterNode implements AutoCloseable {
             String modelName = model.name();
             system = ActorSystem.create(Behaviors.setup(ctx -> {
                 if (options.role().worker()) {
-                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.loadInterval(), draining,
+                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.batcher().maxQueued(),
+                            options.loadInterval(), draining,
                             workerStreams), "worker");
                 }
                 if (options.role().gateway()) {

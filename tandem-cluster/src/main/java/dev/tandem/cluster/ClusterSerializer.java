@@ -85,6 +85,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     out.writeInt(l.active());
                     out.writeInt(l.queued());
                     out.writeInt(l.maxActive());
+                    out.writeInt(l.maxQueued());
                     out.writeLong(l.kvInUse());
                     out.writeLong(l.kvTotal());
                     out.writeBoolean(l.draining());
@@ -120,8 +121,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 case "R" -> new Rejected(in.readUTF(), in.readUTF());
                 case "L" -> {
                     ActorRef<WorkerProtocol.Command> worker = resolver().resolveActorRef(in.readUTF());
-                    yield new Load(worker, in.readUTF(), in.readInt(), in.readInt(), in.readInt(), in.readLong(),
-                            in.readLong(), in.readBoolean());
+                    yield new Load(worker, in.readUTF(), in.readInt(), in.readInt(), in.readInt(), in.readInt(),
+                            in.readLong(), in.readLong(), in.readBoolean());
                 }
                 default -> throw new NotSerializableException("unknown tandem cluster manifest '" + manifest + "'");
             };

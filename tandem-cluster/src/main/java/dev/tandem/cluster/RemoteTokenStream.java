@@ -1,6 +1,5 @@
 package dev.tandem.cluster;
 
-import dev.tandem.AdmissionRejectedException;
 import dev.tandem.Outcome;
 import dev.tandem.Status;
 import dev.tandem.StreamTerminatedException;
@@ -82,6 +81,7 @@ final class RemoteTokenStream implements TokenStream {
     private final CompletableFuture<Outcome> outcome = new CompletableFuture<>();
     private final CompletableFuture<Void> cancelled = new CompletableFuture<>();
     private final AtomicBoolean subscribed = new AtomicBoolean();
+    private final AtomicBoolean reservation;
 
     // The reader's own state.
     private int[] delivered = new int[16];
@@ -89,6 +89,8 @@ final class RemoteTokenStream implements TokenStream {
     private long firstToken;
     private final Set<ActorRef<WorkerProtocol.Command>> avoid = new HashSet<>();
     private int resumes;
+    /** Whether a worker has admitted it once (a later placement is a resumption). */
+    private boolean placed;
     private long lostAt;
     private Throwable lostCause;
 
@@ -123,7 +125,15 @@ final class RemoteTokenStream implements TokenStream {
         }
     }
 
-    RemoteTokenStream(long id, int[] prompt, GenerateOptions options, Duration deadline, ClusterEngine engine) {
+    /**
+     * A request not yet offered to a worker: its reader does that on its first read.
+     *
+     * @param reserved whether it holds one of the gateway's waiting places (every worker was full),
+     *                 given back once it is placed or has ended
+     */
+    RemoteTokenStream(long id, int[] prompt, GenerateOptions options, Duration deadline, ClusterEngine engine,
+            boolean reserved) {
+        this.reservation = new AtomicBoolean(reserved);
         this.id = id;
         this.prompt = prompt.clone();
         this.options = Objects.requireNonNull(options, "options");
@@ -132,34 +142,22 @@ final class RemoteTokenStream implements TokenStream {
         this.engine = engine;
     }
 
+    /** Why the last {@link #admit} found no worker. */
+    private String refusal = "";
+
     /**
-     * Admits the request on the first worker, in routing order, that takes it.
+     * The first attempt that a worker admits, in routing order, or null ({@link #refusal} says why).
      *
-     * @throws AdmissionRejectedException when none does ({@code QUEUE_FULL} when one was full,
-     *                                    {@code CLOSED} when no worker serves the model)
-     * @throws IllegalArgumentException   when a worker finds the prompt too long
+     * @throws IllegalArgumentException when a worker finds the prompt too long for its context
      */
-    void start() {
-        Attempt a = admit(prompt, options);
-        if (a == null) {
-            throw rejection;
-        }
-        attempt = a;
-    }
-
-    private AdmissionRejectedException rejection;
-
-    /** The first attempt that a worker admits, or null (then {@link #rejection} says why). */
-    private Attempt admit(int[] tokens, GenerateOptions opts) {
+    private Attempt admit(int[] tokens, GenerateOptions opts) throws InterruptedException {
         WorkerDirectory directory = engine.directory();
         String model = engine.model().name();
         List<Worker> eligible = directory.eligible(model);
         eligible.removeIf(w -> avoid.contains(w.ref()));
         List<Worker> order = Routing.order(key, eligible, Worker::identity, w -> w.load().utilisation(),
                 w -> w.load().saturated());
-        rejection = new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED,
-                "no reachable worker serves the model '" + model + "'");
-        boolean full = false;
+        refusal = order.isEmpty() ? "no reachable worker serves the model '" + model + "'" : "no worker answered";
         for (Worker w : order) {
             Attempt a = new Attempt(w, directory);
             long left = deadline - System.nanoTime();
@@ -177,8 +175,7 @@ final class RemoteTokenStream implements TokenStream {
                 continue;
             } catch (InterruptedException e) {
                 a.end();
-                Thread.currentThread().interrupt();
-                throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED, "interrupted");
+                throw e;
             }
             switch (reply) {
                 case Accepted accepted -> {
@@ -192,10 +189,7 @@ final class RemoteTokenStream implements TokenStream {
                 }
                 case Rejected r -> {
                     a.end();
-                    full |= AdmissionRejectedException.Reason.QUEUE_FULL.name().equals(r.reason());
-                    rejection = new AdmissionRejectedException(full ? AdmissionRejectedException.Reason.QUEUE_FULL
-                            : AdmissionRejectedException.Reason.valueOf(r.reason()),
-                            "every worker refused the request; the last said: " + r.message());
+                    refusal = "every worker refused it; the last said " + r.reason() + ": " + r.message();
                 }
             }
         }
@@ -293,7 +287,7 @@ final class RemoteTokenStream implements TokenStream {
             }
             Attempt a = attempt;
             if (a == null) {
-                resume();
+                place();
                 continue;
             }
             if (a.pending == null) {
@@ -371,24 +365,31 @@ final class RemoteTokenStream implements TokenStream {
                 a.lost.isDone() ? "its node is unreachable" : String.valueOf(cause));
     }
 
-    /** Admits the rest of the request on another worker, waiting for one within the resume timeout. */
-    private void resume() throws InterruptedException {
-        if (resumes >= engine.settings().maxResumes()) {
+    /**
+     * Offers the request, or what is left of it after a loss, to the workers; while none takes it,
+     * waits for the directory's next change, within the admission (or resume) timeout.
+     */
+    private void place() throws InterruptedException {
+        boolean first = !placed;
+        if (!first && resumes >= engine.settings().maxResumes()) {
             finish(Status.FAILED, new IllegalStateException("request " + id + " lost " + resumes
                     + " workers; not resumed again", lostCause));
             return;
         }
         int d = deliveredCount;
-        int[] tokens;
-        GenerateOptions rest;
-        try {
-            tokens = Resumption.prompt(prompt, Arrays.copyOf(delivered, d));
-            rest = Resumption.options(options, d);
-        } catch (IllegalArgumentException e) {
-            finish(Status.FAILED, e);
-            return;
+        int[] tokens = prompt;
+        GenerateOptions rest = options;
+        if (d > 0) {
+            try {
+                tokens = Resumption.prompt(prompt, Arrays.copyOf(delivered, d));
+                rest = Resumption.options(options, d);
+            } catch (IllegalArgumentException e) {
+                finish(Status.FAILED, e);
+                return;
+            }
         }
-        long until = Math.min(deadline, System.nanoTime() + engine.settings().resumeTimeout().toNanos());
+        Duration timeout = first ? engine.settings().admissionTimeout() : engine.settings().resumeTimeout();
+        long until = Math.min(deadline, System.nanoTime() + timeout.toNanos());
         while (!outcome.isDone()) {
             CompletableFuture<Void> changed = engine.directory().changed();
             Attempt a;
@@ -397,20 +398,23 @@ final class RemoteTokenStream implements TokenStream {
             } catch (IllegalArgumentException e) {
                 finish(Status.FAILED, e);
                 return;
-            } catch (AdmissionRejectedException e) {
-                a = null;
             }
             if (a != null) {
-                resumes++;
+                if (!first) {
+                    resumes++;
+                    log.info("request {} resumes on {} from token {}", id, a.worker.address(), d);
+                }
+                placed = true;
                 attempt = a;
-                log.info("request {} resumes on {} from token {}", id, a.worker.address(), d);
+                releaseReservation();
                 return;
             }
             long wait = until - System.nanoTime();
             if (wait <= 0) {
                 finish(System.nanoTime() - deadline >= 0 ? Status.DEADLINE_EXCEEDED : Status.FAILED,
-                        new IllegalStateException("request " + id + ": no worker took it within "
-                                + engine.settings().resumeTimeout() + " after its worker was lost", lostCause));
+                        new IllegalStateException("request " + id + ": no worker took it within " + timeout
+                                + (first ? "" : " after its worker was lost") + " (" + refusal + ")",
+                                lostCause));
                 return;
             }
             try {
@@ -421,7 +425,14 @@ final class RemoteTokenStream implements TokenStream {
         }
     }
 
+    private void releaseReservation() {
+        if (reservation.compareAndSet(true, false)) {
+            engine.releaseWaiting();
+        }
+    }
+
     private void finish(Status status, Throwable cause) {
+        releaseReservation();
         long now = System.nanoTime();
         outcome.complete(new Outcome(id, status, cause, deliveredCount, Duration.ZERO,
                 firstToken == 0 ? null : Duration.ofNanos(firstToken - submitted), Duration.ofNanos(now - submitted)));

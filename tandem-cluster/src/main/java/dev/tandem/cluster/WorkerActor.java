@@ -50,12 +50,13 @@ final class WorkerActor {
     /**
      * The behaviour.
      *
+     * @param maxQueued the engine's bound on waiting requests, reported with the load
      * @param draining set when the node leaves: it then admits nothing and says so in its load
      * @param streams  the token streams still running (each completes when its last token has
      *                 left, or it was cancelled), for the drain to wait on
      */
-    static Behavior<Command> create(Engine engine, String model, Duration loadInterval, AtomicBoolean draining,
-            Set<CompletableFuture<Void>> streams) {
+    static Behavior<Command> create(Engine engine, String model, int maxQueued, Duration loadInterval,
+            AtomicBoolean draining, Set<CompletableFuture<Void>> streams) {
         return Behaviors.setup(ctx -> {
             ctx.getSystem().receptionist().tell(Receptionist.register(WorkerProtocol.WORKERS, ctx.getSelf()));
             ActorRef<Topic.Command<Load>> topic = ctx.spawn(Topic.create(Load.class, WorkerProtocol.LOAD_TOPIC),
@@ -71,7 +72,8 @@ final class WorkerActor {
                         .onMessageEquals(Tick.INSTANCE, () -> {
                             EngineStats s = engine.stats();
                             topic.tell(Topic.publish(new Load(ctx.getSelf(), model, s.active(), s.queued(),
-                                    s.maxActive(), s.kvBlocksInUse(), s.kvBlocksTotal(), draining.get())));
+                                    s.maxActive(), maxQueued, s.kvBlocksInUse(), s.kvBlocksTotal(),
+                                    draining.get())));
                             return Behaviors.same();
                         })
                         .build();

@@ -62,12 +62,18 @@ final class WorkerProtocol {
      * @param active    requests generating
      * @param queued    requests admitted and waiting
      * @param maxActive the batch's capacity
+     * @param maxQueued how many may wait beyond it before the worker refuses
      * @param kvInUse   KV-cache blocks held (0 when the engine does not page its cache)
      * @param kvTotal   KV-cache blocks in its pool (0 when unknown)
      * @param draining  whether it is leaving (it admits nothing more)
      */
-    record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, long kvInUse,
-            long kvTotal, boolean draining) implements ClusterMessage {
+    record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, int maxQueued,
+            long kvInUse, long kvTotal, boolean draining) implements ClusterMessage {
+
+        /** Whether it would refuse a new request ({@code QUEUE_FULL}). */
+        boolean full() {
+            return active + queued >= maxActive + maxQueued;
+        }
 
         /** Whether a new request would have to wait for a slot. */
         boolean saturated() {
