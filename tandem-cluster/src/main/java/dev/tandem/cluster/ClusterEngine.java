@@ -55,6 +55,10 @@ public final class ClusterEngine implements Engine {
         static Settings defaults() {
             return new Settings(Duration.ofSeconds(5), Duration.ofSeconds(30), 64, Duration.ofSeconds(30), 4);
         }
+
+        Settings withMaxWaiting(int value) {
+            return new Settings(askTimeout, admissionTimeout, value, resumeTimeout, maxResumes);
+        }
     }
 
     ClusterEngine(LanguageModel model, WorkerDirectory directory, ActorSystem<?> system, Settings settings) {

@@ -51,6 +51,10 @@ public final class ClusterMain implements Callable<Integer> {
     @Option(names = "--max-tokens", defaultValue = "4096", description = "Gateway: largest max_tokens (default: ${DEFAULT-VALUE}).")
     int maxTokens;
 
+    @Option(names = "--max-waiting", defaultValue = "64",
+            description = "Gateway: requests that may wait for a worker while every worker is full; beyond them 429 (default: ${DEFAULT-VALUE}).")
+    int maxWaiting;
+
     @Option(names = "--max-batch", defaultValue = "8", description = "Worker: requests decoding together (default: ${DEFAULT-VALUE}).")
     int maxBatch;
 
@@ -102,7 +106,8 @@ public final class ClusterMain implements Callable<Integer> {
         BatcherConfig batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).build();
         return new ClusterNode.Options(role, clusterHost, clusterPort, join, EmbeddedModel.resolve(model), server, batcher,
                 cores == 0 ? Runtime.getRuntime().availableProcessors() : cores, Duration.ofMillis(heartbeatIntervalMs),
-                Duration.ofMillis(heartbeatPauseMs), Duration.ofMillis(loadIntervalMs), Duration.ofSeconds(drainSeconds));
+                Duration.ofMillis(heartbeatPauseMs), Duration.ofMillis(loadIntervalMs), Duration.ofSeconds(drainSeconds),
+                maxWaiting);
     }
 
     @Override

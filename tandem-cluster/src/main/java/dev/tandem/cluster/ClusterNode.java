@@ -68,10 +68,11 @@ public final class ClusterNode implements AutoCloseable {
      * @param heartbeatPause   the silence the failure detector accepts before it calls a node unreachable
      * @param loadInterval     how often a worker reports its load
      * @param drain            how long a leaving node lets its streams finish
+     * @param maxWaiting       gateway: requests that may wait for a worker while every worker is full
      */
     public record Options(Role role, String clusterHost, int clusterPort, List<String> seeds, Path model,
             ServerConfig server, BatcherConfig batcher, int cores, Duration heartbeatInterval, Duration heartbeatPause,
-            Duration loadInterval, Duration drain) {
+            Duration loadInterval, Duration drain, int maxWaiting) {
         public Options {
             Objects.requireNonNull(role, "role");
             Objects.requireNonNull(clusterHost, "clusterHost");
@@ -91,6 +92,9 @@ public final class ClusterNode implements AutoCloseable {
             }
             if (drain.isNegative()) {
                 throw new IllegalArgumentException("the drain must not be negative, was " + drain);
+            }
+            if (maxWaiting < 0) {
+                throw new IllegalArgumentException("max waiting must be >= 0, was " + maxWaiting);
             }
         }
     }
@@ -139,7 +143,8 @@ public final class ClusterNode implements AutoCloseable {
             this.gatewayDevice = gatewayDevice;
             this.engine = engine;
             if (options.role().gateway()) {
-                gatewayEngine = new ClusterEngine(model, directory, system, ClusterEngine.Settings.defaults());
+                gatewayEngine = new ClusterEngine(model, directory, system,
+                        ClusterEngine.Settings.defaults().withMaxWaiting(options.maxWaiting()));
                 server = TandemServer.start(gatewayEngine, options.server());
             } else {
                 gatewayEngine = null;
@@ -182,6 +187,11 @@ public final class ClusterNode implements AutoCloseable {
     /** The gateway's HTTP port, or -1 on a worker. */
     public int httpPort() {
         return server == null ? -1 : server.port();
+    }
+
+    /** The gateway's engine, or null on a worker. */
+    ClusterEngine gatewayEngine() {
+        return gatewayEngine;
     }
 
     /** The gateway's counters, or null on a worker. */

@@ -169,8 +169,9 @@ class ClusterFailoverTest {
         int lostBefore = gateway.lines(l -> l.contains(" lost worker ")).size();
         List<SseClient> clients = new ArrayList<>();
         for (String p : prompts) {
-            SseClient c = new SseClient(httpPort, JSON.createObjectNode().put("prompt", p).put("max_tokens", tokens)
+            SseClient c = SseClient.post(httpPort, JSON.createObjectNode().put("prompt", p).put("max_tokens", tokens)
                     .put("temperature", 0).put("stream", true).put("ignore_eos", true).toString());
+            assertThat(c.status()).isEqualTo(200);
             c.readEvents(2); // streaming; from now on this client holds its stream back
             clients.add(c);
         }
@@ -190,84 +191,6 @@ class ClusterFailoverTest {
         assertThat(worker.process.waitFor(60, TimeUnit.SECONDS)).as("the leaving worker exits").isTrue();
         assertThat(gateway.lines(l -> l.contains(" lost worker ")).size()).as("streams that had to resume")
                 .isEqualTo(lostBefore);
-    }
-
-    /** A raw-socket SSE client with a small receive buffer, so that not reading holds its stream back. */
-    private static final class SseClient {
-        final Socket socket = new Socket();
-        final java.io.DataInputStream in;
-        final StringBuilder text = new StringBuilder();
-        boolean done;
-        private final StringBuilder pending = new StringBuilder();
-
-        SseClient(int port, String body) throws java.io.IOException {
-            socket.setReceiveBufferSize(2048);
-            socket.connect(new java.net.InetSocketAddress("127.0.0.1", port));
-            socket.getOutputStream().write(("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
-                    + "Content-Type: application/json\r\nContent-Length: " + body.getBytes(StandardCharsets.UTF_8).length
-                    + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
-            in = new java.io.DataInputStream(new java.io.BufferedInputStream(socket.getInputStream()));
-            String status = line();
-            assertThat(status).contains(" 200 ");
-            while (!line().isEmpty()) {
-                // headers: the body is chunked
-            }
-        }
-
-        private String line() throws java.io.IOException {
-            StringBuilder b = new StringBuilder();
-            int c;
-            while ((c = in.read()) != '\n') {
-                if (c < 0) {
-                    throw new java.io.EOFException("the stream ended inside a line");
-                }
-                if (c != '\r') {
-                    b.append((char) c);
-                }
-            }
-            return b.toString();
-        }
-
-        /** Reads chunks until {@code n} more events arrived; false at the end of the body. */
-        boolean readEvents(int n) throws java.io.IOException {
-            int seen = 0;
-            while (seen < n) {
-                int size = Integer.parseInt(line().trim(), 16);
-                if (size == 0) {
-                    return false;
-                }
-                pending.append(new String(in.readNBytes(size), StandardCharsets.UTF_8));
-                line();
-                int end;
-                while ((end = pending.indexOf("\n\n")) >= 0) {
-                    String event = pending.substring(0, end);
-                    pending.delete(0, end + 2);
-                    if (event.startsWith("data: ")) {
-                        event(event.substring(6));
-                        seen++;
-                    }
-                }
-            }
-            return true;
-        }
-
-        private void event(String data) throws java.io.IOException {
-            if (data.equals("[DONE]")) {
-                done = true;
-                return;
-            }
-            JsonNode choices = JSON.readTree(data).path("choices");
-            if (!choices.isEmpty()) {
-                text.append(choices.get(0).path("text").asText(""));
-            }
-        }
-
-        void readAll() throws java.io.IOException {
-            while (readEvents(1)) {
-                // to the end
-            }
-            socket.close();
-        }
     }
 
     @Test

@@ -107,16 +107,21 @@ final class NodeProcess implements AutoCloseable {
         process.waitFor();
     }
 
-    /** SIGTERM, then kill -9 if it has not ended within {@code grace}. */
+    /** SIGTERM, then kill -9 if it has not ended within 20 s. */
     @Override
-    public void close() throws InterruptedException {
+    public void close() {
         if (!process.isAlive()) {
             return;
         }
         process.destroy();
-        if (!process.waitFor(20, TimeUnit.SECONDS)) {
+        try {
+            if (!process.waitFor(20, TimeUnit.SECONDS)) {
+                process.destroyForcibly();
+                process.waitFor();
+            }
+        } catch (InterruptedException e) {
             process.destroyForcibly();
-            process.waitFor();
+            Thread.currentThread().interrupt();
         }
     }
 
