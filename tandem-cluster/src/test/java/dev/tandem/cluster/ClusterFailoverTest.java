@@ -104,7 +104,7 @@ class ClusterFailoverTest {
                 "the gateway's HTTP listener").getFirst();
         httpPort = Integer.parseInt(listening.replaceAll(".*:(\\d+)$", "$1"));
         String seed = "127.0.0.1:" + gatewayPort;
-        List<String> workerArgs = List.of("--join", seed, "--cores", "1", "--max-batch", "16");
+        List<String> workerArgs = List.of("--join", seed, "--cores", "1", "--max-batch", Integer.toString(Math.max(16, CLIENTS)));
         List<String> debug = List.of("-Dorg.slf4j.simpleLogger.log.dev.tandem.cluster.WorkerActor=debug");
         List<NodeProcess> started3 = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
