@@ -20,9 +20,10 @@ import org.junit.jupiter.api.condition.EnabledIfSystemProperty;
 /**
  * Throughput of a gateway over one worker of one core against two such workers, each node a JVM
  * of its own on loopback: 16 concurrent greedy streams of 128 tokens, after a warm-up round; the
- * best of three rounds per configuration. A measurement, not a check: opt in with
- * {@code -Dtandem.cluster.bench=true}, on a machine with a core free per worker and one for the
- * gateway and the clients.
+ * best of three rounds per configuration. A measurement, not a check, outside the suite (its name
+ * is not a test's): {@code ./mvnw -pl tandem-cluster verify -Dtest=ClusterScalingBench
+ * -Dtandem.cluster.bench=true}, on a machine with a core free per worker and one for the gateway
+ * and the clients.
  */
 @EnabledIfSystemProperty(named = "tandem.cluster.bench", matches = "true")
 @Timeout(600)
