@@ -1,0 +1,192 @@
+package dev.tandem.cluster;
+
+import dev.tandem.AdmissionRejectedException;
+import dev.tandem.cluster.WorkerProtocol.Load;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.server.Engine;
+import dev.tandem.server.EngineStats;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.pekko.actor.typed.ActorSystem;
+import org.apache.pekko.stream.Materializer;
+
+/**
+ * The {@link Engine} of a gateway: each request runs on a worker of the cluster, and its
+ * {@link Completion} reads a {@link RemoteTokenStream} that resumes it on another worker when
+ * its worker is lost. The model is the gateway's own copy, used for its tokenizer, chat template
+ * and context only; nothing is generated here.
+ *
+ * <p>{@link #submit} never blocks (the server calls it under its drain monitor): it decides from
+ * the workers' last load reports and returns at once; the request is offered to the workers, in
+ * {@link Routing}'s order, by the completion's reader on its first read. With no eligible worker
+ * it is {@code CLOSED} (503). When every eligible worker reports itself full, the request waits
+ * at the gateway for one to take it, at most {@code maxWaiting} requests at a time and each for
+ * at most {@code admissionTimeout}; beyond that bound it is {@code QUEUE_FULL} (429).
+ */
+public final class ClusterEngine implements Engine {
+    private final LanguageModel model;
+    private final WorkerDirectory directory;
+    private final ActorSystem<?> system;
+    private final Materializer materializer;
+    private final Settings settings;
+    private final AtomicLong ids = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Set<RemoteTokenStream> inFlight = ConcurrentHashMap.newKeySet();
+    final ClusterStats stats = new ClusterStats();
+
+    /**
+     * How a gateway forwards and resumes.
+     *
+     * @param askTimeout       how long a worker may take to answer an admission
+     * @param admissionTimeout how long a new request may wait at the gateway for a worker
+     * @param maxWaiting       how many requests may wait at the gateway while every worker is full
+     * @param resumeTimeout    how long a lost request may look for a worker that takes it
+     * @param maxResumes       how many times one request may be resumed
+     */
+    record Settings(Duration askTimeout, Duration admissionTimeout, int maxWaiting, Duration resumeTimeout,
+            int maxResumes) {
+        static Settings defaults() {
+            return new Settings(Duration.ofSeconds(5), Duration.ofSeconds(30), 64, Duration.ofSeconds(30), 4);
+        }
+
+        Settings withMaxWaiting(int value) {
+            return new Settings(askTimeout, admissionTimeout, value, resumeTimeout, maxResumes);
+        }
+    }
+
+    ClusterEngine(LanguageModel model, WorkerDirectory directory, ActorSystem<?> system, Settings settings) {
+        this.model = model;
+        this.directory = directory;
+        this.system = system;
+        this.materializer = Materializer.createMaterializer(system);
+        this.settings = settings;
+    }
+
+    @Override
+    public LanguageModel model() {
+        return model;
+    }
+
+    @Override
+    public Completion submit(int[] prompt, GenerateOptions options, Duration deadline) {
+        if (closed.get()) {
+            throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED, "the gateway is closing");
+        }
+        if (prompt.length >= model.config().contextLength()) {
+            throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
+                    + model.config().contextLength());
+        }
+        List<WorkerDirectory.Worker> eligible = directory.eligible(model.name());
+        if (eligible.isEmpty()) {
+            throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED,
+                    "no reachable worker serves the model '" + model.name() + "'");
+        }
+        boolean reserved = false;
+        if (eligible.stream().allMatch(w -> w.load().full())) {
+            if (!reserveWaiting()) {
+                throw new AdmissionRejectedException(AdmissionRejectedException.Reason.QUEUE_FULL, "every worker is full and "
+                        + settings.maxWaiting() + " requests already wait at the gateway");
+            }
+            reserved = true;
+        }
+        RemoteTokenStream stream = new RemoteTokenStream(ids.incrementAndGet(), prompt, options, deadline, this,
+                reserved);
+        inFlight.add(stream);
+        stream.completion().whenComplete((o, e) -> inFlight.remove(stream));
+        return model.start(stream, prompt, options);
+    }
+
+    /** The cluster's load as its workers last reported it (memory is not reported: 0). */
+    @Override
+    public EngineStats stats() {
+        int active = 0;
+        int queued = 0;
+        int capacity = 0;
+        long kvInUse = 0;
+        long kvTotal = 0;
+        for (Load load : directory.reports()) {
+            active += load.active();
+            queued += load.queued();
+            capacity += load.maxActive();
+            kvInUse += load.kvInUse();
+            kvTotal += load.kvTotal();
+        }
+        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0);
+    }
+
+    /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */
+    public ClusterStats clusterStats() {
+        return stats;
+    }
+
+    @Override
+    public void close() {
+        close(Duration.ZERO);
+    }
+
+    @Override
+    public List<Long> close(Duration drain) {
+        closed.set(true);
+        long end = System.nanoTime() + drain.toNanos();
+        for (RemoteTokenStream s : List.copyOf(inFlight)) {
+            long left = end - System.nanoTime();
+            if (left > 0) {
+                try {
+                    s.completion().get(left, java.util.concurrent.TimeUnit.NANOSECONDS);
+                } catch (Exception e) {
+                    // not drained in time: cancelled below
+                }
+            }
+        }
+        List<Long> left = new ArrayList<>();
+        for (RemoteTokenStream s : List.copyOf(inFlight)) {
+            if (!s.isDone()) {
+                left.add(s.requestId());
+                s.cancel();
+            }
+        }
+        return left;
+    }
+
+    private final java.util.concurrent.atomic.AtomicInteger waiting = new java.util.concurrent.atomic.AtomicInteger();
+
+    private boolean reserveWaiting() {
+        while (true) {
+            int n = waiting.get();
+            if (n >= settings.maxWaiting()) {
+                return false;
+            }
+            if (waiting.compareAndSet(n, n + 1)) {
+                return true;
+            }
+        }
+    }
+
+    /** A request that waited at the gateway has been placed on a worker, or has ended. */
+    void releaseWaiting() {
+        waiting.decrementAndGet();
+    }
+
+    WorkerDirectory directory() {
+        return directory;
+    }
+
+    ActorSystem<?> system() {
+        return system;
+    }
+
+    Materializer materializer() {
+        return materializer;
+    }
+
+    Settings settings() {
+        return settings;
+    }
+}

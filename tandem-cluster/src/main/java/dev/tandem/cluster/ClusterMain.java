@@ -1,0 +1,132 @@
+package dev.tandem.cluster;
+
+import dev.tandem.llm.BatcherConfig;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.server.ServerConfig;
+import java.io.PrintStream;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.Callable;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/**
+ * {@code tandem cluster}: one node of a tandem cluster. Its own entry point (and class path,
+ * {@code tandem-cluster/target/classpath.txt}), so that Pekko is on a JVM's class path only when a
+ * cluster node runs: a plain {@code tandem serve} never loads it.
+ */
+@Command(
+        name = "cluster",
+        mixinStandardHelpOptions = true,
+        description = {"Run one node of a tandem cluster (Apache Pekko): a worker generates, a gateway serves the",
+                "OpenAI HTTP API and forwards each request to a worker; a stream whose worker dies resumes on another."})
+public final class ClusterMain implements Callable<Integer> {
+
+    @Option(names = "--role", required = true, paramLabel = "worker|gateway|both",
+            description = "What this node does.", converter = RoleConverter.class)
+    ClusterNode.Role role;
+
+    @Option(names = "--cluster-port", required = true, description = "Port of the cluster transport.")
+    int clusterPort;
+
+    @Option(names = "--cluster-host", defaultValue = "127.0.0.1",
+            description = "Address of the cluster transport (default: ${DEFAULT-VALUE}).")
+    String clusterHost;
+
+    @Option(names = "--join", split = ",", paramLabel = "HOST:PORT",
+            description = "Seed nodes to join (default: this node, which starts a cluster).")
+    List<String> join = List.of();
+
+    @Option(names = "--model", paramLabel = "PATH|" + EmbeddedModel.NAME, defaultValue = EmbeddedModel.NAME,
+            description = "A GGUF file or Hugging Face directory, or " + EmbeddedModel.NAME + " (default).")
+    String model;
+
+    @Option(names = "--host", defaultValue = "127.0.0.1", description = "Gateway: HTTP address (default: ${DEFAULT-VALUE}).")
+    String host;
+
+    @Option(names = "--port", defaultValue = "8080", description = "Gateway: HTTP port; 0 for any free one (default: ${DEFAULT-VALUE}).")
+    int port;
+
+    @Option(names = "--max-tokens", defaultValue = "4096", description = "Gateway: largest max_tokens (default: ${DEFAULT-VALUE}).")
+    int maxTokens;
+
+    @Option(names = "--max-waiting", defaultValue = "64",
+            description = "Gateway: requests that may wait for a worker while every worker is full; beyond them 429 (default: ${DEFAULT-VALUE}).")
+    int maxWaiting;
+
+    @Option(names = "--max-batch", defaultValue = "8", description = "Worker: requests decoding together (default: ${DEFAULT-VALUE}).")
+    int maxBatch;
+
+    @Option(names = "--max-queued", defaultValue = "64", description = "Worker: requests that may wait (default: ${DEFAULT-VALUE}).")
+    int maxQueued;
+
+    @Option(names = "--cores", defaultValue = "0", description = "Worker: device cores (default: available processors).")
+    int cores;
+
+    @Option(names = "--drain-seconds", defaultValue = "30",
+            description = "On SIGTERM, how long streams in flight may finish (default: ${DEFAULT-VALUE}).")
+    int drainSeconds;
+
+    @Option(names = "--heartbeat-interval-ms", defaultValue = "1000",
+            description = "Failure detector: heartbeat interval (default: ${DEFAULT-VALUE}).")
+    long heartbeatIntervalMs;
+
+    @Option(names = "--heartbeat-pause-ms", defaultValue = "3000",
+            description = "Failure detector: silence accepted before a node is unreachable (default: ${DEFAULT-VALUE}).")
+    long heartbeatPauseMs;
+
+    @Option(names = "--load-interval-ms", defaultValue = "250",
+            description = "Worker: how often it reports its load (default: ${DEFAULT-VALUE}).")
+    long loadIntervalMs;
+
+    static final class RoleConverter implements CommandLine.ITypeConverter<ClusterNode.Role> {
+        @Override
+        public ClusterNode.Role convert(String value) {
+            return switch (value) {
+                case "worker" -> ClusterNode.Role.WORKER;
+                case "gateway" -> ClusterNode.Role.GATEWAY;
+                case "both" -> ClusterNode.Role.BOTH;
+                default -> throw new CommandLine.TypeConversionException(
+                        "'" + value + "' is not a role: worker, gateway or both");
+            };
+        }
+    }
+
+    /** The node's options from the command line; throws {@link IllegalArgumentException} naming a bad one. */
+    ClusterNode.Options options() {
+        if (drainSeconds < 0) {
+            throw new IllegalArgumentException("--drain-seconds must be >= 0, was " + drainSeconds);
+        }
+        if (cores < 0) {
+            throw new IllegalArgumentException("--cores must be >= 0, was " + cores);
+        }
+        ServerConfig server = ServerConfig.builder().host(host).port(port).maxTokens(maxTokens)
+                .drainTimeout(Duration.ofSeconds(drainSeconds)).build();
+        BatcherConfig batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).build();
+        return new ClusterNode.Options(role, clusterHost, clusterPort, join, EmbeddedModel.resolve(model), server, batcher,
+                cores == 0 ? Runtime.getRuntime().availableProcessors() : cores, Duration.ofMillis(heartbeatIntervalMs),
+                Duration.ofMillis(heartbeatPauseMs), Duration.ofMillis(loadIntervalMs), Duration.ofSeconds(drainSeconds),
+                maxWaiting);
+    }
+
+    @Override
+    public Integer call() {
+        PrintStream out = System.out;
+        ClusterNode node = ClusterNode.start(options());
+        out.println(role.name().toLowerCase(java.util.Locale.ROOT) + " node " + node.address()
+                + (node.httpPort() >= 0 ? ", listening on http://" + host + ":" + node.httpPort() : ""));
+        out.flush();
+        node.terminated().join();
+        return 0;
+    }
+
+    public static void main(String[] args) {
+        CommandLine cli = new CommandLine(new ClusterMain());
+        cli.setExecutionExceptionHandler((e, line, parsed) -> {
+            line.getErr().println("tandem cluster: " + e.getMessage());
+            return 2;
+        });
+        System.exit(cli.execute(args));
+    }
+}

@@ -1,0 +1,116 @@
+package dev.tandem.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.tandem.AdmissionRejectedException;
+import dev.tandem.cluster.WorkerProtocol.Accepted;
+import dev.tandem.cluster.WorkerProtocol.Command;
+import dev.tandem.cluster.WorkerProtocol.Generate;
+import dev.tandem.cluster.WorkerProtocol.Load;
+import dev.tandem.cluster.WorkerProtocol.Rejected;
+import dev.tandem.llm.BatcherConfig;
+import dev.tandem.llm.Completion;
+import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.FinishReason;
+import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.LanguageModel;
+import dev.tandem.server.ServerConfig;
+import java.time.Duration;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.apache.pekko.actor.typed.ActorRef;
+import org.apache.pekko.actor.typed.javadsl.Behaviors;
+import org.apache.pekko.stream.Materializer;
+import org.apache.pekko.stream.javadsl.Source;
+import org.apache.pekko.stream.javadsl.StreamRefs;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * A gateway's admission, against a worker actor that refuses ({@code QUEUE_FULL}) until told to
+ * admit, in a gateway node of this JVM: while every worker reports itself full, requests wait at
+ * the gateway up to its bound and the next is refused; a waiting request runs once a worker takes
+ * it, and its place is free again. With no worker for the model the answer is {@code CLOSED}.
+ */
+@Timeout(120)
+class GatewayAdmissionTest {
+    private static ClusterNode gateway;
+
+    @BeforeAll
+    static void start() {
+        gateway = ClusterNode.start(new ClusterNode.Options(ClusterNode.Role.GATEWAY, "127.0.0.1",
+                NodeProcess.freePort(), List.of(), EmbeddedModel.path(), ServerConfig.builder().port(0).build(),
+                BatcherConfig.defaults(), 1, Duration.ofMillis(200), Duration.ofSeconds(3), Duration.ofMillis(100),
+                Duration.ofSeconds(1), 64));
+    }
+
+    @AfterAll
+    static void stop() {
+        if (gateway != null) {
+            gateway.close();
+        }
+    }
+
+    @Test
+    void whileEveryWorkerIsFullRequestsWaitAtTheGatewayWithinItsBoundAndTheNextIsRefused() throws Exception {
+        ClusterEngine node = gateway.gatewayEngine();
+        LanguageModel model = node.model();
+        int[] tokens = model.encode("the cat sat");
+        AtomicBoolean admit = new AtomicBoolean();
+        CompletableFuture<Void> refused = new CompletableFuture<>();
+        Materializer materializer = Materializer.createMaterializer(node.system());
+        ActorRef<Command> worker = node.system().systemActorOf(
+                Behaviors.receive(Command.class).onMessage(Generate.class, g -> {
+                    if (admit.get()) {
+                        List<Integer> ids = java.util.Arrays.stream(tokens).skip(1).boxed().toList();
+                        g.replyTo().tell(new Accepted(Source.from(ids).runWith(StreamRefs.sourceRef(), materializer)));
+                    } else {
+                        g.replyTo().tell(new Rejected("QUEUE_FULL", "1 active, 0 may wait"));
+                        refused.complete(null);
+                    }
+                    return Behaviors.same();
+                }).build(), "stand-in-worker", org.apache.pekko.actor.typed.Props.empty());
+        WorkerDirectory directory = new WorkerDirectory();
+        directory.listing(Set.of(worker));
+        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false));
+        ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
+                ClusterEngine.Settings.defaults().withMaxWaiting(1));
+        GenerateOptions options = GenerateOptions.defaults().withMaxTokens(tokens.length - 1);
+
+        Completion waiting = engine.submit(tokens, options, null);
+        assertThatThrownBy(() -> engine.submit(tokens, options, null)).isInstanceOf(AdmissionRejectedException.class)
+                .hasMessageContaining("1 requests already wait at the gateway")
+                .extracting(e -> ((AdmissionRejectedException) e).reason())
+                .isEqualTo(AdmissionRejectedException.Reason.QUEUE_FULL);
+
+        CompletableFuture<String> text = CompletableFuture.supplyAsync(waiting::await, r -> Thread.ofVirtual().start(r));
+        refused.get(30, TimeUnit.SECONDS); // the reader asked, was refused, and waits for the directory to change
+        assertThat(text).isNotDone();
+        admit.set(true);
+        directory.load(new Load(worker, model.name(), 0, 0, 1, 0, 0, 8, false)); // the next report: a free slot
+        assertThat(text.get(30, TimeUnit.SECONDS)).isNotEmpty();
+        assertThat(waiting.tokens()).containsExactly(java.util.Arrays.copyOfRange(tokens, 1, tokens.length));
+        assertThat(waiting.finishReason()).isEqualTo(FinishReason.LENGTH);
+
+        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false)); // full again
+        Completion next = engine.submit(tokens, options, null); // the waiting place was given back
+        next.cancel();
+        assertThat(next.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(dev.tandem.Status.CANCELLED);
+    }
+
+    @Test
+    void withNoWorkerForTheModelTheGatewayRefusesAtOnce() {
+        ClusterEngine lonely = new ClusterEngine(gateway.gatewayEngine().model(), new WorkerDirectory(),
+                gateway.gatewayEngine().system(), ClusterEngine.Settings.defaults());
+        assertThatThrownBy(() -> lonely.submit(new int[] {1, 2, 3}, GenerateOptions.defaults(), null))
+                .isInstanceOf(AdmissionRejectedException.class).hasMessageContaining("no reachable worker serves")
+                .extracting(e -> ((AdmissionRejectedException) e).reason())
+                .isEqualTo(AdmissionRejectedException.Reason.CLOSED);
+    }
+}
