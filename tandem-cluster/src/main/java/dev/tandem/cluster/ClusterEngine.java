@@ -79,6 +79,12 @@ public final class ClusterEngine implements Engine {
         if (closed.get()) {
             throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED, "the gateway is closing");
         }
+        // What a worker could not be told, or a resumed stream could not continue exactly, is refused
+        // here rather than dropped on the way.
+        if (options.grammar() != null || options.logprobs() >= 0 || !options.sampler().logitBias().isEmpty()) {
+            throw new UnsupportedOperationException("response_format, forced tool calls, logprobs and logit_bias are"
+                    + " not served through the cluster yet");
+        }
         if (prompt.length >= model.config().contextLength()) {
             throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
                     + model.config().contextLength());
@@ -118,7 +124,7 @@ public final class ClusterEngine implements Engine {
             kvInUse += load.kvInUse();
             kvTotal += load.kvTotal();
         }
-        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0);
+        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0, 0, 0, 0);
     }
 
     /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */

@@ -22,7 +22,9 @@ import java.util.List;
  *       {@link AdmissionRejectedException} with {@code QUEUE_FULL} when no more requests can
  *       wait (the server answers 429 with {@code Retry-After}), {@code CLOSED} when the engine
  *       is closing (503), {@code TOO_LARGE} when the request can never fit the device (413);
- *       {@link IllegalArgumentException} for a prompt that leaves no room in the context (413).
+ *       {@link IllegalArgumentException} for a prompt that leaves no room in the context (400
+ *       {@code context_length_exceeded}); {@link UnsupportedOperationException} for options the
+ *       engine cannot serve (400 {@code unsupported_parameter}, its message naming them).
  *       A request whose context fills while it runs ends with
  *       {@link dev.tandem.llm.FinishReason#LENGTH}, never with a failure.</li>
  *   <li><b>The completion</b> is iterated by exactly one caller thread (a virtual thread;
@@ -56,6 +58,7 @@ public interface Engine extends AutoCloseable {
      * @return its completion, at once
      * @throws AdmissionRejectedException when it is not admitted (see the class comment)
      * @throws IllegalArgumentException   when the prompt does not fit the context
+     * @throws UnsupportedOperationException when the engine cannot serve {@code options}
      */
     Completion submit(int[] prompt, GenerateOptions options, Duration deadline);
 

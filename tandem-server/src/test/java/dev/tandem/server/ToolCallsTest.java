@@ -56,6 +56,9 @@ class ToolCallsTest {
 
         @Override
         public Completion submit(int[] prompt, GenerateOptions options, Duration deadline) {
+            if (options.logprobs() >= 0) {
+                throw new UnsupportedOperationException("a scripted reply has no log-probabilities");
+            }
             TokenFeed feed = TokenFeed.builder(worker).name("scripted").build();
             feed.started();
             for (int token : model.tokenizer().encode(reply, false, false)) {
@@ -177,6 +180,17 @@ class ToolCallsTest {
         ChatCompletion none = client.chat().completions().create(weather().toolChoice(
                 com.openai.models.chat.completions.ChatCompletionToolChoiceOption.Auto.NONE).build());
         assertThat(none.choices().getFirst().message().toolCalls()).isEmpty();
+    }
+
+    @Test
+    void optionsAnEngineCannotServeAreA400NamingThem() throws Exception {
+        RawHttp.Response response = RawHttp.exchange(server.port(), "POST", "/v1/chat/completions",
+                List.of("Host: 127.0.0.1", "Content-Type: application/json"),
+                "{\"messages\":[{\"role\":\"user\",\"content\":\"x\"}],\"logprobs\":true}");
+        assertThat(response.status()).isEqualTo(400);
+        JsonNode error = JSON.readTree(response.body()).get("error");
+        assertThat(error.get("code").asText()).isEqualTo("unsupported_parameter");
+        assertThat(error.get("message").asText()).contains("log-probabilities");
     }
 
     @Test
