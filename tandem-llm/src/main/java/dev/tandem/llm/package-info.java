@@ -4,10 +4,13 @@
  * <ul>
  *   <li>{@link dev.tandem.llm.PagedAttentionWorkload}: multi-layer batched paged attention over
  *       ragged contexts, a token per {@code layersPerStep} layers;
- *   <li>{@link dev.tandem.llm.LlamaModel}: a Llama-style decoder (grouped-query attention, f32 or
- *       q8_0 weights) whose steps decode a batch of sequences, with a paged KV cache per request;
- *       its weights come through {@link dev.tandem.llm.LlamaWeights} ({@link
- *       dev.tandem.llm.RandomWeights} today);
+ *   <li>{@link dev.tandem.llm.LlamaModel}: a Llama-style decoder (grouped-query attention, its
+ *       matrices in the checkpoint's own type: f32, f16, bf16 or one of the GGUF block types) whose
+ *       steps decode a batch of sequences, with a paged KV cache per request; its weights come
+ *       through {@link dev.tandem.llm.LlamaWeights}: a GGUF file, a safetensors directory, or
+ *       {@link dev.tandem.llm.RandomWeights} for the benchmarks' shapes;
+ *   <li>{@link dev.tandem.llm.Batcher}: continuous batching of many completions in one program,
+ *       with a prefix-cached KV pool ({@link dev.tandem.llm.LanguageModel} is the facade);
  *   <li>{@link dev.tandem.llm.ByteTokenizer}: bytes as tokens, decoded incrementally for display;
  *   <li>{@link dev.tandem.llm.LlamaReference} and {@code PagedAttentionWorkload.reference()}: plain
  *       loops in double that share no code with the kernels, the oracles of the golden tests and
