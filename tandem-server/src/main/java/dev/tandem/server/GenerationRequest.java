@@ -267,22 +267,24 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             return null;
         }
         return switch (format.path("type").asText()) {
-            case "json_object" -> Grammar.jsonObject();
-            case "json_schema" -> {
-                JsonNode schema = format.path("json_schema").get("schema");
-                if (schema == null || !schema.isObject()) {
-                    throw ApiException.badParameter("response_format.json_schema.schema",
-                            "response_format.json_schema.schema must be a JSON Schema object");
-                }
-                try {
-                    yield Grammar.jsonSchema(schema);
-                } catch (GrammarException e) {
-                    throw unsupported("response_format.json_schema.schema", "the schema cannot be served: "
-                            + e.getMessage());
-                }
-            }
+            // llama-server's extension: json_object with a schema of its own.
+            case "json_object" -> format.has("schema") ? schemaGrammar(format.get("schema"), "response_format.schema")
+                    : Grammar.jsonObject();
+            case "json_schema" -> schemaGrammar(format.path("json_schema").get("schema"),
+                    "response_format.json_schema.schema");
             default -> null;
         };
+    }
+
+    private static Grammar schemaGrammar(JsonNode schema, String param) {
+        if (schema == null || !schema.isObject()) {
+            throw ApiException.badParameter(param, param + " must be a JSON Schema object");
+        }
+        try {
+            return Grammar.jsonSchema(schema);
+        } catch (GrammarException e) {
+            throw unsupported(param, "the schema cannot be served: " + e.getMessage());
+        }
     }
 
     /** Chat's {@code logprobs} and {@code top_logprobs}, or completions' {@code logprobs: N}; -1 for none. */

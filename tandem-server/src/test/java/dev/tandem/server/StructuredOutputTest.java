@@ -95,6 +95,15 @@ class StructuredOutputTest {
         if (reply.at("/choices/0/finish_reason").asText().equals("stop")) {
             assertThat(JSON.readTree(reply.at("/choices/0/message/content").asText()).isObject()).isTrue();
         }
+        // llama-server's extension: a schema on json_object is held to as json_schema's is.
+        RawHttp.Response constant = RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
+                {"messages":[{"role":"user","content":"x"}],"max_tokens":8,
+                 "response_format":{"type":"json_object","schema":{"const":"42"}}}""");
+        assertThat(JSON.readTree(constant.body()).at("/choices/0/message/content").asText().strip())
+                .isEqualTo("\"42\"");
+        assertThat(RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
+                {"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_object","schema":123}}""")
+                .status()).isEqualTo(400);
         RawHttp.Response refused = RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
                 {"messages":[{"role":"user","content":"x"}],"response_format":{"type":"json_schema",
                  "json_schema":{"name":"s","schema":{"type":"object","properties":{"a":{"type":"string"}},
