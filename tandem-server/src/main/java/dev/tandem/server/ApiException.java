@@ -23,6 +23,11 @@ final class ApiException extends RuntimeException {
         return new ApiException(400, "invalid_request_error", param, "invalid_value", message);
     }
 
+    /** 400: a parameter, or a value of one, that this server does not serve; named in {@code param}. */
+    static ApiException unsupported(String param, String message) {
+        return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
+    }
+
     int status() {
         return status;
     }

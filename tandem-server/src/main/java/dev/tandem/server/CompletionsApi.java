@@ -114,7 +114,7 @@ final class CompletionsApi {
                 grammar = model.toolSyntax().forcedCall(request.tools(),
                         request.toolChoice().equals("required") ? null : request.toolChoice());
             } catch (GrammarException e) {
-                throw new ApiException(400, "invalid_request_error", "tools", "unsupported_parameter",
+                throw ApiException.unsupported("tools",
                         "a tool's parameters cannot be served for a forced call: " + e.getMessage());
             }
         }

@@ -154,7 +154,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         String toolChoice = toolChoice(body, tools);
         Grammar responseFormat = chat ? responseFormat(body) : null;
         if (responseFormat != null && toolChoice != null && !toolChoice.equals("auto") && !tools.isEmpty()) {
-            throw unsupported("response_format", "response_format cannot be combined with a forced tool call");
+            throw ApiException.unsupported("response_format", "response_format cannot be combined with a forced tool call");
         }
         return new GenerationRequest(chat, model, messages, prompt, maxTokens, sampler.build(), stop(body), stream,
                 includeUsage, optionalBoolean(body, "ignore_eos"), tools, parallelToolCalls, toolChoice,
@@ -172,7 +172,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             boolean known = SERVED_BOTH.contains(name) || IGNORED_BY_DESIGN.contains(name)
                     || (chat ? SERVED_CHAT : SERVED_COMPLETIONS).contains(name);
             if (!known) {
-                throw unsupported(name, "the parameter " + name + " is not supported by this endpoint");
+                throw ApiException.unsupported(name, "the parameter " + name + " is not supported by this endpoint");
             }
         }
         refuseUnless(body, "response_format", v -> v.isObject()
@@ -204,13 +204,10 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             String message) {
         JsonNode value = body.get(name);
         if (value != null && !value.isNull() && !accepted.test(value)) {
-            throw unsupported(name, message);
+            throw ApiException.unsupported(name, message);
         }
     }
 
-    private static ApiException unsupported(String param, String message) {
-        return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
-    }
 
     /** {@code logit_bias}: token ids (as the object's keys) to a bias in [-100, 100]. */
     private static Map<Integer, Float> logitBias(JsonNode body) {
@@ -283,7 +280,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
         try {
             return Grammar.jsonSchema(schema);
         } catch (GrammarException e) {
-            throw unsupported(param, "the schema cannot be served: " + e.getMessage());
+            throw ApiException.unsupported(param, "the schema cannot be served: " + e.getMessage());
         }
     }
 
@@ -333,7 +330,7 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             JsonNode tool = tools.get(i);
             String at = "tools[" + i + "]";
             if (!tool.isObject() || !"function".equals(tool.path("type").asText())) {
-                throw unsupported(at + ".type", "only tools of type function are supported");
+                throw ApiException.unsupported(at + ".type", "only tools of type function are supported");
             }
             JsonNode function = tool.get("function");
             if (function == null || !function.isObject()) {

@@ -98,7 +98,7 @@ final class Generations {
             } catch (IllegalArgumentException e) {
                 throw contextExceeded(param, e.getMessage());
             } catch (UnsupportedOperationException e) {
-                throw new ApiException(400, "invalid_request_error", null, "unsupported_parameter", e.getMessage());
+                throw ApiException.unsupported(null, e.getMessage());
             }
             inFlight.add(completion);
         }

@@ -46,23 +46,23 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
         for (Iterator<String> it = body.fieldNames(); it.hasNext();) {
             String name = it.next();
             if (!SERVED.contains(name) && !IGNORED_BY_DESIGN.contains(name)) {
-                throw unsupported(name, "the parameter " + name + " is not supported by this server");
+                throw ApiException.unsupported(name, "the parameter " + name + " is not supported by this server");
             }
         }
         if (present(body, "previous_response_id")) {
-            throw unsupported("previous_response_id", "previous_response_id is not supported: this server stores no "
+            throw ApiException.unsupported("previous_response_id", "previous_response_id is not supported: this server stores no "
                     + "responses; send the whole conversation in input");
         }
         if (present(body, "background") && body.get("background").asBoolean()) {
-            throw unsupported("background", "background responses are not supported");
+            throw ApiException.unsupported("background", "background responses are not supported");
         }
         if (present(body, "tools") && !(body.get("tools").isArray() && body.get("tools").isEmpty())) {
-            throw unsupported("tools", "tools are not supported on /v1/responses yet; use /v1/chat/completions");
+            throw ApiException.unsupported("tools", "tools are not supported on /v1/responses yet; use /v1/chat/completions");
         }
         JsonNode toolChoice = body.get("tool_choice");
         if (toolChoice != null && !toolChoice.isNull()
                 && !(toolChoice.isTextual() && Set.of("none", "auto").contains(toolChoice.asText()))) {
-            throw unsupported("tool_choice", "tool_choice must be none or auto when no tools are given");
+            throw ApiException.unsupported("tool_choice", "tool_choice must be none or auto when no tools are given");
         }
         JsonNode parallel = body.get("parallel_tool_calls");
         if (parallel != null && !parallel.isNull() && !parallel.isBoolean()) {
@@ -72,21 +72,21 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
         JsonNode format = text == null ? null : text.path("format");
         if (text != null && !text.isNull() && (!text.isObject() || !(format.isMissingNode() || format.isNull()
                 || java.util.Set.of("text", "json_object", "json_schema").contains(format.path("type").asText())))) {
-            throw unsupported("text.format", "text.format must be {\"type\": \"text\" | \"json_object\" | "
+            throw ApiException.unsupported("text.format", "text.format must be {\"type\": \"text\" | \"json_object\" | "
                     + "\"json_schema\"}");
         }
         JsonNode truncation = body.get("truncation");
         if (truncation != null && !truncation.isNull() && !"disabled".equals(truncation.asText())) {
-            throw unsupported("truncation", "only truncation \"disabled\" is supported: a conversation beyond the "
+            throw ApiException.unsupported("truncation", "only truncation \"disabled\" is supported: a conversation beyond the "
                     + "context is refused, never cut");
         }
         JsonNode reasoning = body.get("reasoning");
         if (reasoning != null && !reasoning.isNull() && !(reasoning.isObject() && allNull(reasoning))) {
-            throw unsupported("reasoning", "reasoning options are not supported by this model");
+            throw ApiException.unsupported("reasoning", "reasoning options are not supported by this model");
         }
         JsonNode include = body.get("include");
         if (include != null && !include.isNull() && !(include.isArray() && include.isEmpty())) {
-            throw unsupported("include", "include is not supported");
+            throw ApiException.unsupported("include", "include is not supported");
         }
 
         String model = Params.optionalString(body, "model");
@@ -137,7 +137,7 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
                 try {
                     yield dev.tandem.llm.grammar.Grammar.jsonSchema(schema);
                 } catch (dev.tandem.llm.grammar.GrammarException e) {
-                    throw unsupported("text.format.schema", "the schema cannot be served: " + e.getMessage());
+                    throw ApiException.unsupported("text.format.schema", "the schema cannot be served: " + e.getMessage());
                 }
             }
             default -> null;
@@ -165,7 +165,7 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
             }
             String type = item.path("type").asText("message");
             if (!type.equals("message")) {
-                throw unsupported(at + ".type", "input items of type " + type + " are not supported; only messages");
+                throw ApiException.unsupported(at + ".type", "input items of type " + type + " are not supported; only messages");
             }
             String role = ROLES.get(item.path("role").asText());
             if (role == null) {
@@ -189,7 +189,7 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
             String type = part.path("type").asText();
             if (!(type.equals("input_text") || type.equals("output_text") || type.equals("text"))
                     || !part.path("text").isTextual()) {
-                throw unsupported(param + "[" + j + "]", "only text content parts are supported, was " + type);
+                throw ApiException.unsupported(param + "[" + j + "]", "only text content parts are supported, was " + type);
             }
             text.append(part.get("text").asText());
         }
@@ -210,7 +210,4 @@ record ResponsesRequest(String model, List<ChatMessage> messages, String instruc
         return true;
     }
 
-    private static ApiException unsupported(String param, String message) {
-        return new ApiException(400, "invalid_request_error", param, "unsupported_parameter", message);
-    }
 }
