@@ -40,6 +40,8 @@ public final class GgufCheckpointWriter {
     private final Set<String> omitted = new HashSet<>();
     private final Map<String, GgmlType> types = new HashMap<>();
     private final Map<String, long[]> dims = new HashMap<>();
+    /** Tensors written as zero bytes of a type no encoder here knows: for the loader's refusal. */
+    private final java.util.Set<String> unencoded = new java.util.HashSet<>();
     private Path vocabulary;
 
     public GgufCheckpointWriter(LlamaWeights weights) {
@@ -88,6 +90,16 @@ public final class GgufCheckpointWriter {
     /** Writes the tensor of this GGUF name in {@code type} (zero bytes unless the writer can quantise to it). */
     public GgufCheckpointWriter type(String name, GgmlType type) {
         types.put(name, type);
+        return this;
+    }
+
+    /**
+     * Writes {@code name} as zero bytes of {@code type}, a type this writer cannot encode: a file
+     * whose loader must refuse that tensor by its type (never one that decodes to zeros).
+     */
+    public GgufCheckpointWriter unencodedType(String name, GgmlType type) {
+        types.put(name, type);
+        unencoded.add(name);
         return this;
     }
 
@@ -149,7 +161,9 @@ public final class GgufCheckpointWriter {
                     w.tensor(name, type, d, Arena.ofAuto().allocate(bytes));
                     continue;
                 }
-                w.tensor(name, type, shape, encode(values, type));
+                w.tensor(name, type, shape, unencoded.contains(name)
+                        ? Arena.ofAuto().allocate(type.rowBytes(shape[0]) * (shape.length > 1 ? shape[1] : 1), 64)
+                        : encode(values, type));
             }
         }
         if (ropeFactors != null) {
@@ -224,7 +238,9 @@ public final class GgufCheckpointWriter {
             case "Q3_K" -> CrudeKQuants.q3K(src, dst, values.length);
             case "IQ4_XS" -> CrudeKQuants.iq4(src, dst, values.length, true);
             case "Q6_K" -> CrudeKQuants.q6K(src, dst, values.length);
-            default -> { } // zero bytes: a tensor the loader should refuse by its type
+            // Zero bytes would decode to zero weights, and a test of that type would pass on them.
+            default -> throw new IllegalArgumentException("no encoder for " + type
+                    + "; unencodedType(…) writes a tensor the loader must refuse");
         }
         return dst;
     }

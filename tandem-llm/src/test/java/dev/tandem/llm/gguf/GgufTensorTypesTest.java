@@ -315,7 +315,8 @@ class GgufTensorTypesTest {
     @Test
     void anUnsupportedTensorTypeIsNamed() throws IOException {
         Path p = dir.resolve("iq2xxs.gguf");
-        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).type("blk.0.attn_q.weight", GgmlType.byName("IQ2_XXS"))
+        new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).unencodedType("blk.0.attn_q.weight",
+                GgmlType.byName("IQ2_XXS"))
                 .write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
                 + ": tensor blk.0.attn_q.weight has type IQ2_XXS (16), unsupported (supported: BF16, F16, F32, IQ4_NL,"
