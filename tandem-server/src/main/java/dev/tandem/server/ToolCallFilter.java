@@ -29,12 +29,24 @@ final class ToolCallFilter {
     /** Takes the next piece of the reply; returns what may go out now (possibly empty). */
     String accept(String piece) {
         text.append(piece);
-        if (active && syntax.mayStartCall(text.toString())) {
+        if (active && mayHoldCall()) {
             return "";
         }
         String out = text.substring(sent);
         sent = text.length();
         return out;
+    }
+
+    /**
+     * Whether the text not yet sent may be (the start of) a call. Only that tail is looked at:
+     * text went out only while it could not start one. A Hermes call may open anywhere in a
+     * reply; the other syntaxes' calls are the whole reply, so once text went out none follows.
+     */
+    private boolean mayHoldCall() {
+        if (sent > 0 && syntax != ToolSyntax.HERMES) {
+            return false;
+        }
+        return syntax.mayStartCall(text.substring(sent));
     }
 
     /** The whole reply is in: its calls, and the content still to send. */
