@@ -152,11 +152,13 @@ final class Generations {
 
     /**
      * Refuses new generations, lets those in flight finish within the drain timeout, cancels the
-     * rest and waits briefly for their handlers. Returns at once if already draining.
+     * rest and waits briefly for their handlers.
+     *
+     * @return false, at once, when another caller drains (or drained) already
      */
-    void drain() {
+    boolean drain() {
         if (!draining.compareAndSet(false, true)) {
-            return;
+            return false;
         }
         if (!awaitDrained(config.drainTimeout())) {
             log.info("{} streams still running after the drain of {}; cancelling them", inFlight.size(),
@@ -167,6 +169,7 @@ final class Generations {
             }
             awaitDrained(Duration.ofSeconds(5));
         }
+        return true;
     }
 
     private boolean awaitDrained(Duration timeout) {

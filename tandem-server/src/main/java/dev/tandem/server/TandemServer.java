@@ -79,8 +79,6 @@ public final class TandemServer implements AutoCloseable {
     private final TokenizeApi tokenize;
     private final long createdAt = Instant.now().getEpochSecond();
     private final CompletableFuture<Void> terminated = new CompletableFuture<>();
-    private final Object closeLock = new Object();
-    private boolean closing;
     private final WebServer server;
 
     private TandemServer(Engine engine, ServerConfig config) {
@@ -145,15 +143,11 @@ public final class TandemServer implements AutoCloseable {
      */
     @Override
     public void close() {
-        synchronized (closeLock) {
-            if (closing) {
-                terminated.join();
-                return;
-            }
-            closing = true;
+        if (!generations.drain()) {
+            terminated.join(); // the first caller stops the listener
+            return;
         }
         try {
-            generations.drain();
             server.stop();
         } finally {
             terminated.complete(null);
