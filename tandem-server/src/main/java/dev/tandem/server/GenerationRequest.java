@@ -142,6 +142,17 @@ record GenerationRequest(boolean chat, String model, List<ChatMessage> messages,
             if (!streamOptions.isObject()) {
                 throw ApiException.badParameter("stream_options", "stream_options must be an object");
             }
+            for (var it = streamOptions.fieldNames(); it.hasNext();) {
+                String name = it.next();
+                if (!name.equals("include_usage") && !name.equals("include_obfuscation")) {
+                    throw ApiException.unsupported("stream_options." + name, "stream_options." + name
+                            + " is not supported");
+                }
+            }
+            if (optionalBoolean(streamOptions, "include_obfuscation", "stream_options.include_obfuscation")) {
+                throw ApiException.unsupported("stream_options.include_obfuscation",
+                        "stream obfuscation is not supported; the server writes no padding");
+            }
             includeUsage = optionalBoolean(streamOptions, "include_usage", "stream_options.include_usage");
         }
         JsonNode user = body.get("user");

@@ -92,8 +92,10 @@ class StructuredOutputTest {
                  "max_tokens":120,"seed":5}""");
         assertThat(object.status()).as(object.body()).isEqualTo(200);
         JsonNode reply = JSON.readTree(object.body());
+        String json = reply.at("/choices/0/message/content").asText();
+        assertThat(json.strip()).startsWith("{"); // an object, whole or cut by the token limit
         if (reply.at("/choices/0/finish_reason").asText().equals("stop")) {
-            assertThat(JSON.readTree(reply.at("/choices/0/message/content").asText()).isObject()).isTrue();
+            assertThat(JSON.readTree(json).isObject()).isTrue();
         }
         // llama-server's extension: a schema on json_object is held to as json_schema's is.
         RawHttp.Response constant = RawHttp.exchange(served.server.port(), "POST", "/v1/chat/completions", H, """
@@ -184,11 +186,9 @@ class StructuredOutputTest {
                 body.formatted("")).body());
         assertThat(whole.get("choices")).hasSize(3);
         assertThat(whole.get("choices").findValuesAsText("index")).containsExactly("0", "1", "2");
-        int total = 0;
         for (JsonNode c : whole.get("choices")) {
-            total += served.model.tokenizer().encode(c.get("text").asText(), false, false).length > 0 ? 1 : 0;
+            assertThat(c.get("text").asText()).isNotEmpty();
         }
-        assertThat(total).isEqualTo(3);
         List<String> texts = whole.get("choices").findValuesAsText("text");
         assertThat(whole.at("/usage/completion_tokens").asInt()).isBetween(3, 18);
         StringBuilder[] streamed = {new StringBuilder(), new StringBuilder(), new StringBuilder()};
