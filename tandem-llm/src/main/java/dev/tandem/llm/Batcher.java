@@ -1,16 +1,10 @@
 package dev.tandem.llm;
 
-import static dev.tandem.Access.read;
-import static dev.tandem.Access.readWrite;
-import static dev.tandem.Access.write;
-
-import dev.tandem.Access;
 import dev.tandem.AdmissionRejectedException;
-import dev.tandem.Buffer;
-import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
 import dev.tandem.Outcome;
 import dev.tandem.Program;
+import dev.tandem.Region;
 import dev.tandem.RunOptions;
 import dev.tandem.Status;
 import dev.tandem.StreamTerminatedException;
@@ -18,6 +12,12 @@ import dev.tandem.Token;
 import dev.tandem.TokenFeed;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.llm.engine.ForwardPass;
+import dev.tandem.llm.engine.KvBlockPool;
+import dev.tandem.llm.engine.Scheduler;
+import dev.tandem.llm.engine.Sequence;
+import dev.tandem.llm.engine.StepBuilder;
+import dev.tandem.llm.engine.StepPlan;
 import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.sampling.Sampler;
 import dev.tandem.llm.sampling.TokenLogprobs;
@@ -25,9 +25,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.time.Duration;
-import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
@@ -58,42 +56,32 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Implementation Overview</h2>
  *
- * <p><b>State.</b> Under one lock: the queue of members waiting to join, the active members
- * (each with a sequence slot in {@code [0, maxBatch)}, its block table, how much of its prompt
- * is in built steps, how many of its tokens are in built steps ({@code built}) and how many
- * were delivered), the pool's free blocks and the blocks reserved. A member reserves, when it
- * joins, every block it can ever need ({@code ceil((prompt + maxTokens - 1) / blockSize)}) and
- * takes them from the pool as it grows, so a member that joined never runs out of cache
+ * <p>The batcher is the facade of the engine's rooms ({@code dev.tandem.llm.engine}): the
+ * {@link dev.tandem.llm.engine.Scheduler} decides who takes part in each step and with which
+ * rows, the {@link dev.tandem.llm.engine.KvBlockPool} holds the KV blocks (with prefix
+ * caching), the {@link dev.tandem.llm.engine.StepBuilder} turns a plan into tasks through the
+ * model's {@link dev.tandem.llm.engine.ForwardPass}, and {@link SequenceLimits} says when a
+ * sequence ends. The batcher holds the one lock around the scheduler, owns the members' feeds,
+ * runs the program and delivers the tokens.
+ *
+ * <p><b>State.</b> Under {@code lock}: the scheduler (queue, batch, slots, reservations, pool)
+ * and the flags {@code closing}, {@code stopping}, {@code failure}. A member reserves, when it
+ * joins, every block it can ever need, so a member that joined never runs out of cache
  * mid-stream; one that could never fit is rejected at {@code submit}.
  *
- * <p><b>Prefix caching.</b> The blocks are {@link KvBlockPool}'s: a member's full block is
- * registered there under its content (the prefix before it and its tokens) once tasks already
- * built write every position of it and every token of it is known; a joining member takes the
- * longest registered chain that begins its prompt and prefills only the rest (never its last
- * prompt token, whose logits give its first token). Registered blocks stay cached after their
- * member leaves until the pool needs the room. See {@link KvBlockPool} for why a shared block is
- * never written.
- *
- * <p><b>The program</b> (its own virtual thread, as every request's) allocates the pool, the
- * activations of one step and the token buffers once, then loops: under the lock it drops
- * members that ended (returning their blocks and slot, releasing their feed), admits waiting
- * members while a slot is free and their reservation fits, and plans a step — one row for
- * each decoding member that is not paused, then prompt chunks of joining members in the
- * budget's remaining rows ({@link BatcherConfig.PrefillOrder}); it waits on the lock's
- * condition when there is nothing to plan. Outside the lock it builds the step: an upload of
- * the prompt chunks' tokens, a gather of the decoding rows' input tokens from the slot-indexed
- * {@code next} buffer (which the previous steps' sample tasks wrote), the forward pass, and one
- * sample task that picks, with each member's own {@link Sampler}, the token of every row that
- * ends a prompt or decodes, writing it to the step's token region and to the member's slot in
- * {@code next}. The plan (which member each token column belongs to) goes on the
- * {@code inFlight} queue, in build order.
+ * <p><b>The program</b> (its own virtual thread, as every request's) allocates its buffers once,
+ * then loops: under the lock it drops members that ended (releasing their feeds), admits waiting
+ * members and plans a step; it waits on the lock's condition when there is nothing to plan.
+ * Outside the lock it builds the step, puts the plan on the {@code inFlight} queue, in build
+ * order, and ends the step with the columns' tokens as the step's output.
  *
  * <p><b>Delivery.</b> The program's own stream has one subscriber with unbounded demand; the
  * runtime hands it the steps' tokens in step order on a virtual thread, and it pairs each with
  * the plan at the head of {@code inFlight}. A token goes to its member's feed unless the member
  * has ended or left — so tokens of steps built before a member's end are dropped, never
- * delivered. The end of generation or the member's token limit completes its feed; the reader's
- * cancel, the deadline and the worker closing end it from elsewhere. Any end wakes the program
+ * delivered. {@link SequenceLimits#after} decides whether the token ends the member (end of
+ * generation, token limit: the feed completes); the reader's cancel, a stop string, the
+ * deadline and the worker closing end it from elsewhere. Any end wakes the program
  * ({@code onChange}), which drops the member at its next step boundary.
  *
  * <p><b>Why it is correct.</b> Every task declares its regions, so the runtime orders it after
@@ -114,60 +102,41 @@ import org.slf4j.LoggerFactory;
 public final class Batcher implements AutoCloseable {
     private static final Logger log = LoggerFactory.getLogger(Batcher.class);
     private static final ValueLayout.OfInt I32 = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
-    private static final long F = Float.BYTES;
 
     private final Worker worker;
     private final LanguageModel model;
-    private final LlamaModel llama;
+    private final SequenceLimits limits;
     private final BatcherConfig config;
+    private final ForwardPass pass;
     private final int blockSize;
     private final int poolBlocks;
-    private final KvBlockPool pool; // guarded by lock
-    private final Kernel gather;
 
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition work = lock.newCondition();
-    private final ArrayDeque<Member> queue = new ArrayDeque<>(); // guarded by lock
-    private final List<Member> active = new ArrayList<>(); // guarded by lock
-    private final boolean[] slotUsed; // guarded by lock
-    private int reserved; // guarded by lock
+    private final Scheduler<Member> scheduler; // guarded by lock
     private boolean closing; // guarded by lock: no new members
     private boolean stopping; // guarded by lock: every member ends, then the program returns
     private Throwable failure; // guarded by lock
-    private long steps; // guarded by lock
-    private long prefillRows; // guarded by lock
-    private long decodeRows; // guarded by lock
-    private long tokens; // guarded by lock
-    private long mixedSteps; // guarded by lock
-    private long pausedRows; // guarded by lock
-    private long cachedPromptTokens; // guarded by lock: prompt tokens taken from the prefix cache
-    private long computedPromptTokens; // guarded by lock: prompt tokens prefilled
 
-    private final ConcurrentLinkedQueue<Plan> inFlight = new ConcurrentLinkedQueue<>();
+    private final ConcurrentLinkedQueue<StepPlan> inFlight = new ConcurrentLinkedQueue<>();
     private final TokenStream program;
     private final CompletableFuture<Void> stopped = new CompletableFuture<>();
 
     private Batcher(Worker worker, LanguageModel model, BatcherConfig config) {
         this.worker = worker;
         this.model = model;
-        this.llama = model.model();
+        this.limits = model.limits();
         this.config = config;
-        this.blockSize = llama.options().kvBlockSize();
+        this.pass = new LlamaForwardPass(model.model());
+        this.blockSize = pass.kvBlockSize();
         LlamaConfig c = model.config();
         int perContext = Math.ceilDiv(c.contextLength(), blockSize);
-        long perBlock = 2L * c.layers() * llama.kvBlockBytes();
+        long perBlock = 2L * c.layers() * pass.kvBlockBytes();
         this.poolBlocks = config.kvBlocks() > 0 ? config.kvBlocks()
                 : (int) Math.max(1, Math.min((long) config.maxBatch() * perContext, config.kvBytes() / perBlock));
-        this.slotUsed = new boolean[config.maxBatch()];
-        this.pool = new KvBlockPool(poolBlocks, blockSize, config.prefixCache());
-        this.gather = Kernel.of("batch_gather", k -> {
-            int n = (int) k.scalar(0);
-            MemorySegment next = k.region(0);
-            MemorySegment to = k.region(1);
-            for (int i = 0; i < n; i++) {
-                to.setAtIndex(I32, i, next.getAtIndex(I32, (int) k.scalar(1 + i)));
-            }
-        });
+        this.scheduler = new Scheduler<>(config.maxBatch(), config.tokenBudget(), config.streamBuffer(),
+                config.prefill() == BatcherConfig.PrefillOrder.SHORTEST_FIRST,
+                new KvBlockPool(poolBlocks, blockSize, config.prefixCache()));
         Program<Batcher> body = (o, self) -> run(o);
         this.program = worker.run(body, this, RunOptions.defaults().withRunAhead(config.runAhead()));
         program.subscribe(new Delivery());
@@ -198,11 +167,7 @@ public final class Batcher implements AutoCloseable {
 
     /** Device bytes of the batch program: KV pool, one step's activations, token buffers. */
     public long deviceBytes() {
-        LlamaConfig c = model.config();
-        return 2L * c.layers() * poolBlocks * llama.kvBlockBytes()
-                + llama.activationBytes(config.tokenBudget(), config.maxBatch())
-                + (long) config.tokenBudget() * Integer.BYTES + 2L * config.maxBatch() * Integer.BYTES
-                + (long) config.maxBatch() * c.vocab() * F;
+        return StepBuilder.deviceBytes(pass, poolBlocks, config.tokenBudget(), config.maxBatch());
     }
 
     /**
@@ -220,24 +185,19 @@ public final class Batcher implements AutoCloseable {
     public Completion submit(int[] prompt, GenerateOptions options, Duration deadline) {
         Objects.requireNonNull(prompt, "prompt");
         Objects.requireNonNull(options, "options");
-        LlamaConfig c = model.config();
+        int vocab = model.config().vocab();
         if (prompt.length == 0) {
             throw new IllegalArgumentException("the prompt is empty; it needs at least one token");
         }
         for (int i = 0; i < prompt.length; i++) {
-            if (prompt[i] < 0 || prompt[i] >= c.vocab()) {
+            if (prompt[i] < 0 || prompt[i] >= vocab) {
                 throw new IllegalArgumentException("prompt token " + i + " = " + prompt[i] + " must be in [0, vocab = "
-                        + c.vocab() + ")");
+                        + vocab + ")");
             }
         }
-        int room = c.contextLength() - prompt.length;
-        if (room < 1) {
-            throw new IllegalArgumentException("prompt of " + prompt.length
-                    + " tokens leaves no room in the context of " + c.contextLength());
-        }
-        int maxTokens = Math.min(options.maxTokens(), room);
+        int maxTokens = limits.maxTokens(prompt.length, options.maxTokens());
         TokenGrammar grammar = options.grammar() == null ? null : model.compile(options.grammar());
-        int need = Math.ceilDiv(prompt.length + maxTokens - 1, blockSize);
+        int need = Sequence.blocksFor(prompt.length, maxTokens, blockSize);
         if (need > poolBlocks) {
             throw new AdmissionRejectedException(AdmissionRejectedException.Reason.TOO_LARGE, "a prompt of "
                     + prompt.length + " tokens and " + maxTokens + " more need " + need + " KV blocks of "
@@ -249,15 +209,16 @@ public final class Batcher implements AutoCloseable {
                 throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED,
                         failure != null ? "the batcher failed: " + failure : "the batcher is closing");
             }
-            if (queue.size() >= config.maxQueued() && !(queue.isEmpty() && canJoin(need))) {
+            Member m = new Member(prompt.clone(), options, maxTokens, grammar);
+            if (!scheduler.mayQueue(m, config.maxQueued())) {
                 throw new AdmissionRejectedException(AdmissionRejectedException.Reason.QUEUE_FULL,
                         config.maxQueued() + " members are waiting to join");
             }
-            TokenFeed feed = TokenFeed.builder(worker).name("member").deadline(deadline).onChange(this::wake).build();
-            Completion completion = model.start(feed.stream(), prompt, options);
-            queue.add(new Member(feed, prompt.clone(), options, maxTokens, need, grammar, completion));
+            m.feed = TokenFeed.builder(worker).name("member").deadline(deadline).onChange(this::wake).build();
+            m.completion = model.start(m.feed.stream(), prompt, options);
+            scheduler.enqueue(m);
             work.signal();
-            return completion;
+            return m.completion;
         } finally {
             lock.unlock();
         }
@@ -267,9 +228,11 @@ public final class Batcher implements AutoCloseable {
     public BatcherStats stats() {
         lock.lock();
         try {
-            return new BatcherStats(active.size(), queue.size(), config.maxBatch(), pool.held(), reserved,
-                    poolBlocks, steps, prefillRows, decodeRows, mixedSteps, pausedRows, tokens, pool.cached(),
-                    cachedPromptTokens, computedPromptTokens, pool.evictions());
+            KvBlockPool pool = scheduler.pool();
+            return new BatcherStats(scheduler.active().size(), scheduler.queued().size(), config.maxBatch(),
+                    pool.held(), scheduler.reserved(), poolBlocks, scheduler.steps(), scheduler.prefillRows(),
+                    scheduler.decodeRows(), scheduler.mixedSteps(), scheduler.pausedRows(), scheduler.tokens(),
+                    pool.cached(), scheduler.cachedPromptTokens(), scheduler.computedPromptTokens(), pool.evictions());
         } finally {
             lock.unlock();
         }
@@ -297,17 +260,17 @@ public final class Batcher implements AutoCloseable {
         lock.lock();
         try {
             closing = true; // refuses new members; the ones here and queued go on
-            while (!(active.isEmpty() && queue.isEmpty()) && failure == null && !stopping) {
+            while (!scheduler.idle() && failure == null && !stopping) {
                 long left = until - System.nanoTime();
                 if (left <= 0) {
                     break;
                 }
                 work.awaitNanos(left);
             }
-            for (Member m : active) {
+            for (Member m : scheduler.active()) {
                 cut.add(m.feed.id());
             }
-            for (Member m : queue) {
+            for (Member m : scheduler.queued()) {
                 cut.add(m.feed.id());
             }
         } catch (InterruptedException e) {
@@ -333,10 +296,10 @@ public final class Batcher implements AutoCloseable {
         try {
             closing = true;
             stopping = true;
-            for (Member m : queue) {
+            for (Member m : scheduler.queued()) {
                 m.feed.end(Status.CANCELLED);
             }
-            for (Member m : active) {
+            for (Member m : scheduler.active()) {
                 m.feed.end(Status.CANCELLED);
             }
             work.signalAll();
@@ -357,25 +320,17 @@ public final class Batcher implements AutoCloseable {
     // ---- the program -------------------------------------------------------------------------
 
     private void run(Orchestrator o) throws InterruptedException {
-        LlamaConfig c = model.config();
-        Buffer[] keys = new Buffer[c.layers()];
-        Buffer[] values = new Buffer[c.layers()];
-        for (int l = 0; l < c.layers(); l++) {
-            keys[l] = o.allocate((long) poolBlocks * llama.kvBlockBytes());
-            values[l] = o.allocate((long) poolBlocks * llama.kvBlockBytes());
-        }
-        LlamaModel.Activations a = llama.new Activations(config.tokenBudget(), config.maxBatch(), o::allocate);
-        Buffer rowTokens = o.allocate((long) config.tokenBudget() * Integer.BYTES);
-        Buffer next = o.allocate((long) config.maxBatch() * Integer.BYTES);
-        Buffer out = o.allocate((long) config.maxBatch() * Integer.BYTES);
-        Buffer rowLogits = o.allocate((long) config.maxBatch() * c.vocab() * F);
+        StepBuilder builder = new StepBuilder(pass, poolBlocks, config.tokenBudget(), config.maxBatch());
+        builder.allocate(o);
         try {
             while (true) {
-                Plan plan = plan();
+                StepPlan plan = plan();
                 if (plan == null) {
                     return;
                 }
-                build(o, plan, keys, values, a, rowTokens, next, out, rowLogits);
+                Region output = builder.build(o, plan);
+                inFlight.add(plan);
+                o.endStep(output);
             }
         } finally {
             endAll(null);
@@ -383,16 +338,25 @@ public final class Batcher implements AutoCloseable {
     }
 
     /** Under the lock: drops ended members, admits waiting ones, plans a step; waits for work; null when closing. */
-    private Plan plan() throws InterruptedException {
+    private StepPlan plan() throws InterruptedException {
         lock.lock();
         try {
             while (true) {
-                dropEnded();
-                if (stopping && active.isEmpty() && queue.isEmpty()) {
-                    return null;
+                for (Member m : scheduler.dropEnded()) {
+                    m.feed.release();
                 }
-                admit();
-                Plan plan = planStep();
+                if (scheduler.idle()) {
+                    work.signalAll(); // a draining close waits for this
+                    if (stopping) {
+                        return null;
+                    }
+                }
+                if (!stopping) {
+                    for (Member m : scheduler.admit()) {
+                        m.join();
+                    }
+                }
+                StepPlan plan = scheduler.plan();
                 if (plan != null) {
                     return plan;
                 }
@@ -401,210 +365,6 @@ public final class Batcher implements AutoCloseable {
         } finally {
             lock.unlock();
         }
-    }
-
-    private void dropEnded() {
-        for (var it = queue.iterator(); it.hasNext(); ) {
-            Member m = it.next();
-            if (m.feed.isEnded()) {
-                it.remove();
-                m.feed.release();
-            }
-        }
-        for (var it = active.iterator(); it.hasNext(); ) {
-            Member m = it.next();
-            if (m.feed.isEnded()) {
-                it.remove();
-                leave(m);
-            }
-        }
-        if (active.isEmpty() && queue.isEmpty()) {
-            work.signalAll(); // a draining close waits for this
-        }
-    }
-
-    /** Returns a member's blocks (those of a known prefix stay cached), reservation and slot; releases its feed. */
-    private void leave(Member m) {
-        for (int j = 0; j < m.blockCount; j++) {
-            pool.release(m.table[j]);
-        }
-        m.blockCount = 0;
-        reserved -= m.need;
-        slotUsed[m.slot] = false;
-        m.left = true;
-        m.feed.release();
-    }
-
-    private boolean canJoin(int need) {
-        if (reserved + need > poolBlocks) {
-            return false;
-        }
-        for (boolean used : slotUsed) {
-            if (!used) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void admit() {
-        while (!queue.isEmpty() && !stopping) {
-            Member m = queue.peek();
-            if (!canJoin(m.need)) {
-                return; // in order: a large member is not overtaken forever
-            }
-            queue.poll();
-            int slot = 0;
-            while (slotUsed[slot]) {
-                slot++;
-            }
-            slotUsed[slot] = true;
-            m.slot = slot;
-            reserved += m.need;
-            m.sampler = new Sampler(m.options.sampler(), model.config().vocab(),
-                    m.grammar == null ? null : m.grammar.matcher(), m.options.logprobs());
-            m.sampler.acceptPrompt(m.prompt);
-            m.takeCachedPrefix();
-            m.feed.started();
-            active.add(m);
-        }
-    }
-
-    /** The rows of the next step, or null when no member can take part in one. */
-    private Plan planStep() {
-        List<Member> decoding = new ArrayList<>();
-        List<Member> prefilling = new ArrayList<>();
-        int paused = 0;
-        for (Member m : active) {
-            if (m.prefilled < m.prompt.length) {
-                prefilling.add(m);
-            } else if (m.built < m.maxTokens) {
-                if (m.feed.unread() + (m.built - m.delivered) >= config.streamBuffer()) {
-                    paused++;
-                } else {
-                    decoding.add(m);
-                }
-            }
-        }
-        if (decoding.isEmpty() && prefilling.isEmpty()) {
-            return null;
-        }
-        if (config.prefill() == BatcherConfig.PrefillOrder.SHORTEST_FIRST) {
-            prefilling.sort(Comparator.comparingInt(m -> m.prompt.length - m.prefilled));
-        }
-        int budget = config.tokenBudget() - decoding.size();
-        List<int[]> chunks = new ArrayList<>(); // member index in prefilling, from, to
-        int prefill = 0;
-        for (int i = 0; i < prefilling.size() && prefill < budget; i++) {
-            Member m = prefilling.get(i);
-            int n = Math.min(m.prompt.length - m.prefilled, budget - prefill);
-            chunks.add(new int[] {i, m.prefilled, m.prefilled + n});
-            prefill += n;
-        }
-        int rows = prefill + decoding.size();
-        Plan plan = new Plan(rows, prefill, decoding.size());
-        int r = 0;
-        int column = 0;
-        for (int[] chunk : chunks) {
-            Member m = prefilling.get(chunk[0]);
-            for (int p = chunk[1]; p < chunk[2]; p++) {
-                plan.prefillTokens[r] = m.prompt[p];
-                plan.position[r] = p;
-                m.ensureBlock(p);
-                plan.tables[r] = m.table;
-                r++;
-            }
-            m.prefilled = chunk[2];
-            m.written(chunk[2]);
-            computedPromptTokens += chunk[2] - chunk[1];
-            if (m.prefilled == m.prompt.length) {
-                plan.add(column++, r - 1, m); // its last prompt row yields token 0
-            }
-        }
-        for (int i = 0; i < decoding.size(); i++) {
-            Member m = decoding.get(i);
-            int p = m.prompt.length + m.built - 1; // the position of its previous token
-            m.ensureBlock(p);
-            m.written(p + 1);
-            plan.position[r] = p;
-            plan.tables[r] = m.table;
-            plan.decodeSlots[i] = m.slot;
-            plan.add(column++, r, m);
-            r++;
-        }
-        plan.columns = column;
-        steps++;
-        prefillRows += prefill;
-        decodeRows += decoding.size();
-        pausedRows += paused; // counted for built steps only, not for plans that found nothing to do
-        if (prefill > 0 && !decoding.isEmpty()) {
-            mixedSteps++;
-        }
-        return plan;
-    }
-
-    /** Program thread, outside the lock: the tasks of one planned step. */
-    private void build(Orchestrator o, Plan plan, Buffer[] keys, Buffer[] values, LlamaModel.Activations a,
-            Buffer rowTokens, Buffer next, Buffer out, Buffer rowLogits) {
-        int vocab = model.config().vocab();
-        if (plan.prefill > 0) {
-            int[] tokens = java.util.Arrays.copyOf(plan.prefillTokens, plan.prefill);
-            o.upload(rowTokens.region(0, (long) plan.prefill * Integer.BYTES), MemorySegment.ofArray(tokens));
-        }
-        if (plan.decode > 0) {
-            long[] scalars = new long[1 + plan.decode];
-            scalars[0] = plan.decode;
-            for (int i = 0; i < plan.decode; i++) {
-                scalars[1 + i] = plan.decodeSlots[i];
-            }
-            o.submit(gather, scalars, read(next.region()),
-                    write(rowTokens.region((long) plan.prefill * Integer.BYTES, (long) plan.decode * Integer.BYTES)));
-        }
-        int n = plan.columns;
-        int[] logitRows = java.util.Arrays.copyOf(plan.logitRows, n);
-        llama.forward(o, a, keys, values, rowTokens, plan.rows, plan.position, plan.tables, logitRows);
-        if (n > 0) {
-            Sampler[] samplers = new Sampler[n];
-            Member[] members = java.util.Arrays.copyOf(plan.members, n);
-            int[] slots = new int[n];
-            @SuppressWarnings("unchecked")
-            ConcurrentLinkedQueue<TokenLogprobs>[] logprobs = new ConcurrentLinkedQueue[n];
-            for (int i = 0; i < n; i++) {
-                samplers[i] = plan.members[i].sampler;
-                slots[i] = plan.members[i].slot;
-                logprobs[i] = plan.members[i].logprobs;
-            }
-            List<Access> accesses = new ArrayList<>();
-            int blocks = llama.addLogitReads(accesses, a, n);
-            Kernel sample = Kernel.of("batch_sample", k -> {
-                MemorySegment tokens = k.region(blocks);
-                MemorySegment nextTokens = k.region(blocks + 1);
-                MemorySegment logits = k.region(blocks + 2);
-                for (int i = 0; i < n; i++) {
-                    long row = (long) i * vocab * F;
-                    LlamaModel.gatherRow(k, 0, blocks, n, i, logits, row);
-                    int token;
-                    try {
-                        token = samplers[i].sample(logits, row);
-                    } catch (RuntimeException e) {
-                        // This member's grammar or logits failed: it fails alone, at delivery.
-                        members[i].sampleFailure = e;
-                        token = 0;
-                    }
-                    if (logprobs[i] != null && members[i].sampleFailure == null) {
-                        logprobs[i].add(samplers[i].lastLogprobs());
-                    }
-                    tokens.setAtIndex(I32, i, token);
-                    nextTokens.setAtIndex(I32, slots[i], token);
-                }
-            });
-            accesses.add(write(out.region(0, (long) n * Integer.BYTES)));
-            accesses.add(readWrite(next.region()));
-            accesses.add(write(rowLogits.region(0, (long) n * vocab * F)));
-            o.submit(sample, accesses.toArray(Access[]::new));
-        }
-        inFlight.add(plan);
-        o.endStep(out.region(0, (long) Math.max(1, n) * Integer.BYTES));
     }
 
     // ---- delivery ----------------------------------------------------------------------------
@@ -618,22 +378,22 @@ public final class Batcher implements AutoCloseable {
 
         @Override
         public void onNext(Token token) {
-            Plan plan = inFlight.poll();
-            if (plan == null || plan.columns == 0) {
+            StepPlan plan = inFlight.poll();
+            if (plan == null || plan.columns() == 0) {
                 return;
             }
             MemorySegment ints = MemorySegment.ofArray(token.bytes());
             lock.lock();
             try {
-                for (int i = 0; i < plan.columns; i++) {
-                    Member m = plan.members[i];
-                    m.delivered++;
+                for (int i = 0; i < plan.columns(); i++) {
+                    Member m = (Member) plan.sequence(i);
+                    scheduler.delivered(m);
                     // the sample task queued one record per token of the member, in step order
-                    TokenLogprobs lp = m.logprobs == null ? null : m.logprobs.poll();
-                    if (m.left || m.feed.isEnded()) {
+                    TokenLogprobs lp = m.logprobs() == null ? null : m.logprobs().poll();
+                    if (m.hasLeft() || m.feed.isEnded()) {
                         continue; // built before its end: dropped
                     }
-                    Throwable sampleFailure = m.sampleFailure;
+                    Throwable sampleFailure = m.sampleFailure();
                     if (sampleFailure != null) {
                         m.feed.fail(sampleFailure);
                         continue;
@@ -648,11 +408,9 @@ public final class Batcher implements AutoCloseable {
                         lp.writeTo(to, Integer.BYTES);
                         m.feed.offer(bytes);
                     }
-                    m.generated(t);
-                    tokens++;
-                    if (model.endsGeneration(t) && !m.options.ignoreEos()) {
-                        m.feed.complete();
-                    } else if (m.delivered >= m.maxTokens) {
+                    scheduler.accepted(m, t);
+                    if (limits.after(t, m.delivered(), m.maxTokens(), m.options.ignoreEos())
+                            != SequenceLimits.Verdict.CONTINUE) {
                         m.feed.complete();
                     }
                 }
@@ -690,7 +448,7 @@ public final class Batcher implements AutoCloseable {
                 failure = cause;
                 log.warn("batcher of {} failed; its members fail with it", model.name(), cause);
             }
-            for (Member m : queue) {
+            for (Member m : scheduler.clear()) {
                 if (cause != null) {
                     m.feed.fail(cause);
                 } else {
@@ -698,158 +456,45 @@ public final class Batcher implements AutoCloseable {
                 }
                 m.feed.release();
             }
-            queue.clear();
-            for (Member m : active) {
-                if (cause != null) {
-                    m.feed.fail(cause);
-                } else {
-                    m.feed.end(Status.CANCELLED);
-                }
-                leave(m);
-            }
-            active.clear();
             work.signalAll();
         } finally {
             lock.unlock();
         }
     }
 
-    // ---- state ---------------------------------------------------------------------------------
+    // ---- members -------------------------------------------------------------------------------
 
-    /** One member's sequence. Fields other than the finals are guarded by the batcher's lock. */
-    private final class Member {
-        final TokenFeed feed;
-        final int[] prompt;
+    /** One member: the engine's sequence, with the feed its reader takes tokens from. */
+    private final class Member extends Sequence {
         final GenerateOptions options;
-        final int maxTokens;
-        final int need;
-        final int[] table;
-        final Completion completion;
-        /** The prompt, then the tokens delivered: the token at each position whose keys the cache holds. */
-        final int[] sequence;
-        int known;
-        /** The member's grammar, or null. */
         final TokenGrammar grammar;
-        /**
-         * With logprobs: the records of its sampled tokens, added by the sample task and taken by the
-         * delivery in the same (step) order; null without.
-         */
-        final ConcurrentLinkedQueue<TokenLogprobs> logprobs;
-        /**
-         * Set by a sample task whose draw for this member threw (say, its grammar allows no token
-         * of the vocabulary); the delivery fails the member's feed with it. Written by the sample task
-         * before the step's token exists, read by the delivery after: volatile for the reader only.
-         */
-        volatile Throwable sampleFailure;
-        int blockCount;
-        /** Positions whose keys and values tasks already built write. */
-        int written;
-        /** Leading blocks registered in (or taken from) the prefix cache, and the last one's key. */
-        int registered;
-        KvBlockPool.Key lastKey;
-        int slot = -1;
-        Sampler sampler;
-        int prefilled;
-        int built;
-        int delivered;
-        boolean left;
+        TokenFeed feed; // set once in submit, before the member is queued
+        Completion completion;
 
-        Member(TokenFeed feed, int[] prompt, GenerateOptions options, int maxTokens, int need, TokenGrammar grammar,
-                Completion completion) {
-            this.feed = feed;
-            this.grammar = grammar;
-            this.logprobs = options.logprobs() >= 0 ? new ConcurrentLinkedQueue<>() : null;
-            this.prompt = prompt;
+        Member(int[] prompt, GenerateOptions options, int maxTokens, TokenGrammar grammar) {
+            super(prompt, maxTokens, blockSize, options.logprobs() >= 0);
             this.options = options;
-            this.maxTokens = maxTokens;
-            this.need = need;
-            this.table = new int[need];
-            this.completion = completion;
-            this.sequence = java.util.Arrays.copyOf(prompt, prompt.length + maxTokens);
-            this.known = prompt.length;
+            this.grammar = grammar;
         }
 
-        /**
-         * On joining: the cached blocks that begin its prompt become the start of its table and
-         * its prefill starts after them. At least the prompt's last token is always computed
-         * (its logits give the first token), so only blocks before it are taken.
-         */
-        void takeCachedPrefix() {
-            int[] shared = pool.match(prompt, (prompt.length - 1) / blockSize);
-            System.arraycopy(shared, 0, table, 0, shared.length);
-            blockCount = shared.length;
-            registered = shared.length;
-            lastKey = shared.length == 0 ? null : pool.key(shared[shared.length - 1]);
-            prefilled = shared.length * blockSize;
-            written = prefilled;
-            cachedPromptTokens += prefilled;
-            completion.cachedPromptTokens(prefilled);
+        /** It joined the batch (under the lock, before its first step is built). */
+        void join() {
+            Sampler sampler = new Sampler(options.sampler(), model.config().vocab(),
+                    grammar == null ? null : grammar.matcher(), options.logprobs());
+            sampler.acceptPrompt(prompt());
+            sampler(sampler);
+            completion.cachedPromptTokens(cachedTokens());
+            feed.started();
         }
 
-        /** Takes blocks from the pool until position {@code p} has one (within the reservation). */
-        void ensureBlock(int p) {
-            int j = p / blockSize;
-            while (blockCount <= j) {
-                if (blockCount >= need) {
-                    throw new AssertionError("member beyond its reservation: block " + j + " of " + need);
-                }
-                table[blockCount++] = pool.allocate();
-            }
+        @Override
+        protected boolean ended() {
+            return feed.isEnded();
         }
 
-        /** Tasks now built write the keys and values of positions below {@code end}. */
-        void written(int end) {
-            written = Math.max(written, end);
-            registerFullBlocks();
-        }
-
-        /** Its token {@code t} was delivered: the token at the next position. */
-        void generated(int t) {
-            if (known < sequence.length) {
-                sequence[known++] = t;
-                registerFullBlocks();
-            }
-        }
-
-        /** Registers each block whose every position is written and whose every token is known. */
-        private void registerFullBlocks() {
-            int limit = Math.min(written, known);
-            while ((registered + 1) * blockSize <= limit && registered < blockCount) {
-                lastKey = pool.register(table[registered], lastKey, sequence, registered * blockSize);
-                registered++;
-            }
-        }
-    }
-
-    /** One built step: its rows, and the member of each token column. */
-    private static final class Plan {
-        final int rows;
-        final int prefill;
-        final int decode;
-        final int[] position;
-        final int[][] tables;
-        final int[] prefillTokens;
-        final int[] decodeSlots;
-        final int[] logitRows;
-        final Member[] members;
-        int columns;
-
-        Plan(int rows, int prefill, int decode) {
-            this.rows = rows;
-            this.prefill = prefill;
-            this.decode = decode;
-            this.position = new int[rows];
-            this.tables = new int[rows][];
-            this.prefillTokens = new int[prefill];
-            this.decodeSlots = new int[decode];
-            this.logitRows = new int[rows];
-            this.members = new Member[rows];
-        }
-
-        void add(int column, int row, Member m) {
-            logitRows[column] = row;
-            members[column] = m;
-            m.built++;
+        @Override
+        protected long unread() {
+            return feed.unread();
         }
     }
 
@@ -862,7 +507,7 @@ public final class Batcher implements AutoCloseable {
     void checkPoolIdle() {
         lock.lock();
         try {
-            pool.checkIdle();
+            scheduler.pool().checkIdle();
         } finally {
             lock.unlock();
         }

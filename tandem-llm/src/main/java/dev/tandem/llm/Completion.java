@@ -65,7 +65,7 @@ public final class Completion implements Iterable<Completion.Delta> {
         this.prompt = prompt.clone();
         this.options = options;
         this.decoder = new TextStreamer(model.tokenizer()::tokenBytes, options.stop());
-        this.limit = Math.min(options.maxTokens(), model.config().contextLength() - prompt.length);
+        this.limit = model.limits().maxTokens(prompt.length, options.maxTokens());
     }
 
     /**
@@ -165,7 +165,9 @@ public final class Completion implements Iterable<Completion.Delta> {
                         }
                         TokenLogprobs lp = options.logprobs() < 0 ? null
                                 : TokenLogprobs.readFrom(MemorySegment.ofArray(t.bytes()), Integer.BYTES);
-                        if (model.endsGeneration(token) && !options.ignoreEos()) {
+                        SequenceLimits.Verdict verdict = model.limits().after(token, tokens.size() + 1, limit,
+                                options.ignoreEos());
+                        if (verdict == SequenceLimits.Verdict.END_OF_GENERATION) {
                             end(FinishReason.STOP);
                             next = new Delta(token, "", lp);
                             return true;
@@ -179,7 +181,7 @@ public final class Completion implements Iterable<Completion.Delta> {
                         if (decoder.stopped()) {
                             stopString = decoder.stopString();
                             end(FinishReason.STOP);
-                        } else if (tokens.size() >= limit) {
+                        } else if (verdict == SequenceLimits.Verdict.LENGTH) {
                             end(FinishReason.LENGTH);
                         }
                         next = new Delta(token, delta, lp);

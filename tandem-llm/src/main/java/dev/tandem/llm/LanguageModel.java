@@ -45,7 +45,7 @@ public final class LanguageModel {
     private final boolean hasTemplate;
     private final boolean templateKnowsTools;
     private final dev.tandem.llm.chat.ToolSyntax toolSyntax;
-    private final java.util.BitSet endOfGeneration = new java.util.BitSet();
+    private final SequenceLimits limits;
     private volatile GrammarVocabulary grammarVocabulary;
 
     private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
@@ -60,6 +60,7 @@ public final class LanguageModel {
         String bos = tokenizer.bos() >= 0 ? tokenizer.piece(tokenizer.bos()) : "";
         String eos = tokenizer.eos() >= 0 ? tokenizer.piece(tokenizer.eos()) : "";
         this.template = ChatTemplate.forModel(template, bos, eos);
+        java.util.BitSet endOfGeneration = new java.util.BitSet();
         if (tokenizer.eos() >= 0) {
             endOfGeneration.set(tokenizer.eos());
         }
@@ -70,6 +71,12 @@ public final class LanguageModel {
                 }
             });
         }
+        this.limits = new SequenceLimits(model.config().contextLength(), endOfGeneration);
+    }
+
+    /** When a generation of this model ends: the context room, token limits, end-of-generation tokens. */
+    public SequenceLimits limits() {
+        return limits;
     }
 
     /**
@@ -216,12 +223,8 @@ public final class LanguageModel {
      * @throws IllegalArgumentException when the prompt does not leave room for one token
      */
     public LlamaRequest request(int[] prompt, GenerateOptions options) {
-        int room = config().contextLength() - prompt.length;
-        if (room < 1) {
-            throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
-                    + config().contextLength());
-        }
-        LlamaRequest request = LlamaRequest.of(prompt, Math.min(options.maxTokens(), room))
+        int maxTokens = limits.maxTokens(prompt.length, options.maxTokens());
+        LlamaRequest request = LlamaRequest.of(prompt, maxTokens)
                 .withSampler(options.sampler())
                 .withGrammar(options.grammar() == null ? null : compile(options.grammar()))
                 .withLogprobs(options.logprobs());
@@ -268,7 +271,7 @@ public final class LanguageModel {
 
     /** Whether {@code token} ends a completion: the EOS token, or a control token that ends a turn. */
     public boolean endsGeneration(int token) {
-        return token >= 0 && endOfGeneration.get(token);
+        return limits.endsGeneration(token);
     }
 
     @Override

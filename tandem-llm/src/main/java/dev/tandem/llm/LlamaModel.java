@@ -1064,16 +1064,9 @@ public final class LlamaModel {
         }
     }
 
-    /** Copies row {@code i} of a block-major output (regions {@code [first, first + count)}, n rows each) to {@code to}. */
-    static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to,
-            long toOffset) {
-        long at = toOffset;
-        for (int k = first; k < first + count; k++) {
-            MemorySegment block = c.region(k);
-            long rowBytes = block.byteSize() / n;
-            MemorySegment.copy(block, i * rowBytes, to, at, rowBytes);
-            at += rowBytes;
-        }
+    /** Copies row {@code i} of a block-major output: {@link dev.tandem.llm.engine.StepBuilder#gatherRow}. */
+    static void gatherRow(TaskContext c, int first, int count, int n, int i, MemorySegment to, long toOffset) {
+        dev.tandem.llm.engine.StepBuilder.gatherRow(c, first, count, n, i, to, toOffset);
     }
 
     /** Regions: x rows (read-write), then the n rows of each delta block (read). Scalars: n, dim. */

@@ -10,7 +10,9 @@
  *       through {@link dev.tandem.llm.LlamaWeights}: a GGUF file, a safetensors directory, or
  *       {@link dev.tandem.llm.RandomWeights} for the benchmarks' shapes;
  *   <li>{@link dev.tandem.llm.Batcher}: continuous batching of many completions in one program,
- *       with a prefix-cached KV pool ({@link dev.tandem.llm.LanguageModel} is the facade);
+ *       with a prefix-cached KV pool; its rooms (scheduler, block pool, step builder) are in the
+ *       unexported {@code dev.tandem.llm.engine}, and {@link dev.tandem.llm.SequenceLimits} says when
+ *       a generation ends ({@link dev.tandem.llm.LanguageModel} is the facade);
  *   <li>{@link dev.tandem.llm.ByteTokenizer}: bytes as tokens, decoded incrementally for display;
  *   <li>{@link dev.tandem.llm.LlamaReference} and {@code PagedAttentionWorkload.reference()}: plain
  *       loops in double that share no code with the kernels, the oracles of the golden tests and

@@ -25,6 +25,16 @@ class ArchitectureTest {
     }
 
     @Test
+    void theEngineKnowsNoModelNorFacade() {
+        // The engine's rooms see the model through ForwardPass only, and the facade (Batcher) not at
+        // all: the arrow goes dev.tandem.llm -> engine, never back.
+        noClasses().that().resideInAPackage("dev.tandem.llm.engine..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.tandem.llm", "dev.tandem.llm.gguf..",
+                        "dev.tandem.llm.safetensors..", "dev.tandem.llm.chat..", "dev.tandem.llm.tokenizer..")
+                .check(LLM);
+    }
+
+    @Test
     void neverPrints() {
         noClasses().should().accessField(System.class, "out").orShould().accessField(System.class, "err").check(LLM);
     }

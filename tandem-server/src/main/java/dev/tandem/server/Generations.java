@@ -78,8 +78,7 @@ final class Generations {
             throw contextExceeded(param, "This model's maximum context length is " + context + " tokens and at most "
                     + maxPromptTokens + " of them may be prompt; the prompt has " + prompt.length + " tokens");
         }
-        int room = context - prompt.length;
-        int limit = maxTokens > 0 ? maxTokens : Math.min(config.maxTokens(), room);
+        int limit = model.limits().maxTokens(prompt.length, maxTokens > 0 ? maxTokens : config.maxTokens());
         GenerateOptions withLimit = options.withMaxTokens(limit);
         Completion completion;
         synchronized (inFlight) {

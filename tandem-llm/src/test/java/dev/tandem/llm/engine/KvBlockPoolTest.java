@@ -1,4 +1,4 @@
-package dev.tandem.llm;
+package dev.tandem.llm.engine;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

@@ -1,4 +1,4 @@
-package dev.tandem.llm;
+package dev.tandem.llm.engine;
 
 import java.util.Arrays;
 import java.util.HashMap;
@@ -9,7 +9,7 @@ import java.util.Map;
 /**
  * The KV-cache blocks of one batcher: which are free, which members hold, and which hold a known
  * prefix that a later prompt may take by reference (prefix caching). Not thread-safe: its owner
- * (the batcher) calls it under its lock.
+ * (the scheduler) is called under its owner's lock.
  *
  * <h2>Implementation Overview</h2>
  *
@@ -39,9 +39,9 @@ import java.util.Map;
  * {@code lru} iff it is registered and not held; {@code index} maps a key to a block whose
  * {@code keys[b]} is that key.
  */
-final class KvBlockPool {
+public final class KvBlockPool {
     /** The identity of a registered block's content: its parent's key and its tokens. */
-    static final class Key {
+    public static final class Key {
         final Key parent;
         final int[] tokens;
         private final int hash;
@@ -75,7 +75,7 @@ final class KvBlockPool {
     private final LinkedHashMap<Integer, Boolean> lru = new LinkedHashMap<>();
     private long evictions;
 
-    KvBlockPool(int blocks, int blockSize, boolean caching) {
+    public KvBlockPool(int blocks, int blockSize, boolean caching) {
         if (blocks < 1 || blockSize < 1) {
             throw new IllegalArgumentException("blocks = " + blocks + " and blockSize = " + blockSize + " must be >= 1");
         }
@@ -91,30 +91,30 @@ final class KvBlockPool {
         this.keys = new Key[blocks];
     }
 
-    int blocks() {
+    public int blocks() {
         return blocks;
     }
 
-    int blockSize() {
+    public int blockSize() {
         return blockSize;
     }
 
-    boolean caching() {
+    public boolean caching() {
         return caching;
     }
 
     /** Blocks held by at least one member. */
-    int held() {
+    public int held() {
         return blocks - freeCount - lru.size();
     }
 
     /** Blocks that hold a registered prefix (held or not). */
-    int cached() {
+    public int cached() {
         return index.size();
     }
 
     /** Cached blocks evicted so far to make room. */
-    long evictions() {
+    public long evictions() {
         return evictions;
     }
 
@@ -124,7 +124,7 @@ final class KvBlockPool {
      *
      * @return the blocks, in order (empty when none matches or caching is off)
      */
-    int[] match(int[] tokens, int maxBlocks) {
+    public int[] match(int[] tokens, int maxBlocks) {
         if (!caching) {
             return new int[0];
         }
@@ -147,7 +147,7 @@ final class KvBlockPool {
     }
 
     /** The key of a registered block, or null. */
-    Key key(int block) {
+    public Key key(int block) {
         return keys[block];
     }
 
@@ -163,7 +163,7 @@ final class KvBlockPool {
      *
      * @throws IllegalStateException when every block is held (the caller's reservation was wrong)
      */
-    int allocate() {
+    public int allocate() {
         int block;
         if (freeCount > 0) {
             block = free[--freeCount];
@@ -190,7 +190,7 @@ final class KvBlockPool {
      *         or that of an equal block registered before it (whose chain later prompts follow);
      *         null when caching is off
      */
-    Key register(int block, Key parent, int[] tokens, int from) {
+    public Key register(int block, Key parent, int[] tokens, int from) {
         if (!caching) {
             return null;
         }
@@ -208,7 +208,7 @@ final class KvBlockPool {
     }
 
     /** Drops one reference to {@code block}: it becomes cached when registered, free otherwise. */
-    void release(int block) {
+    public void release(int block) {
         if (refs[block] <= 0) {
             throw new IllegalStateException("block " + block + " released more often than held");
         }
@@ -223,7 +223,7 @@ final class KvBlockPool {
     }
 
     /** For tests: no block is held, and every block is free or cached exactly once. */
-    void checkIdle() {
+    public void checkIdle() {
         for (int b = 0; b < blocks; b++) {
             if (refs[b] != 0) {
                 throw new AssertionError("block " + b + " is still held " + refs[b] + " times");
