@@ -1,17 +1,11 @@
 package dev.tandem.device;
 
 import java.lang.foreign.Arena;
-import java.lang.foreign.FunctionDescriptor;
-import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
-import java.lang.foreign.SymbolLookup;
-import java.lang.foreign.ValueLayout;
-import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.IdentityHashMap;
 import java.util.Iterator;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import org.slf4j.Logger;
@@ -46,15 +40,9 @@ final class HugePageMemory {
     static final int CHUNK_MB = 64;
     static final long LEAST_BYTES = 64L << 10;
 
-    private static final int PROT_READ_WRITE = 0x3;
-    private static final int MAP_PRIVATE_ANONYMOUS = 0x22;
-    private static final int MADV_HUGEPAGE = 14;
 
-    /** libc's mmap, madvise and munmap. */
-    private record Calls(MethodHandle mmap, MethodHandle madvise, MethodHandle munmap) {}
-
-    /** The calls, or null where huge pages are not used. */
-    private static final Calls CALLS = calls();
+    /** Whether huge pages are used here. */
+    private static final boolean USABLE = usable();
 
     /** The chunk each live arena is being cut from; dead arenas' entries are dropped as found. */
     private final Map<MemorySegment.Scope, Chunk> chunks = new IdentityHashMap<>();
@@ -72,7 +60,7 @@ final class HugePageMemory {
 
     /** Whether allocations can come from huge-page mappings in this JVM. */
     static boolean available() {
-        return CALLS != null;
+        return USABLE;
     }
 
     /**
@@ -81,7 +69,7 @@ final class HugePageMemory {
      * allocation, or when the mapping fails.
      */
     synchronized Optional<MemorySegment> allocate(Arena scope, long bytes, long alignment) {
-        if (CALLS == null || bytes < LEAST_BYTES || alignment > HUGE_PAGE || Long.bitCount(alignment) != 1) {
+        if (!USABLE || bytes < LEAST_BYTES || alignment > HUGE_PAGE || Long.bitCount(alignment) != 1) {
             return Optional.empty();
         }
         for (Iterator<MemorySegment.Scope> it = chunks.keySet().iterator(); it.hasNext(); ) {
@@ -110,78 +98,32 @@ final class HugePageMemory {
 
     /** A new mapping of {@code size} bytes (a multiple of 2 MB) at a 2 MB boundary, unmapped when {@code scope} closes. */
     private static Chunk map(Arena scope, long size) {
-        long mapped = size + HUGE_PAGE; // room to move the start to a 2 MB boundary
-        MemorySegment raw;
-        try {
-            raw = (MemorySegment) CALLS.mmap().invokeExact(MemorySegment.NULL, mapped, PROT_READ_WRITE,
-                    MAP_PRIVATE_ANONYMOUS, -1, 0L);
-        } catch (Throwable e) {
-            log.debug("mmap of {} bytes failed", mapped, e);
-            return null;
-        }
-        if (raw.address() == -1L || raw.address() == 0L) {
-            log.debug("mmap of {} bytes failed", mapped);
+        // room to move the start to a 2 MB boundary; the whole mapping goes when the arena closes
+        MemorySegment raw = AnonymousMappings.map(scope, size + HUGE_PAGE);
+        if (raw == null) {
             return null;
         }
         long start = alignUp(raw.address(), HUGE_PAGE);
-        long rawAddress = raw.address();
-        // The whole mapping goes when the arena closes, whatever was cut from it.
-        MemorySegment.ofAddress(rawAddress).reinterpret(mapped, scope, s -> unmap(rawAddress, mapped));
-        try {
-            int rc = (int) CALLS.madvise().invokeExact(MemorySegment.ofAddress(start), size, MADV_HUGEPAGE);
-            if (rc != 0) {
-                log.debug("madvise(MADV_HUGEPAGE) returned {}: this chunk stays on 4 KB pages", rc);
-            }
-        } catch (Throwable e) {
-            log.debug("madvise failed: this chunk stays on 4 KB pages", e);
+        if (!AnonymousMappings.advise(start, size, AnonymousMappings.MADV_HUGEPAGE)) {
+            log.debug("madvise(MADV_HUGEPAGE) failed: this chunk stays on 4 KB pages");
         }
         return new Chunk(start, size);
-    }
-
-    private static void unmap(long address, long size) {
-        try {
-            int rc = (int) CALLS.munmap().invokeExact(MemorySegment.ofAddress(address), size);
-            if (rc != 0) {
-                log.warn("munmap of {} bytes at {} returned {}", size, Long.toHexString(address), rc);
-            }
-        } catch (Throwable e) {
-            log.warn("munmap of {} bytes failed", size, e);
-        }
     }
 
     private static long alignUp(long value, long alignment) {
         return (value + alignment - 1) & -alignment;
     }
 
-    private static Calls calls() {
+    private static boolean usable() {
         try {
-            if (!System.getProperty("os.name", "").toLowerCase(Locale.ROOT).startsWith("linux")
-                    || !Boolean.parseBoolean(System.getProperty(PROPERTY, "true"))) {
-                return null;
-            }
-            if (!HugePageMemory.class.getModule().isNativeAccessEnabled()) {
-                log.debug("native access is not enabled for {}: device memory stays on the arena's pages",
-                        HugePageMemory.class.getModule());
-                return null;
+            if (!Boolean.parseBoolean(System.getProperty(PROPERTY, "true")) || !AnonymousMappings.available()) {
+                return false;
             }
             Path setting = Path.of("/sys/kernel/mm/transparent_hugepage/enabled");
-            if (!Files.isReadable(setting) || Files.readString(setting).contains("[never]")) {
-                return null;
-            }
-            Linker linker = Linker.nativeLinker();
-            SymbolLookup libc = linker.defaultLookup();
-            MethodHandle mmap = linker.downcallHandle(libc.find("mmap").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG));
-            MethodHandle madvise = linker.downcallHandle(libc.find("madvise").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
-                            ValueLayout.JAVA_INT));
-            MethodHandle munmap = linker.downcallHandle(libc.find("munmap").orElseThrow(),
-                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG));
-            return new Calls(mmap, madvise, munmap);
-        } catch (Exception | LinkageError e) {
+            return Files.isReadable(setting) && !Files.readString(setting).contains("[never]");
+        } catch (Exception e) {
             log.debug("no huge pages for device memory", e);
-            return null;
+            return false;
         }
     }
 }

@@ -25,6 +25,12 @@ import org.slf4j.LoggerFactory;
  * waited about 50 ms of its 220 ms before its first task for its buffers (in others 1-2 ms). A
  * kept block is only zeroed (the bytes asked for), as {@link Arena#allocate} zeroes new memory.
  *
+ * <p>Resident memory: a block of {@value #LAZY_BYTES} bytes or more is an anonymous mapping
+ * ({@link AnonymousMappings}) that the kernel backs as it is touched, and a kept one is zeroed by
+ * {@code MADV_DONTNEED} (its pages go back, to be backed by zero pages when touched again) rather
+ * than by writing every byte: a KV cache sized for a whole context holds the resident memory of
+ * the positions in use only.
+ *
  * <p>Bound: the blocks lent out and kept together stay within the device's memory budget (the
  * lent ones are within it anyway, as every request's bytes are reserved from it). A block that
  * comes back is kept only if that still holds counting it, and an allocation that finds no block
@@ -48,6 +54,13 @@ final class RecycledMemory implements AutoCloseable {
     /** Smaller allocations stay on the request's arena: the C library reuses those itself. */
     static final long LEAST_BYTES = 64L << 10;
 
+    /**
+     * Blocks from this size up are anonymous mappings, resident only where touched, and are
+     * given back to the kernel (not zeroed by writing) when lent again: a batcher's KV pool or a
+     * request's cache sized for a whole context costs the memory of the positions it uses.
+     */
+    static final long LAZY_BYTES = 4L << 20;
+
     /** Every block is aligned to this; a request for more alignment is not lent a block. */
     static final long ALIGNMENT = 4096;
 
@@ -61,8 +74,27 @@ final class RecycledMemory implements AutoCloseable {
     private long freedBytes;
     private boolean closed;
 
-    /** A block and the arena that owns (and finally frees) it. */
-    private record Block(Arena owner, MemorySegment segment) {}
+    /**
+     * A block and the arena that owns (and finally frees) it; {@code lazy} when it is an anonymous
+     * mapping whose pages are backed as they are touched (and given back with {@code MADV_DONTNEED}).
+     */
+    private record Block(Arena owner, MemorySegment segment, boolean lazy) {}
+
+    /**
+     * A new block of {@code size} bytes, zeroed: from {@value #LAZY_BYTES} bytes up an anonymous
+     * mapping, backed only where touched; smaller ones (and where mappings are unavailable) from
+     * an arena, which zeroes them.
+     */
+    private static Block newBlock(long size) {
+        Arena owner = Arena.ofShared();
+        if (size >= LAZY_BYTES) {
+            MemorySegment mapped = AnonymousMappings.map(owner, size);
+            if (mapped != null) {
+                return new Block(owner, mapped.asSlice(0, size), true);
+            }
+        }
+        return new Block(owner, owner.allocate(size, ALIGNMENT), false);
+    }
 
     /** @param budget the most bytes of blocks, lent and kept together */
     RecycledMemory(long budget) {
@@ -103,10 +135,13 @@ final class RecycledMemory implements AutoCloseable {
         free(freed);
         MemorySegment lent;
         if (block != null) {
-            lent = block.segment().asSlice(0, bytes).fill((byte) 0);
+            lent = block.segment().asSlice(0, bytes);
+            if (!(block.lazy() && AnonymousMappings.advise(block.segment().address(), size,
+                    AnonymousMappings.MADV_DONTNEED))) {
+                lent.fill((byte) 0);
+            }
         } else {
-            Arena owner = Arena.ofShared();
-            block = new Block(owner, owner.allocate(size, ALIGNMENT)); // zeroed by the arena
+            block = newBlock(size);
             lent = block.segment().asSlice(0, bytes);
         }
         Block back = block;

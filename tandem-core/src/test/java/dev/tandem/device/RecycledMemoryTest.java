@@ -28,6 +28,44 @@ class RecycledMemoryTest {
         assumeThat(RecycledMemory.available()).as("native access enabled for the tests").isTrue();
     }
 
+    /**
+     * A large block is resident only where touched, and a kept one lent again reads as zeros and
+     * gives its touched pages back (not zeroed by writing every byte).
+     */
+    @Test
+    void aLargeBlockIsResidentOnlyWhereTouchedAndComesBackZeroedAndReleased() throws Exception {
+        assumeThat(AnonymousMappings.available()).isTrue();
+        RecycledMemory memory = new RecycledMemory(4L << 30);
+        long bytes = 512L << 20;
+        long before = residentAnonKb();
+        MemorySegment first;
+        try (Arena request = Arena.ofShared()) {
+            first = memory.allocate(request, bytes, 64).orElseThrow();
+            assertThat(residentAnonKb() - before).as("512 MB allocated, none touched").isLessThan(64 * KB);
+            // touch 16 MB of it
+            first.asSlice(0, 16L << 20).fill((byte) 7);
+            assertThat(residentAnonKb() - before).isBetween(15 * KB, 80 * KB);
+        }
+        try (Arena next = Arena.ofShared()) {
+            MemorySegment second = memory.allocate(next, bytes, 64).orElseThrow();
+            assertThat(second.address()).isEqualTo(first.address());
+            assertThat(residentAnonKb() - before).as("the kept block's pages went back").isLessThan(64 * KB);
+            assertThat(second.get(ValueLayout.JAVA_BYTE, 0)).isZero();
+            assertThat(isZero(second.asSlice(0, 16L << 20))).isTrue();
+        }
+        memory.close();
+    }
+
+    /** RssAnon of this process, in KB. */
+    private static long residentAnonKb() throws java.io.IOException {
+        for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/status"))) {
+            if (line.startsWith("RssAnon:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        throw new AssertionError("no RssAnon in /proc/self/status");
+    }
+
     @Test
     void aBlockComesBackToTheNextAllocationOfItsClassZeroedAndCutToSize() {
         RecycledMemory memory = new RecycledMemory(1L << 30);
