@@ -100,6 +100,8 @@ public final class PeerDecodeBench {
         Map<String, LlamaConfig> shapes = new LinkedHashMap<>();
         shapes.put("small", RandomGguf.shape(512, 8, 8, 4, 1536));
         shapes.put("large", RandomGguf.shape(1024, 8, 16, 8, 2816));
+        // Qwen2.5-0.5B's shape (its vocabulary aside): the size class most served on small machines
+        shapes.put("0.5b", RandomGguf.shape(896, 24, 14, 2, 4864).withContextLength(4096));
         return shapes;
     }
 

@@ -23,7 +23,7 @@ import picocli.CommandLine.Option;
         mixinStandardHelpOptions = true,
         description = "Run a benchmark. The last line printed with --json is one JSON object.",
         subcommands = {BenchCommand.Overhead.class, BenchCommand.Pipeline.class, BenchCommand.Requests.class,
-                BenchCommand.Decode.class, BenchCommand.Serve.class,
+                BenchCommand.Decode.class, BenchServeCommand.class,
                 BenchCommand.Batch.class, BenchCommand.Kernels.class, BenchCommand.FirstRun.class,
                 BenchCommand.GrammarCost.class})
 public final class BenchCommand implements Runnable {
@@ -457,134 +457,6 @@ public final class BenchCommand implements Runnable {
             if (common.json) {
                 out.println(Json.write(r.toJson()));
             }
-        }
-    }
-
-    @Command(name = "serve", mixinStandardHelpOptions = true,
-            description = "Closed-loop streaming clients over HTTP on loopback: tandem's server with continuous batching,"
-                    + " without it, and llama.cpp's server (--peer llama.cpp) on the same GGUF.")
-    static final class Serve implements Runnable {
-        @picocli.CommandLine.Mixin
-        Common common = new Common();
-
-        @Option(names = "--model", paramLabel = "PATH",
-                description = "A GGUF file (or stories260K); default: the small random shape in each of --types.")
-        String model;
-
-        @Option(names = "--types", split = ",", defaultValue = "Q8_0,F32",
-                description = "Without --model: the matrix types of the random small shape (default: ${DEFAULT-VALUE}).")
-        List<String> types;
-
-        @Option(names = "--clients", split = ",", defaultValue = "1,2,4,8,16,32",
-                description = "Concurrent clients per level (default: ${DEFAULT-VALUE}; --quick: 1,8).")
-        List<Integer> clients;
-
-        @Option(names = "--tokens", defaultValue = "128", description = "Tokens per completion (default: ${DEFAULT-VALUE}).")
-        int tokens;
-
-        @Option(names = "--peer", paramLabel = "llama.cpp", description = "Run llama.cpp's server too (built on first use).")
-        String peer;
-
-        @Option(names = "--cores", description = "Device cores and llama.cpp threads (default: available processors).",
-                defaultValue = "0")
-        int cores;
-
-        @Override
-        public void run() {
-            if (peer != null && !peer.equals("llama.cpp")) {
-                throw new IllegalArgumentException("--peer = " + peer + " is not known; known: llama.cpp");
-            }
-            if (tokens < 1 || cores < 0 || clients.stream().anyMatch(c -> c < 1)) {
-                throw new IllegalArgumentException("--tokens and --clients must be >= 1 and --cores >= 0");
-            }
-            if (common.trace != null) {
-                throw new IllegalArgumentException("bench serve does not write traces; use tandem demo --trace FILE");
-            }
-            int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
-            List<Integer> levels = common.quick && clients.equals(List.of(1, 2, 4, 8, 16, 32)) ? List.of(1, 8) : clients;
-            int rounds = common.quick ? 1 : 3;
-            java.time.Duration perRun = java.time.Duration.ofSeconds(common.quick ? 3 : 5);
-            List<java.nio.file.Path> files = new ArrayList<>();
-            List<String> labels = new ArrayList<>();
-            if (model != null) {
-                java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
-                if (!java.nio.file.Files.isRegularFile(path)) {
-                    throw new IllegalArgumentException("--model = " + model + " is not a GGUF file");
-                }
-                files.add(path);
-                labels.add(dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME
-                        : path.getFileName().toString());
-            } else {
-                java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
-                for (String t : types) {
-                    dev.tandem.llm.gguf.GgmlType type = matrixType(t);
-                    files.add(dev.tandem.bench.ServeBench.printableFile(dir, type));
-                    labels.add("small-" + type.name());
-                }
-            }
-            PrintStream out = System.out;
-            out.printf(Locale.ROOT, "serve: closed-loop streaming /v1/completions, %d tokens each (ignore_eos), greedy,"
-                    + " %d core(s); levels %s; median of %d alternating rounds of %d s%n", tokens, coreCount, levels,
-                    rounds, perRun.toSeconds());
-            List<dev.tandem.bench.ServeBench.Row> rows = new ArrayList<>();
-            for (int i = 0; i < files.size(); i++) {
-                try {
-                    rows.addAll(dev.tandem.bench.ServeBench.run(labels.get(i), files.get(i), levels, coreCount, tokens,
-                            perRun, rounds, peer != null, line -> System.err.println(line)));
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                    throw new IllegalStateException("interrupted", e);
-                } catch (Exception e) {
-                    throw new IllegalStateException("bench serve on " + files.get(i) + ": " + e.getMessage(), e);
-                }
-            }
-            out.printf(Locale.ROOT, "%-14s %-17s %7s %10s %9s %9s %9s %9s %6s%n", "model", "engine", "clients", "tokens/s",
-                    "ttft p50", "ttft p99", "itl p50", "itl p99", "errors");
-            for (dev.tandem.bench.ServeBench.Row r : rows) {
-                out.printf(Locale.ROOT, "%-14s %-17s %7d %10.1f %9.1f %9.1f %9.2f %9.2f %6d%n", r.model(), r.engine(),
-                        r.clients(), r.tokensPerSecond(), r.ttftP50Ms(), r.ttftP99Ms(), r.itlP50Ms(), r.itlP99Ms(),
-                        r.errors());
-                if (r.note() != null) {
-                    out.println("  " + r.engine() + ": " + r.note());
-                }
-            }
-            List<java.util.Map<String, Object>> ratios = new ArrayList<>();
-            for (String label : labels) {
-                double own1 = rows.stream().filter(r -> r.model().equals(label) && r.engine().equals("tandem")
-                        && r.clients() == levels.get(0)).mapToDouble(dev.tandem.bench.ServeBench.Row::tokensPerSecond)
-                        .findFirst().orElse(Double.NaN);
-                for (int c : levels) {
-                    double tandem = find(rows, label, "tandem", c);
-                    double unbatched = find(rows, label, "tandem-unbatched", c);
-                    double llama = find(rows, label, "llama.cpp", c);
-                    out.printf(Locale.ROOT, "%-14s %3d clients: tandem / llama.cpp %.2f, tandem / unbatched %.2f,"
-                            + " tandem / tandem at %d client(s) %.2f%n", label, c, tandem / llama, tandem / unbatched,
-                            levels.get(0), tandem / own1);
-                    java.util.Map<String, Object> ratio = new java.util.LinkedHashMap<>();
-                    ratio.put("model", label);
-                    ratio.put("clients", c);
-                    ratio.put("tandem_tokens_per_s", tandem);
-                    ratio.put("llamacpp_tokens_per_s", llama);
-                    ratio.put("ratio", tandem / llama);
-                    ratio.put("batching_gain", tandem / unbatched);
-                    ratio.put("scaling", tandem / own1);
-                    ratios.add(ratio);
-                }
-            }
-            if (common.json) {
-                java.util.Map<String, Object> json = new java.util.LinkedHashMap<>();
-                json.put("rows", rows.stream().map(dev.tandem.bench.ServeBench.Row::toJson).toList());
-                json.put("ratios", ratios);
-                json.put("cores", coreCount);
-                json.put("tokens", tokens);
-                json.put("rounds", rounds);
-                out.println(Json.write(json));
-            }
-        }
-
-        private static double find(List<dev.tandem.bench.ServeBench.Row> rows, String model, String engine, int clients) {
-            return rows.stream().filter(r -> r.model().equals(model) && r.engine().equals(engine) && r.clients() == clients)
-                    .mapToDouble(dev.tandem.bench.ServeBench.Row::tokensPerSecond).findFirst().orElse(Double.NaN);
         }
     }
 

@@ -99,6 +99,12 @@ public final class ServeCommand implements Runnable {
     @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
     int cores;
 
+    @Option(names = "--kv-cells", paramLabel = "POSITIONS", defaultValue = "0",
+            description = "KV cache positions of the pool, all sequences together, as llama-server's -c counts them"
+                    + " (default 0: --max-batch full contexts, at most 1 GiB of cache). The pool is resident as it"
+                    + " is used, and the prefix cache keeps what it holds until it needs the room.")
+    int kvCells;
+
     @Option(names = "--no-prefix-cache",
             description = "Compute every prompt from its first token instead of taking the KV blocks of a prefix "
                     + "seen before.")
@@ -120,8 +126,8 @@ public final class ServeCommand implements Runnable {
                 .strictModelNames(strictModelName);
         aliases.forEach(builder::alias);
         corsOrigins.forEach(builder::corsOrigin);
-        if (contextSize < 0) {
-            throw new CommandLine.ParameterException(spec.commandLine(), "--ctx-size must be >= 0");
+        if (contextSize < 0 || kvCells < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--ctx-size and --kv-cells must be >= 0");
         }
         ServerConfig config;
         try {
@@ -136,8 +142,9 @@ public final class ServeCommand implements Runnable {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize);
             Engine engine = noBatching
                     ? SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build()
-                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).prefixCache(!noPrefixCache)
-                            .build());
+                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
+                            .prefixCache(!noPrefixCache)
+                            .kvBlocks(Math.ceilDiv(kvCells, lm.model().options().kvBlockSize())).build());
             TandemServer server = TandemServer.start(engine, config);
             Runnable shutdown = () -> {
                 server.close(); // 503 to new requests, drain, stop listening
