@@ -35,9 +35,14 @@ public final class ServeBench {
     private static final ObjectMapper JSON = new ObjectMapper();
 
     /** What one server did at one concurrency of one workload, medians over the rounds. */
+    /**
+     * @param firstTokenPhasesMs for tandem: where the mean time to first token went inside the
+     *        engine (queue, schedule, step; from its {@code /metrics}) and the rest ({@code server}:
+     *        the client's mean less the three, the HTTP path both ways); null for a server without them
+     */
     public record Row(String model, String workload, String engine, int clients, int completions,
-            double promptTokensMean, double tokensPerSecond, double ttftP50Ms, double ttftP99Ms, double itlP50Ms,
-            double itlP99Ms, int errors, String note) {
+            double promptTokensMean, double tokensPerSecond, double ttftMeanMs, double ttftP50Ms, double ttftP99Ms,
+            double itlP50Ms, double itlP99Ms, int errors, Map<String, Double> firstTokenPhasesMs, String note) {
 
         public Map<String, Object> toJson() {
             Map<String, Object> out = new LinkedHashMap<>();
@@ -48,11 +53,15 @@ public final class ServeBench {
             out.put("completions", completions);
             out.put("prompt_tokens_mean", promptTokensMean);
             out.put("tokens_per_s", tokensPerSecond);
+            out.put("ttft_mean_ms", ttftMeanMs);
             out.put("ttft_p50_ms", ttftP50Ms);
             out.put("ttft_p99_ms", ttftP99Ms);
             out.put("itl_p50_ms", itlP50Ms);
             out.put("itl_p99_ms", itlP99Ms);
             out.put("errors", errors);
+            if (firstTokenPhasesMs != null) {
+                out.put("ttft_phases_ms", firstTokenPhasesMs);
+            }
             if (note != null) {
                 out.put("note", note);
             }
@@ -200,12 +209,21 @@ public final class ServeBench {
                     for (int i = 0; i < servers.size(); i++) {
                         results.add(new ArrayList<>());
                     }
+                    double[][] phases = new double[servers.size()][];
                     for (int round = 0; round < s.rounds(); round++) {
                         for (int k = 0; k < servers.size(); k++) {
                             int i = (k + round) % servers.size(); // alternate who goes first
                             Running r = servers.get(i);
+                            double[] before = firstTokenTotals(r.base());
                             ServeLoad.Result result = ServeLoad.run(r.base(), model, workload, c, s.maxTokens(),
                                     s.secondsPerRun());
+                            double[] after = firstTokenTotals(r.base());
+                            if (before != null && after != null) {
+                                phases[i] = phases[i] == null ? new double[4] : phases[i];
+                                for (int p = 0; p < 4; p++) {
+                                    phases[i][p] += after[p] - before[p];
+                                }
+                            }
                             results.get(i).add(result);
                             progress.accept(String.format(Locale.ROOT,
                                     "  %s, %s, %d clients, round %d: %.1f tokens/s, ttft p50 %.0f ms",
@@ -214,7 +232,7 @@ public final class ServeBench {
                         }
                     }
                     for (int i = 0; i < servers.size(); i++) {
-                        rows.add(row(label, workload, servers.get(i).engine(), c, results.get(i)));
+                        rows.add(row(label, workload, servers.get(i).engine(), c, results.get(i), phases[i]));
                     }
                 }
             }
@@ -250,15 +268,66 @@ public final class ServeBench {
     }
 
     private static Row row(String label, ServeLoad.Workload workload, String engine, int clients,
-            List<ServeLoad.Result> rs) {
+            List<ServeLoad.Result> rs, double[] phases) {
         String note = rs.stream().map(ServeLoad.Result::firstError).filter(e -> e != null).findFirst().orElse(null);
         int completions = rs.stream().mapToInt(ServeLoad.Result::completions).sum();
         double promptMean = completions == 0 ? Double.NaN
                 : rs.stream().mapToLong(ServeLoad.Result::promptTokens).sum() / (double) completions;
+        double ttftMean = completions == 0 ? Double.NaN
+                : rs.stream().mapToDouble(r -> r.ttftMeanMs() * r.completions()).sum() / completions;
+        Map<String, Double> phasesMs = null;
+        if (phases != null && phases[0] > 0) {
+            phasesMs = new LinkedHashMap<>();
+            double inEngine = 0;
+            String[] names = {"queue", "schedule", "step"};
+            for (int p = 0; p < 3; p++) {
+                double ms = phases[p + 1] / phases[0] * 1000;
+                phasesMs.put(names[p], ms);
+                inEngine += ms;
+            }
+            phasesMs.put("server", ttftMean - inEngine);
+        }
         return new Row(label, workload.label(), engine, clients, completions, promptMean,
-                median(rs, ServeLoad.Result::tokensPerSecond), median(rs, ServeLoad.Result::ttftP50Ms),
+                median(rs, ServeLoad.Result::tokensPerSecond), ttftMean, median(rs, ServeLoad.Result::ttftP50Ms),
                 median(rs, ServeLoad.Result::ttftP99Ms), median(rs, ServeLoad.Result::itlP50Ms),
-                median(rs, ServeLoad.Result::itlP99Ms), rs.stream().mapToInt(ServeLoad.Result::errors).sum(), note);
+                median(rs, ServeLoad.Result::itlP99Ms), rs.stream().mapToInt(ServeLoad.Result::errors).sum(), phasesMs,
+                note);
+    }
+
+    private static final String[] FIRST_TOKEN_METRICS = {"tandem_engine_first_tokens_total",
+        "tandem_engine_first_token_queue_seconds_total", "tandem_engine_first_token_schedule_seconds_total",
+        "tandem_engine_first_token_step_seconds_total"};
+
+    /** tandem's first-token count and phase totals (seconds) from {@code /metrics}; null where it has none. */
+    static double[] firstTokenTotals(URI base) {
+        try (Socket socket = new Socket(base.getHost(), base.getPort())) {
+            socket.setSoTimeout(5000);
+            socket.getOutputStream().write(("GET /metrics HTTP/1.1\r\nHost: " + base.getHost()
+                    + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.US_ASCII));
+            ServeLoad.HttpBody body = new ServeLoad.HttpBody(socket.getInputStream());
+            String status = body.headerLine();
+            if (status == null || !status.startsWith("HTTP/1.1 200")) {
+                return null;
+            }
+            return parseFirstTokenTotals(body);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    static double[] parseFirstTokenTotals(ServeLoad.HttpBody body) throws IOException {
+        double[] totals = new double[FIRST_TOKEN_METRICS.length];
+        int found = 0;
+        String line;
+        while ((line = body.line()) != null) {
+            for (int i = 0; i < FIRST_TOKEN_METRICS.length; i++) {
+                if (line.startsWith(FIRST_TOKEN_METRICS[i] + " ") || line.startsWith(FIRST_TOKEN_METRICS[i] + "{")) {
+                    totals[i] = Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                    found++;
+                }
+            }
+        }
+        return found == FIRST_TOKEN_METRICS.length ? totals : null;
     }
 
     /** Starts {@code c}'s process and waits for its {@code /health}; the time counts from the process's start. */

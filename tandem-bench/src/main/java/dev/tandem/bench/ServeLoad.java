@@ -121,8 +121,8 @@ public final class ServeLoad {
      * @param errors           completions that failed (status, framing, transport)
      */
     public record Result(int clients, int completions, long tokens, long promptTokens, double seconds,
-            double tokensPerSecond, double ttftP50Ms, double ttftP99Ms, double itlP50Ms, double itlP99Ms, int errors,
-            String firstError) {}
+            double tokensPerSecond, double ttftMeanMs, double ttftP50Ms, double ttftP99Ms, double itlP50Ms,
+            double itlP99Ms, int errors, String firstError) {}
 
     /** One completion's figures. */
     private record Stream1(long tokens, long promptTokens, double ttftMs, double[] itlMs, String text) {}
@@ -182,7 +182,8 @@ public final class ServeLoad {
                 }
             }
         }
-        return new Result(clients, completions, tokens, promptTokens, wall, tokens / wall, percentile(ttft, 50),
+        return new Result(clients, completions, tokens, promptTokens, wall, tokens / wall,
+                ttft.stream().mapToDouble(Double::doubleValue).average().orElse(Double.NaN), percentile(ttft, 50),
                 percentile(ttft, 99), percentile(itl, 50), percentile(itl, 99), Arrays.stream(errors).sum(),
                 firstError.get());
     }

@@ -62,6 +62,22 @@ class ServeLoadTest {
     }
 
     @Test
+    void tandemsFirstTokenPhasesAreReadFromItsMetrics() throws Exception {
+        String metrics = "# HELP x\ntandem_engine_first_tokens_total 4.0\n"
+                + "tandem_engine_first_token_queue_seconds_total 0.5\n"
+                + "tandem_engine_first_token_schedule_seconds_total{a=\"b\"} 1.5\n"
+                + "tandem_engine_first_token_step_seconds_total 2.0\n";
+        ServeLoad.HttpBody body = new ServeLoad.HttpBody(new ByteArrayInputStream(
+                ("HTTP/1.1 200 OK\r\n\r\n" + metrics).getBytes(StandardCharsets.UTF_8)));
+        body.headerLine();
+        assertThat(ServeBench.parseFirstTokenTotals(body)).containsExactly(4.0, 0.5, 1.5, 2.0);
+        ServeLoad.HttpBody none = new ServeLoad.HttpBody(new ByteArrayInputStream(
+                "HTTP/1.1 200 OK\r\n\r\nllamacpp:tokens 3\n".getBytes(StandardCharsets.UTF_8)));
+        none.headerLine();
+        assertThat(ServeBench.parseFirstTokenTotals(none)).isNull();
+    }
+
+    @Test
     void workloadsAreNamedAsOnTheCommandLine() {
         assertThat(ServeLoad.Workload.of("shared-prefix")).isEqualTo(ServeLoad.Workload.SHARED_PREFIX);
         assertThatThrownBy(() -> ServeLoad.Workload.of("chat")).hasMessageContaining("unique, shared-prefix, multi-turn");

@@ -163,6 +163,11 @@ final class BenchServeCommand implements Runnable {
                 out.printf(Locale.ROOT, "%-14s %-13s %-16s %7d %7.0f %10.1f %9.1f %9.1f %8.2f %8.2f %6d%n", r.model(),
                         r.workload(), r.engine(), r.clients(), r.promptTokensMean(), r.tokensPerSecond(), r.ttftP50Ms(),
                         r.ttftP99Ms(), r.itlP50Ms(), r.itlP99Ms(), r.errors());
+                if (r.firstTokenPhasesMs() != null) {
+                    out.printf(Locale.ROOT, "  first token, mean %.1f ms: %s%n", r.ttftMeanMs(),
+                            r.firstTokenPhasesMs().entrySet().stream().map(e -> String.format(Locale.ROOT, "%s %.1f",
+                                    e.getKey(), e.getValue())).collect(java.util.stream.Collectors.joining(", ")));
+                }
                 if (r.note() != null) {
                     out.println("  " + r.engine() + ": " + r.note());
                 }

@@ -117,6 +117,10 @@ public final class Batcher implements AutoCloseable {
     private boolean closing; // guarded by lock: no new members
     private boolean stopping; // guarded by lock: every member ends, then the program returns
     private Throwable failure; // guarded by lock
+    private long firstTokens; // guarded by lock: the time to first token, by phase (BatcherStats)
+    private long firstTokenQueueNanos; // guarded by lock
+    private long firstTokenScheduleNanos; // guarded by lock
+    private long firstTokenStepNanos; // guarded by lock
 
     private final ConcurrentLinkedQueue<StepPlan> inFlight = new ConcurrentLinkedQueue<>();
     private final TokenStream program;
@@ -232,7 +236,8 @@ public final class Batcher implements AutoCloseable {
             return new BatcherStats(scheduler.active().size(), scheduler.queued().size(), config.maxBatch(),
                     pool.held(), scheduler.reserved(), poolBlocks, scheduler.steps(), scheduler.prefillRows(),
                     scheduler.decodeRows(), scheduler.mixedSteps(), scheduler.pausedRows(), scheduler.tokens(),
-                    pool.cached(), scheduler.cachedPromptTokens(), scheduler.computedPromptTokens(), pool.evictions());
+                    pool.cached(), scheduler.cachedPromptTokens(), scheduler.computedPromptTokens(), pool.evictions(),
+                    firstTokens, firstTokenQueueNanos, firstTokenScheduleNanos, firstTokenStepNanos);
         } finally {
             lock.unlock();
         }
@@ -358,6 +363,13 @@ public final class Batcher implements AutoCloseable {
                 }
                 StepPlan plan = scheduler.plan();
                 if (plan != null) {
+                    long now = System.nanoTime();
+                    for (int i = 0; i < plan.columns(); i++) {
+                        Member m = (Member) plan.sequence(i);
+                        if (m.firstPlannedAt == 0) {
+                            m.firstPlannedAt = now; // the step that yields its first token
+                        }
+                    }
                     return plan;
                 }
                 work.await();
@@ -409,6 +421,13 @@ public final class Batcher implements AutoCloseable {
                         m.feed.offer(bytes);
                     }
                     scheduler.accepted(m, t);
+                    if (m.delivered() == 1) {
+                        long now = System.nanoTime();
+                        firstTokens++;
+                        firstTokenQueueNanos += m.joinedAt - m.submittedAt;
+                        firstTokenScheduleNanos += m.firstPlannedAt - m.joinedAt;
+                        firstTokenStepNanos += now - m.firstPlannedAt;
+                    }
                     if (limits.after(t, m.delivered(), m.maxTokens(), m.options.ignoreEos())
                             != SequenceLimits.Verdict.CONTINUE) {
                         m.feed.complete();
@@ -470,6 +489,9 @@ public final class Batcher implements AutoCloseable {
         final TokenGrammar grammar;
         TokenFeed feed; // set once in submit, before the member is queued
         Completion completion;
+        final long submittedAt = System.nanoTime();
+        long joinedAt; // guarded by lock, as the times below
+        long firstPlannedAt;
 
         Member(int[] prompt, GenerateOptions options, int maxTokens, TokenGrammar grammar) {
             super(prompt, maxTokens, blockSize, options.logprobs() >= 0);
@@ -479,6 +501,7 @@ public final class Batcher implements AutoCloseable {
 
         /** It joined the batch (under the lock, before its first step is built). */
         void join() {
+            joinedAt = System.nanoTime();
             Sampler sampler = new Sampler(options.sampler(), model.config().vocab(),
                     grammar == null ? null : grammar.matcher(), options.logprobs());
             sampler.acceptPrompt(prompt());

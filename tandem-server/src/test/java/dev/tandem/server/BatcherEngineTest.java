@@ -124,7 +124,12 @@ class BatcherEngineTest {
         String metrics = http.send(HttpRequest.newBuilder(uri("/metrics")).build(),
                 HttpResponse.BodyHandlers.ofString()).body();
         assertThat(metrics).containsPattern("tandem_engine_prefix_cache_hits_tokens_total [1-9]")
-                .containsPattern("tandem_engine_kv_blocks_cached [1-9]");
+                .containsPattern("tandem_engine_kv_blocks_cached [1-9]")
+                // where the first tokens' time went: counted for both requests, each phase a total
+                .containsPattern("tandem_engine_first_tokens_total [2-9]")
+                .containsPattern("tandem_engine_first_token_queue_seconds_total [0-9]")
+                .containsPattern("tandem_engine_first_token_schedule_seconds_total [0-9]")
+                .containsPattern("tandem_engine_first_token_step_seconds_total [0-9.]*[1-9]");
         assertIdle();
     }
 
