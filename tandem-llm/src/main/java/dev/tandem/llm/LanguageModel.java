@@ -28,10 +28,7 @@ import java.util.List;
  * <pre>{@code
  * try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
  *     LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
- *     int[] prompt = model.encode("Once upon a time");
- *     GenerateOptions options = GenerateOptions.defaults().withMaxTokens(64);
- *     Completion completion = model.start(worker.run(model.program(), model.request(prompt, options),
- *             model.runOptions(options)), prompt, options);
+ *     Completion completion = model.generate(worker, "Once upon a time", GenerateOptions.defaults().withMaxTokens(64));
  *     for (Completion.Delta d : completion) System.out.print(d.text());
  * }
  * }</pre>
@@ -257,6 +254,23 @@ public final class LanguageModel {
     /** Run options for a request of {@code options}: the token limit of its request. */
     public dev.tandem.RunOptions runOptions(GenerateOptions options) {
         return dev.tandem.RunOptions.defaults().withMaxTokens(options.maxTokens());
+    }
+
+    /**
+     * Generates from {@code prompt} on {@code worker}, the worker this model was loaded onto: its
+     * own request, decoded as its steps complete. Many concurrent completions share the worker's
+     * cores; for many completions in one batch (each step reading the weights once for all of
+     * them) use a {@link Batcher}.
+     *
+     * @throws IllegalArgumentException when the prompt does not leave room for one token
+     */
+    public Completion generate(Worker worker, int[] prompt, GenerateOptions options) {
+        return start(worker.run(program(), request(prompt, options), runOptions(options)), prompt, options);
+    }
+
+    /** {@link #generate(Worker, int[], GenerateOptions)} of {@code prompt}'s tokens ({@link #encode}). */
+    public Completion generate(Worker worker, String prompt, GenerateOptions options) {
+        return generate(worker, encode(prompt), options);
     }
 
     /** Wraps the stream of a {@link #request} into text. */
