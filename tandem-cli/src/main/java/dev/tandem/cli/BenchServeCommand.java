@@ -34,7 +34,8 @@ final class BenchServeCommand implements Runnable {
     String model;
 
     @Option(names = "--types", split = ",", defaultValue = "Q8_0",
-            description = "For a random shape: its matrix types (default: ${DEFAULT-VALUE}).")
+            description = "For a random shape: its matrix types, or Q4_K_M (written by llama-quantize)"
+                    + " (default: ${DEFAULT-VALUE}).")
     List<String> types;
 
     @Option(names = "--workloads", split = ",", defaultValue = "unique,shared-prefix,multi-turn",
@@ -106,6 +107,19 @@ final class BenchServeCommand implements Runnable {
         } else {
             Path dir = Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
             for (String t : types) {
+                if (t.equals("Q4_K_M")) {
+                    // the scheme users download: llama-quantize's mix (Q4_K, Q6_K, and Q5_0/Q8_0 where a row
+                    // is not a multiple of 256) from a random F16 file of the shape
+                    Path f16 = ServeBench.printableFile(dir, shape, dev.tandem.llm.gguf.GgmlType.F16);
+                    Path q4km = dir.resolve(f16.getFileName().toString().replace("-f16.gguf", "-q4_k_m.gguf"));
+                    String failed = dev.tandem.bench.peers.LlamaCppPeer.quantize(f16, q4km, "Q4_K_M");
+                    if (failed != null) {
+                        throw new IllegalArgumentException("--types Q4_K_M needs llama-quantize: " + failed);
+                    }
+                    files.add(q4km);
+                    labels.add(shape + "-Q4_K_M");
+                    continue;
+                }
                 dev.tandem.llm.gguf.GgmlType type = BenchCommand.matrixType(t);
                 files.add(ServeBench.printableFile(dir, shape, type));
                 labels.add(shape + "-" + type.name());

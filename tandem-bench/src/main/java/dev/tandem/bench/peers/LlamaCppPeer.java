@@ -264,6 +264,39 @@ public final class LlamaCppPeer {
     }
 
     /**
+     * {@code out}, written by {@code llama-quantize in out scheme} (e.g. {@code Q4_K_M}) unless it
+     * exists: the file a user downloads for that scheme, with llama.cpp's own fallbacks.
+     *
+     * @return null when written (or there), else why not (the peer is missing, the tool failed)
+     */
+    public static String quantize(Path in, Path out, String scheme) {
+        if (Files.isRegularFile(out)) {
+            return null;
+        }
+        String missing = ensureBuilt();
+        if (missing != null) {
+            return missing;
+        }
+        try {
+            Path partial = out.resolveSibling(out.getFileName() + ".partial");
+            Process p = new ProcessBuilder(binary("llama-quantize").toString(), in.toString(), partial.toString(), scheme)
+                    .redirectErrorStream(true).start();
+            String log = new String(p.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+            if (p.waitFor() != 0) {
+                return "llama-quantize " + scheme + " exited " + p.exitValue() + ": "
+                        + log.lines().reduce((a, b) -> b).orElse("");
+            }
+            Files.move(partial, out, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+            return null;
+        } catch (IOException e) {
+            return "llama-quantize: " + e.getMessage();
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "interrupted";
+        }
+    }
+
+    /**
      * Starts {@code llama-server -m gguf -t threads -np slots -c slots * slotContext} on a free
      * loopback port and waits (at most 2 minutes) until its {@code /health} answers 200.
      *
