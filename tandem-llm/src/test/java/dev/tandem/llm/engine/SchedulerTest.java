@@ -182,6 +182,117 @@ class SchedulerTest {
                 .hasMessageContaining("needs 3 blocks");
     }
 
+    @Test
+    void shortestFirstMeansFewestPromptTokensLeftAndDecodeRowsFollowThePrompts() {
+        Scheduler<Seq> s = scheduler(2, 9, 64);
+        Seq a = new Seq(tokens(12, 100), 3);
+        s.enqueue(a);
+        s.admit();
+        StepPlan first = s.plan(); // 9 rows of its 12
+        assertThat(first.prefillRows()).isEqualTo(9);
+        assertThat(first.columns()).isZero();
+        Seq b = new Seq(tokens(6, 200), 3);
+        s.enqueue(b);
+        s.admit();
+        // a has 3 left, b 6: a first, then 6 of b's
+        StepPlan second = s.plan();
+        assertThat(java.util.Arrays.copyOf(second.position, 9)).containsExactly(9, 10, 11, 0, 1, 2, 3, 4, 5);
+        assertThat(second.prefillTokens).startsWith(109, 110, 111, 200);
+        assertThat(second.columns()).isEqualTo(2);
+        assertThat(second.sequence(0)).isSameAs(a);
+        assertThat(second.sequence(1)).isSameAs(b);
+        assertThat(second.tables[0]).isSameAs(a.table);
+        assertThat(second.tables[3]).isSameAs(b.table);
+
+        StepPlan third = s.plan(); // both decode, in admission order, at the position after their last token
+        assertThat(third.prefillRows()).isZero();
+        assertThat(third.decodeRows()).isEqualTo(2);
+        assertThat(third.position[0]).isEqualTo(12);
+        assertThat(third.position[1]).isEqualTo(6);
+        assertThat(third.decodeSlots).containsExactly(a.slot, b.slot);
+        assertThat(third.logitRows[1]).isEqualTo(1);
+        assertThat(s.steps()).isEqualTo(3);
+        assertThat(s.prefillRows()).isEqualTo(18);
+        assertThat(s.decodeRows()).isEqualTo(2);
+        assertThat(s.mixedSteps()).isZero();
+    }
+
+    @Test
+    void tokensBuiltButNotYetDeliveredCountAgainstTheStreamBuffer() {
+        Scheduler<Seq> s = scheduler(2, 8, 64);
+        Seq a = new Seq(tokens(1, 0), 10);
+        Seq b = new Seq(tokens(1, 50), 10);
+        s.enqueue(a);
+        s.enqueue(b);
+        s.admit();
+        for (int step = 0; step < 4; step++) {
+            assertThat(s.plan().columns()).isEqualTo(2); // 4 built, none delivered
+        }
+        s.delivered(b);
+        StepPlan only = s.plan(); // a holds 4 undelivered (the buffer): it sits out; b goes on
+        assertThat(only.columns()).isEqualTo(1);
+        assertThat(only.sequence(0)).isSameAs(b);
+        assertThat(s.pausedRows()).isEqualTo(1);
+    }
+
+    @Test
+    void generatedTokensRegisterTheirBlocksSoAConversationsNextTurnFindsThem() {
+        Scheduler<Seq> s = scheduler(2, 32, 64);
+        Seq turn = new Seq(tokens(6, 10), 6);
+        s.enqueue(turn);
+        s.admit();
+        int[] generated = {90, 91, 92, 93, 94, 95};
+        for (int k = 0; k < 6; k++) {
+            StepPlan p = s.plan();
+            assertThat(p.columns()).isEqualTo(1);
+            s.delivered(turn);
+            s.accepted(turn, generated[k]);
+        }
+        assertThat(s.tokens()).isEqualTo(6);
+        assertThat(s.plan()).isNull();
+        turn.ended = true;
+        s.dropEnded();
+        assertThat(turn.hasLeft()).isTrue();
+        // prompt + reply = 12 tokens; the last reply token's keys are never written, so blocks 0-1 (8 tokens)
+        // are full and known; the next turn resends all 12 and more
+        int[] next = new int[14];
+        System.arraycopy(tokens(6, 10), 0, next, 0, 6);
+        System.arraycopy(generated, 0, next, 6, 6);
+        next[12] = 5;
+        next[13] = 6;
+        Seq again = new Seq(next, 2);
+        s.enqueue(again);
+        s.admit();
+        assertThat(again.cachedTokens()).isEqualTo(8);
+    }
+
+    @Test
+    void clearEmptiesTheQueueAndTheBatchAndReturnsEveryone() {
+        Scheduler<Seq> s = scheduler(1, 4, 64);
+        Seq in = new Seq(tokens(2, 0), 2);
+        Seq waiting = new Seq(tokens(2, 0), 2);
+        s.enqueue(in);
+        s.enqueue(waiting);
+        s.admit();
+        assertThat(s.idle()).isFalse();
+        assertThat(s.clear()).containsExactly(waiting, in);
+        assertThat(in.hasLeft()).isTrue();
+        assertThat(waiting.hasLeft()).as("never joined").isFalse();
+        assertThat(s.idle()).isTrue();
+        assertThat(s.maxBatch()).isEqualTo(1);
+    }
+
+    @Test
+    void itsShapeIsCheckedAndASequenceThatFillsThePoolExactlyIsQueued() {
+        assertThatThrownBy(() -> scheduler(4, 4, 8)).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> new Scheduler<Seq>(1, 4, 0, true, new KvBlockPool(4, BLOCK, true)))
+                .isInstanceOf(IllegalArgumentException.class);
+        Scheduler<Seq> s = scheduler(1, 4, 2);
+        Seq whole = new Seq(tokens(5, 0), 4); // 8 positions: exactly 2 blocks
+        s.enqueue(whole);
+        assertThat(s.admit()).containsExactly(whole);
+    }
+
     /**
      * Random sequences join, step, receive tokens, end and leave: the reservations always cover the
      * blocks held, the budget and the limits hold in every plan, and when all have left the pool is
