@@ -124,6 +124,7 @@ final class WorkerDirectory {
 
     /** The node left or was downed: its workers go, and streams still on it are lost. */
     void removed(Address address) {
+        log.info("node {} is out of the cluster", address);
         listed.removeIf(ref -> ref.path().address().equals(address));
         loads.keySet().removeIf(ref -> ref.path().address().equals(address));
         announced.removeIf(ref -> ref.path().address().equals(address));
