@@ -36,7 +36,12 @@ final class WorkerDirectory {
 
         /** Stable across the cluster: the node's address and the actor's path. */
         long identity() {
-            return ref.path().toString().hashCode() * 0x9E3779B97F4A7C15L;
+            return identity(ref.path().toString());
+        }
+
+        /** The routing identity of the worker actor at {@code path} ({@code pekko://tandem@host:port/user/worker}). */
+        static long identity(String path) {
+            return path.hashCode() * 0x9E3779B97F4A7C15L;
         }
     }
 

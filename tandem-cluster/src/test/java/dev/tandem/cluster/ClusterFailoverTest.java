@@ -486,7 +486,7 @@ class ClusterFailoverTest {
 
     /** A worker's routing identity as the gateway computes it ({@link WorkerDirectory.Worker#identity()}). */
     private static long identity(String address) {
-        return (address + "/user/worker").hashCode() * 0x9E3779B97F4A7C15L;
+        return WorkerDirectory.Worker.identity(address + "/user/worker");
     }
 
     private static void signal(String signal, NodeProcess node) throws Exception {
