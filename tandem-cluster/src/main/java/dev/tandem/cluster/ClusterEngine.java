@@ -109,7 +109,11 @@ public final class ClusterEngine implements Engine {
         return model.start(stream, prompt, options);
     }
 
-    /** The cluster's load as its workers last reported it (memory is not reported: 0). */
+    /**
+     * The cluster's load as its workers last reported it (memory and cached blocks are not
+     * reported: 0). The prompt-token counters are the sums over the workers reporting now, so
+     * they drop when a worker leaves (a counter reset, to Prometheus).
+     */
     @Override
     public EngineStats stats() {
         int active = 0;
@@ -117,14 +121,18 @@ public final class ClusterEngine implements Engine {
         int capacity = 0;
         long kvInUse = 0;
         long kvTotal = 0;
+        long cached = 0;
+        long computed = 0;
         for (Load load : directory.reports()) {
+            cached += load.cachedPromptTokens();
+            computed += load.computedPromptTokens();
             active += load.active();
             queued += load.queued();
             capacity += load.maxActive();
             kvInUse += load.kvInUse();
             kvTotal += load.kvTotal();
         }
-        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0, 0, 0, 0);
+        return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0, 0, cached, computed);
     }
 
     /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */

@@ -89,6 +89,8 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     out.writeLong(l.kvInUse());
                     out.writeLong(l.kvTotal());
                     out.writeBoolean(l.draining());
+                    out.writeLong(l.cachedPromptTokens());
+                    out.writeLong(l.computedPromptTokens());
                 }
                 default -> throw new IllegalArgumentException("not a tandem cluster message: " + o.getClass().getName());
             }
@@ -122,7 +124,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 case "L" -> {
                     ActorRef<WorkerProtocol.Command> worker = resolver().resolveActorRef(in.readUTF());
                     yield new Load(worker, in.readUTF(), in.readInt(), in.readInt(), in.readInt(), in.readInt(),
-                            in.readLong(), in.readLong(), in.readBoolean());
+                            in.readLong(), in.readLong(), in.readBoolean(), in.readLong(), in.readLong());
                 }
                 default -> throw new NotSerializableException("unknown tandem cluster manifest '" + manifest + "'");
             };

@@ -1,24 +1,126 @@
 package dev.tandem.cluster;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.Timer;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 
-/** A gateway's counters: requests forwarded, streams resumed, and how long each resumption took. */
+/**
+ * A gateway's routing and failover counters, written by the readers of its requests' streams
+ * and read by {@code /metrics} (once {@link #bindTo bound} to the server's registry) and by tests.
+ *
+ * <p>In Prometheus names (the registry adds {@code _total} and {@code _seconds}):
+ * <ul>
+ *   <li>{@code tandem_cluster_requests_routed_total{worker}}: admissions a worker accepted (a
+ *       request resumed there counts again, on its new worker);</li>
+ *   <li>{@code tandem_cluster_failovers_total{worker}}: streams that lost that worker mid-stream;</li>
+ *   <li>{@code tandem_cluster_streams_resumed_total}: streams whose next token came from another
+ *       worker after a loss, and {@code tandem_cluster_resume_latency_seconds}: the time from the
+ *       loss (the failure detector's verdict, or the stream's failure) to that token;</li>
+ *   <li>{@code tandem_cluster_affinity_total{placed="affine"|"other"}}: first admissions that went
+ *       to the prompt's affine worker ({@link Routing}: the one whose prefix cache most likely
+ *       holds the prompt's first block) or, it being saturated or refusing, to another; the
+ *       affinity hit rate is {@code affine / (affine + other)}.</li>
+ * </ul>
+ * A worker is named by its cluster address ({@code pekko://tandem@host:port}); its counters stay
+ * after it leaves.
+ */
 public final class ClusterStats {
+    private final Map<String, LongAdder> routed = new ConcurrentHashMap<>();
+    private final Map<String, LongAdder> failovers = new ConcurrentHashMap<>();
     private final AtomicLong forwarded = new AtomicLong();
     private final AtomicLong resumed = new AtomicLong();
+    private final LongAdder affine = new LongAdder();
+    private final LongAdder other = new LongAdder();
     private final List<Long> resumeNanos = new ArrayList<>();
+    /** The registry bound, or null; its meters are registered under this object's lock. */
+    private MeterRegistry registry;
+    private Timer resumeTimer;
 
+    /** An admission was sent to a worker (whatever its answer). */
     void forwarded() {
         forwarded.incrementAndGet();
+    }
+
+    /** {@code worker} accepted a request; {@code affinity}: a first admission, on its affine worker or not (null: a resumption). */
+    void routed(String worker, Boolean affinity) {
+        counter(routed, worker, "tandem.cluster.requests.routed", "Admissions a worker accepted").increment();
+        if (affinity != null) {
+            (affinity ? affine : other).increment();
+        }
+    }
+
+    /** A stream lost {@code worker} mid-stream. */
+    void failover(String worker) {
+        counter(failovers, worker, "tandem.cluster.failovers", "Streams that lost their worker").increment();
     }
 
     /** A stream's next token arrived {@code nanos} after its worker was found lost. */
     void resumed(long nanos) {
         resumed.incrementAndGet();
-        synchronized (resumeNanos) {
+        Timer timer;
+        synchronized (this) {
             resumeNanos.add(nanos);
+            timer = resumeTimer;
+        }
+        if (timer != null) {
+            timer.record(Duration.ofNanos(nanos));
+        }
+    }
+
+    private LongAdder counter(Map<String, LongAdder> counters, String worker, String name, String description) {
+        LongAdder counter = counters.get(worker);
+        if (counter != null) {
+            return counter;
+        }
+        synchronized (this) {
+            return counters.computeIfAbsent(worker, w -> {
+                LongAdder created = new LongAdder();
+                if (registry != null) {
+                    register(registry, name, description, w, created);
+                }
+                return created;
+            });
+        }
+    }
+
+    private static void register(MeterRegistry registry, String name, String description, String worker,
+            LongAdder counter) {
+        FunctionCounter.builder(name, counter, LongAdder::sum).description(description).tag("worker", worker)
+                .register(registry);
+    }
+
+    /**
+     * Publishes these counters in {@code registry} (the gateway server's, so that {@code /metrics}
+     * shows them); workers seen later are added as they come. Once only.
+     */
+    synchronized void bindTo(MeterRegistry registry) {
+        if (this.registry != null) {
+            throw new IllegalStateException("already bound");
+        }
+        this.registry = registry;
+        routed.forEach((w, c) -> register(registry, "tandem.cluster.requests.routed", "Admissions a worker accepted", w, c));
+        failovers.forEach((w, c) -> register(registry, "tandem.cluster.failovers", "Streams that lost their worker", w, c));
+        FunctionCounter.builder("tandem.cluster.streams.resumed", resumed, AtomicLong::get)
+                .description("Streams that went on on another worker after a loss").register(registry);
+        FunctionCounter.builder("tandem.cluster.affinity", affine, LongAdder::sum).tag("placed", "affine")
+                .description("First admissions on the prompt's affine worker, or on another").register(registry);
+        FunctionCounter.builder("tandem.cluster.affinity", other, LongAdder::sum).tag("placed", "other")
+                .description("First admissions on the prompt's affine worker, or on another").register(registry);
+        resumeTimer = Timer.builder("tandem.cluster.resume.latency")
+                .description("From a worker's loss to the resumed stream's next token")
+                .serviceLevelObjectives(Duration.ofMillis(100), Duration.ofMillis(250), Duration.ofMillis(500),
+                        Duration.ofSeconds(1), Duration.ofSeconds(2), Duration.ofSeconds(3), Duration.ofSeconds(5),
+                        Duration.ofSeconds(10))
+                .register(registry);
+        for (long nanos : resumeNanos) {
+            resumeTimer.record(Duration.ofNanos(nanos));
         }
     }
 
@@ -33,9 +135,33 @@ public final class ClusterStats {
     }
 
     /** For each resumed stream, nanoseconds from the loss of its worker to its next token. */
-    public List<Long> resumeNanos() {
-        synchronized (resumeNanos) {
-            return new ArrayList<>(resumeNanos);
-        }
+    public synchronized List<Long> resumeNanos() {
+        return new ArrayList<>(resumeNanos);
+    }
+
+    /** Accepted admissions by worker address. */
+    public Map<String, Long> routedByWorker() {
+        return snapshot(routed);
+    }
+
+    /** Streams lost mid-stream, by the address of the worker they lost. */
+    public Map<String, Long> failoversByWorker() {
+        return snapshot(failovers);
+    }
+
+    /** First admissions placed on the prompt's affine worker. */
+    public long affinityHits() {
+        return affine.sum();
+    }
+
+    /** First admissions placed on another worker than the prompt's affine one. */
+    public long affinityMisses() {
+        return other.sum();
+    }
+
+    private static Map<String, Long> snapshot(Map<String, LongAdder> counters) {
+        Map<String, Long> out = new java.util.TreeMap<>();
+        counters.forEach((w, c) -> out.put(w, c.sum()));
+        return out;
     }
 }

@@ -157,6 +157,7 @@ final class RemoteTokenStream implements TokenStream {
         eligible.removeIf(w -> avoid.contains(w.ref()));
         List<Worker> order = Routing.order(key, eligible, Worker::identity, w -> w.load().utilisation(),
                 w -> w.load().saturated());
+        Worker affine = placed ? null : Routing.affine(key, eligible, Worker::identity);
         refusal = order.isEmpty() ? "no reachable worker serves the model '" + model + "'" : "no worker answered";
         for (Worker w : order) {
             Attempt a = new Attempt(w, directory);
@@ -180,6 +181,7 @@ final class RemoteTokenStream implements TokenStream {
             switch (reply) {
                 case Accepted accepted -> {
                     a.queue = accepted.tokens().getSource().runWith(Sink.queue(), engine.materializer());
+                    engine.stats.routed(w.address().toString(), placed ? null : w.ref().equals(affine.ref()));
                     log.debug("request {} runs on {} ({} prompt tokens)", id, w.address(), tokens.length);
                     return a;
                 }
@@ -357,6 +359,7 @@ final class RemoteTokenStream implements TokenStream {
         a.end();
         attempt = null;
         avoid.add(a.worker.ref());
+        engine.stats.failover(a.worker.address().toString());
         if (lostAt == 0) {
             lostAt = at;
         }

@@ -62,6 +62,20 @@ final class Routing {
         return order;
     }
 
+    /** The affine worker of {@code key} among {@code workers} (highest rendezvous weight), or null when none. */
+    static <W> W affine(long key, List<W> workers, ToLongFunction<W> identity) {
+        W best = null;
+        long bestWeight = 0;
+        for (W w : workers) {
+            long weight = mix(key ^ identity.applyAsLong(w));
+            if (best == null || weight > bestWeight) { // as order()'s sort: signed, the first of equals
+                best = w;
+                bestWeight = weight;
+            }
+        }
+        return best;
+    }
+
     /** SplitMix64's finalizer. */
     static long mix(long z) {
         z = (z ^ (z >>> 30)) * 0xBF58476D1CE4E5B9L;

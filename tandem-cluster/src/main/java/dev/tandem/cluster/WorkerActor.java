@@ -73,7 +73,7 @@ final class WorkerActor {
                             EngineStats s = engine.stats();
                             topic.tell(Topic.publish(new Load(ctx.getSelf(), model, s.active(), s.queued(),
                                     s.maxActive(), maxQueued, s.kvBlocksInUse(), s.kvBlocksTotal(),
-                                    draining.get())));
+                                    draining.get(), s.cachedPromptTokens(), s.computedPromptTokens())));
                             return Behaviors.same();
                         })
                         .build();

@@ -36,7 +36,12 @@ final class WorkerDirectory {
 
         /** Stable across the cluster: the node's address and the actor's path. */
         long identity() {
-            return ref.path().toString().hashCode() * 0x9E3779B97F4A7C15L;
+            return identity(ref.path().toString());
+        }
+
+        /** The routing identity of the worker actor at {@code path} ({@code pekko://tandem@host:port/user/worker}). */
+        static long identity(String path) {
+            return path.hashCode() * 0x9E3779B97F4A7C15L;
         }
     }
 
@@ -124,6 +129,7 @@ final class WorkerDirectory {
 
     /** The node left or was downed: its workers go, and streams still on it are lost. */
     void removed(Address address) {
+        log.info("node {} is out of the cluster", address);
         listed.removeIf(ref -> ref.path().address().equals(address));
         loads.keySet().removeIf(ref -> ref.path().address().equals(address));
         announced.removeIf(ref -> ref.path().address().equals(address));

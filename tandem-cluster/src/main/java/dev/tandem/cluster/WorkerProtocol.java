@@ -66,9 +66,12 @@ final class WorkerProtocol {
      * @param kvInUse   KV-cache blocks held (0 when the engine does not page its cache)
      * @param kvTotal   KV-cache blocks in its pool (0 when unknown)
      * @param draining  whether it is leaving (it admits nothing more)
+     * @param cachedPromptTokens   prompt tokens its prefix cache served since it started
+     * @param computedPromptTokens prompt tokens it computed since it started
      */
     record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, int maxQueued,
-            long kvInUse, long kvTotal, boolean draining) implements ClusterMessage {
+            long kvInUse, long kvTotal, boolean draining, long cachedPromptTokens, long computedPromptTokens)
+            implements ClusterMessage {
 
         /** Whether it would refuse a new request ({@code QUEUE_FULL}). */
         boolean full() {

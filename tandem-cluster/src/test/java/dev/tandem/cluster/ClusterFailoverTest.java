@@ -69,6 +69,7 @@ class ClusterFailoverTest {
     /** The workers still up, by cluster address. */
     private static final Map<String, NodeProcess> workers = new java.util.LinkedHashMap<>();
     private static int httpPort;
+    private static int gatewayClusterPort;
 
     @AfterAll
     static void stopNodes() throws InterruptedException {
@@ -99,6 +100,7 @@ class ClusterFailoverTest {
     static void startCluster() {
         long started = System.nanoTime();
         int gatewayPort = NodeProcess.freePort();
+        gatewayClusterPort = gatewayPort;
         gateway = start("gateway", List.of("-Dorg.slf4j.simpleLogger.log.dev.tandem.cluster.RemoteTokenStream=debug"),
                 clusterArgs("gateway", gatewayPort, List.of("--port", "0")));
         String listening = gateway.await(l -> l.contains("listening on http://"), 1, Duration.ofSeconds(90),
@@ -127,7 +129,7 @@ class ClusterFailoverTest {
     }
 
     @Test
-    @Order(1)
+    @Order(0) // first: it names request 1
     void aClientThatGoesAwayCancelsItsRequestOnItsWorker() throws Exception {
         NodeProcess worker;
         String body = JSON.createObjectNode().put("prompt", "Once upon a time").put("max_tokens", 400)
@@ -222,6 +224,7 @@ class ClusterFailoverTest {
                 .max(Comparator.comparingLong(a -> perWorker.getOrDefault(a, 0L))).orElseThrow();
         NodeProcess victim = workers.remove(victimAddress);
         long onVictim = perWorker.getOrDefault(victimAddress, 0L);
+        Map<String, Double> before = scrape(httpPort);
         long killed = System.nanoTime();
         victim.kill();
 
@@ -251,6 +254,264 @@ class ClusterFailoverTest {
                 streams.size(), tokens, onVictim, resumeMs.size(), resumeMs.get(resumeMs.size() / 2), resumeMs.getLast(),
                 maxGapMs);
         assertThat(resumeMs.getLast()).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
+        Map<String, Double> after = scrape(httpPort);
+        assertThat(delta(before, after, "tandem_cluster_failovers_total{worker=\"" + victimAddress + "\"}"))
+                .as("/metrics: failovers from the killed worker").isEqualTo(onVictim);
+        assertThat(delta(before, after, "tandem_cluster_streams_resumed_total")).as("/metrics: streams resumed")
+                .isEqualTo(onVictim);
+        assertThat(delta(before, after, "tandem_cluster_resume_latency_seconds_count"))
+                .as("/metrics: resume latencies recorded").isEqualTo(onVictim);
+        String survivor = workers.keySet().iterator().next();
+        assertThat(delta(before, after, "tandem_cluster_requests_routed_total{worker=\"" + survivor + "\"}"))
+                .as("/metrics: resumptions routed to the survivor").isEqualTo(onVictim);
+    }
+
+    @Test
+    @Order(4)
+    void aWorkerJoiningUnderLoadStartsTakingRequests() throws Exception {
+        assertThat(workers).as("the worker left by the earlier tests").hasSize(1);
+        String old = workers.keySet().iterator().next();
+        String[] load = {"The cat", "Tom had a dog.", "Sam had a red ball.", "Once upon a time"};
+        int loadTokens = 300;
+        Map<String, String> expectedLoad = singleNodeTexts(load, loadTokens);
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        CountDownLatch streaming = new CountDownLatch(load.length);
+        List<CompletableFuture<Stream>> loadClients = new ArrayList<>();
+        for (String prompt : load) {
+            loadClients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, prompt, loadTokens, streaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        assertThat(streaming.await(60, TimeUnit.SECONDS)).as("the load streaming").isTrue();
+
+        int serving = gateway.lines(l -> l.contains(" serves " + EmbeddedModel.NAME)).size();
+        int clusterPort = NodeProcess.freePort();
+        NodeProcess joined = start("worker-4", List.of("-Dorg.slf4j.simpleLogger.log.dev.tandem.cluster.WorkerActor=debug"),
+                clusterArgs("worker", clusterPort, List.of("--join", "127.0.0.1:" + gatewayClusterPort, "--cores", "1",
+                        "--max-batch", "16")));
+        String address = "pekko://tandem@127.0.0.1:" + clusterPort;
+        gateway.await(l -> l.contains(" serves " + EmbeddedModel.NAME), serving + 1, Duration.ofSeconds(90),
+                "the joining worker's first load report");
+        assertThat(gateway.lines(l -> l.contains("worker " + address + " serves"))).as("the one that joined").hasSize(1);
+        workers.put(address, joined);
+
+        // Prompts whose prefix key the new worker wins (rendezvous hashing: it takes those keys, and only
+        // those, from the old one), and prompts the old one keeps; sent while the load streams.
+        List<String> toNew = new ArrayList<>();
+        List<String> toOld = new ArrayList<>();
+        try (Worker w = Worker.create(CpuDevice.withCores(1))) {
+            LanguageModel model = LanguageModel.load(w, EmbeddedModel.path());
+            for (int i = 0; toNew.size() < 3 || toOld.size() < 1; i++) {
+                String p = "Lily found a shell number " + i + ".";
+                String affine = Routing.affine(Routing.prefixKey(model.encode(p)), List.of(old, address),
+                        ClusterFailoverTest::identity);
+                (affine.equals(address) ? toNew : toOld).add(p);
+            }
+        }
+        List<String> prompts = new ArrayList<>(toNew.subList(0, 3));
+        prompts.add(toOld.getFirst());
+        int earlier = gateway.lines(l -> RUNS_ON.matcher(l).find()).size();
+        int shortTokens = 24;
+        Map<String, String> expected = singleNodeTexts(prompts.toArray(String[]::new), shortTokens);
+        List<CompletableFuture<Stream>> clients = new ArrayList<>();
+        CountDownLatch started = new CountDownLatch(prompts.size());
+        for (String prompt : prompts) {
+            clients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, prompt, shortTokens, started),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        for (CompletableFuture<Stream> c : clients) {
+            Stream s = c.get(60, TimeUnit.SECONDS);
+            assertThat(s.error).as("stream of '%s'", s.prompt).isNull();
+            assertThat(s.text.toString()).as("text of '%s'", s.prompt).isEqualTo(expected.get(s.prompt));
+        }
+        Map<String, Long> perWorker = gateway.lines(l -> RUNS_ON.matcher(l).find()).stream().skip(earlier)
+                .map(l -> matcher(RUNS_ON, l).group(2)).collect(Collectors.groupingBy(a -> a, Collectors.counting()));
+        assertThat(perWorker).as("where the requests sent after the join ran").containsEntry(address, 3L)
+                .containsEntry(old, 1L);
+        assertThat(joined.lines(l -> l.contains(" admitted: "))).as("admissions on the joined worker").hasSize(3);
+        for (CompletableFuture<Stream> c : loadClients) {
+            Stream s = c.get(120, TimeUnit.SECONDS);
+            assertThat(s.error).as("load stream of '%s'", s.prompt).isNull();
+            assertThat(s.text.toString()).as("load text of '%s'", s.prompt).isEqualTo(expectedLoad.get(s.prompt));
+        }
+    }
+
+    @Test
+    @Order(5)
+    void aWorkerStoppedPastTheFailureDetectorIsReplacedDownedAndDeliversNothingAfterItsCont() throws Exception {
+        assertThat(workers).as("two workers").hasSize(2);
+        String[] prompts = {"Lily and Ben went to the park. 5", "The cat 5", "Tom had a dog. 5",
+            "Mia wanted to fly like a bird. 5", "The sun was shining and 5", "Sam had a red ball. 5"};
+        Map<String, String> expected = singleNodeTexts(prompts, MAX_TOKENS);
+        int earlier = gateway.lines(l -> RUNS_ON.matcher(l).find()).size();
+        int resumedBefore = gateway.lines(l -> RESUMED.matcher(l).find()).size();
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        CountDownLatch streaming = new CountDownLatch(prompts.length);
+        List<CompletableFuture<Stream>> clients = new ArrayList<>();
+        for (String prompt : prompts) {
+            clients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, prompt, streaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        assertThat(streaming.await(60, TimeUnit.SECONDS)).as("every client streaming").isTrue();
+        Map<String, Long> perWorker = gateway.lines(l -> RUNS_ON.matcher(l).find()).stream().skip(earlier)
+                .map(l -> matcher(RUNS_ON, l).group(2)).collect(Collectors.groupingBy(a -> a, Collectors.counting()));
+        String victimAddress = workers.keySet().stream()
+                .max(Comparator.comparingLong(a -> perWorker.getOrDefault(a, 0L))).orElseThrow();
+        long onVictim = perWorker.getOrDefault(victimAddress, 0L);
+        NodeProcess victim = workers.remove(victimAddress);
+        Map<String, Double> before = scrape(httpPort);
+
+        signal("STOP", victim);
+        long stopped = System.nanoTime();
+        gateway.await(l -> l.contains("node " + victimAddress + " is unreachable"), 1, Duration.ofSeconds(30),
+                "the failure detector's verdict on the stopped worker");
+        long verdict = System.nanoTime();
+        gateway.await(l -> l.contains("node " + victimAddress + " is out of the cluster"), 1, Duration.ofSeconds(30),
+                "the split-brain resolver downing the stopped worker");
+        long downed = System.nanoTime();
+        signal("CONT", victim);
+        assertThat(victim.process.waitFor(60, TimeUnit.SECONDS)).as("the stopped worker, downed, exits once it runs again")
+                .isTrue();
+
+        for (CompletableFuture<Stream> c : clients) {
+            Stream s = c.get(120, TimeUnit.SECONDS);
+            assertThat(s.error).as("stream of '%s'", s.prompt).isNull();
+            assertThat(s.done).as("[DONE] of '%s'", s.prompt).isTrue();
+            assertThat(s.completionTokens).as("tokens of '%s'", s.prompt).isEqualTo(MAX_TOKENS);
+            assertThat(s.text.toString()).as("text of '%s' against a single node's", s.prompt)
+                    .isEqualTo(expected.get(s.prompt));
+        }
+        List<String> resumed = gateway.lines(l -> RESUMED.matcher(l).find()).stream().skip(resumedBefore).toList();
+        assertThat(resumed).as("streams of the stopped worker resumed").hasSize((int) onVictim);
+        long slowest = resumed.stream().mapToLong(l -> Long.parseLong(matcher(RESUMED, l).group(3))).max().orElseThrow();
+        assertThat(slowest).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
+        Map<String, Double> after = scrape(httpPort);
+        assertThat(delta(before, after, "tandem_cluster_failovers_total{worker=\"" + victimAddress + "\"}"))
+                .as("/metrics: failovers from the stopped worker").isEqualTo(onVictim);
+        System.out.printf("partition: %d streams, %d on the stopped worker, all resumed; verdict %d ms after SIGSTOP,"
+                + " slowest resumption %d ms after the verdict; downed %d ms after the verdict; the worker exited after"
+                + " SIGCONT%n", prompts.length, onVictim, TimeUnit.NANOSECONDS.toMillis(verdict - stopped), slowest,
+                TimeUnit.NANOSECONDS.toMillis(downed - verdict));
+    }
+
+    @Test
+    @Order(6)
+    void aGatewaysDeathEndsOnlyItsOwnClientsStreamsAndAnotherGatewayServes() throws Exception {
+        assertThat(workers).as("one worker").hasSize(1);
+        String worker = workers.keySet().iterator().next();
+        NodeProcess workerNode = workers.get(worker);
+        // A second gateway joins through the worker (not the first gateway, the seed that is about to die).
+        NodeProcess second = start("gateway-2", List.of(), clusterArgs("gateway", NodeProcess.freePort(),
+                List.of("--port", "0", "--join", worker.substring(worker.indexOf('@') + 1))));
+        int secondPort = Integer.parseInt(second.await(l -> l.contains("listening on http://"), 1,
+                Duration.ofSeconds(90), "the second gateway's HTTP listener").getFirst().replaceAll(".*:(\\d+)$", "$1"));
+        second.await(l -> l.contains(" serves " + EmbeddedModel.NAME), 1, Duration.ofSeconds(90),
+                "the worker's load report at the second gateway");
+
+        // Clients of both gateways stream from the one worker; the first gateway dies mid-stream.
+        String[] onFirst = {"Tom had a dog. 6", "The cat 6", "Sam had a red ball. 6", "Once upon a time 6"};
+        String[] onSecond = {"Lily and Ben went to the park. 6", "Mia wanted to fly like a bird. 6"};
+        Map<String, String> expected = singleNodeTexts(onSecond, MAX_TOKENS);
+        int cancelledBefore = workerNode.lines(l -> l.contains(" ended: CANCELLED")).size();
+        HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+        CountDownLatch streaming = new CountDownLatch(onFirst.length + onSecond.length);
+        List<CompletableFuture<Stream>> firstClients = new ArrayList<>();
+        for (String p : onFirst) {
+            firstClients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, p, streaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        List<CompletableFuture<Stream>> secondClients = new ArrayList<>();
+        for (String p : onSecond) {
+            secondClients.add(CompletableFuture.supplyAsync(() -> stream(http, secondPort, p, streaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        assertThat(streaming.await(60, TimeUnit.SECONDS)).as("every client streaming").isTrue();
+
+        gateway.kill();
+        for (CompletableFuture<Stream> c : firstClients) {
+            Stream s = c.get(60, TimeUnit.SECONDS);
+            assertThat(s.done).as("the dead gateway's client of '%s' got no [DONE]", s.prompt).isFalse();
+            assertThat(s.error).as("the dead gateway's client of '%s' lost its connection", s.prompt).isNotNull();
+        }
+        for (CompletableFuture<Stream> c : secondClients) {
+            Stream s = c.get(120, TimeUnit.SECONDS);
+            assertThat(s.error).as("the other gateway's client of '%s'", s.prompt).isNull();
+            assertThat(s.done).as("[DONE] of '%s'", s.prompt).isTrue();
+            assertThat(s.text.toString()).as("text of '%s'", s.prompt).isEqualTo(expected.get(s.prompt));
+        }
+        workerNode.await(l -> l.contains(" ended: CANCELLED"), cancelledBefore + onFirst.length, Duration.ofSeconds(30),
+                "the dead gateway's requests cancelled on the worker");
+        second.await(l -> l.contains(" is out of the cluster"), 1, Duration.ofSeconds(30),
+                "the dead gateway downed");
+
+        // The second gateway serves new requests after the first one (the seed, the oldest node) is gone.
+        String prompt = onSecond[0];
+        HttpResponse<String> r = http.send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + secondPort + "/v1/completions")).header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode().put("prompt", prompt)
+                        .put("max_tokens", 16).put("temperature", 0).put("ignore_eos", true).toString())).build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        assertThat(expected.get(prompt)).startsWith(JSON.readTree(r.body()).at("/choices/0/text").asText());
+    }
+
+    @Test
+    @Order(1) // while the three workers are up
+    void repeatedPromptsOfOneSystemPrefixLandOnOneWorker() throws Exception {
+        String system = "You are a kind teacher who tells short and happy stories to little children at bedtime. ";
+        String[] questions = {"Tell me about a cat.", "Tell me about a dog.", "What did the bird say?",
+            "Where did the fish go?", "Who lives in the tree?", "Why is the sun warm?"};
+        Map<String, Double> before = scrape(httpPort);
+        HttpClient http = HttpClient.newHttpClient();
+        for (String q : questions) {
+            HttpResponse<String> r = http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort
+                    + "/v1/completions")).header("Content-Type", "application/json")
+                    .POST(HttpRequest.BodyPublishers.ofString(JSON.createObjectNode().put("prompt", system + q)
+                            .put("max_tokens", 8).put("temperature", 0).toString())).build(),
+                    HttpResponse.BodyHandlers.ofString());
+            assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        }
+        Map<String, Double> after = scrape(httpPort);
+        Map<String, Long> routed = new java.util.TreeMap<>();
+        for (String w : workers.keySet()) {
+            routed.put(w, delta(before, after, "tandem_cluster_requests_routed_total{worker=\"" + w + "\"}"));
+        }
+        System.out.printf("prefix affinity: %s; affinity hits %d of %d%n", routed,
+                delta(before, after, "tandem_cluster_affinity_total{placed=\"affine\"}"), questions.length);
+        assertThat(routed.values()).as("requests per worker, from /metrics").containsExactlyInAnyOrder(
+                (long) questions.length, 0L, 0L);
+        assertThat(delta(before, after, "tandem_cluster_affinity_total{placed=\"affine\"}"))
+                .as("/metrics: on their affine worker").isEqualTo(questions.length);
+        assertThat(delta(before, after, "tandem_cluster_affinity_total{placed=\"other\"}")).isZero();
+    }
+
+    /** A worker's routing identity as the gateway computes it ({@link WorkerDirectory.Worker#identity()}). */
+    private static long identity(String address) {
+        return WorkerDirectory.Worker.identity(address + "/user/worker");
+    }
+
+    private static void signal(String signal, NodeProcess node) throws Exception {
+        Process kill = new ProcessBuilder("kill", "-" + signal, Long.toString(node.process.pid())).inheritIO().start();
+        assertThat(kill.waitFor()).as("kill -%s", signal).isZero();
+    }
+
+    /** The gateway's {@code /metrics}, sample by sample ({@code name{labels}} to value). */
+    private static Map<String, Double> scrape(int port) throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/metrics")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).isEqualTo(200);
+        Map<String, Double> samples = new java.util.HashMap<>();
+        for (String line : r.body().split("\n")) {
+            if (line.isBlank() || line.startsWith("#")) {
+                continue;
+            }
+            int space = line.lastIndexOf(' ');
+            samples.put(line.substring(0, space), Double.parseDouble(line.substring(space + 1)));
+        }
+        return samples;
+    }
+
+    private static long delta(Map<String, Double> before, Map<String, Double> after, String sample) {
+        return Math.round(after.getOrDefault(sample, 0.0) - before.getOrDefault(sample, 0.0));
     }
 
     /** What one node yields for each prompt: the same greedy generation on a batcher in this JVM. */
@@ -300,8 +561,12 @@ class ClusterFailoverTest {
     }
 
     private static Stream stream(HttpClient http, int port, String prompt, CountDownLatch streaming) {
+        return stream(http, port, prompt, MAX_TOKENS, streaming);
+    }
+
+    private static Stream stream(HttpClient http, int port, String prompt, int maxTokens, CountDownLatch streaming) {
         Stream s = new Stream(prompt);
-        String body = JSON.createObjectNode().put("prompt", prompt).put("max_tokens", MAX_TOKENS).put("temperature", 0)
+        String body = JSON.createObjectNode().put("prompt", prompt).put("max_tokens", maxTokens).put("temperature", 0)
                 .put("stream", true).put("ignore_eos", true)
                 .set("stream_options", JSON.createObjectNode().put("include_usage", true)).toString();
         HttpRequest request = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/v1/completions"))

@@ -30,13 +30,24 @@ final class NodeProcess implements AutoCloseable {
     }
 
     static NodeProcess start(String name, List<String> jvmFlags, List<String> args) {
+        return start(name, null, ClusterMain.class, jvmFlags, args);
+    }
+
+    /**
+     * A JVM running {@code main} on this test's class path, pinned with {@code taskset -c cpus}
+     * when {@code cpus} is not null.
+     */
+    static NodeProcess start(String name, String cpus, Class<?> main, List<String> jvmFlags, List<String> args) {
         List<String> command = new ArrayList<>();
+        if (cpus != null) {
+            command.addAll(List.of("taskset", "-c", cpus));
+        }
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(List.of("--add-modules", "jdk.incubator.vector", "--enable-native-access=ALL-UNNAMED",
                 "--sun-misc-unsafe-memory-access=allow", "-Xlog:disable", "-Xlog:all=warning:stderr", "-Xmx512m",
                 "-XX:+UseParallelGC", "-XX:+UseCondCardMark"));
         command.addAll(jvmFlags);
-        command.addAll(List.of("-cp", System.getProperty("java.class.path"), ClusterMain.class.getName()));
+        command.addAll(List.of("-cp", System.getProperty("java.class.path"), main.getName()));
         command.addAll(args);
         try {
             return new NodeProcess(name, new ProcessBuilder(command).redirectErrorStream(true).start());

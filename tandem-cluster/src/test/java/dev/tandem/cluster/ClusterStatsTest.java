@@ -1,0 +1,54 @@
+package dev.tandem.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.micrometer.prometheusmetrics.PrometheusConfig;
+import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+
+/** The gateway's counters as {@code /metrics} shows them: per worker, before and after binding. */
+class ClusterStatsTest {
+    private static final String A = "pekko://tandem@127.0.0.1:25521";
+    private static final String B = "pekko://tandem@127.0.0.1:25522";
+
+    @Test
+    void countsRoutingAffinityFailoversAndResumptionsPerWorker() {
+        ClusterStats stats = new ClusterStats();
+        stats.routed(A, true); // seen before the registry: registered when it is bound
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        stats.bindTo(registry);
+        stats.routed(A, true);
+        stats.routed(B, false);
+        stats.failover(A);
+        stats.routed(B, null); // the resumption of A's stream
+        stats.resumed(400_000_000L);
+
+        assertThat(stats.routedByWorker()).containsEntry(A, 2L).containsEntry(B, 2L);
+        assertThat(stats.failoversByWorker()).containsOnlyKeys(A).containsEntry(A, 1L);
+        assertThat(stats.affinityHits()).isEqualTo(2);
+        assertThat(stats.affinityMisses()).isEqualTo(1);
+        assertThat(stats.resumeNanos()).isEqualTo(List.of(400_000_000L));
+
+        String text = registry.scrape();
+        assertThat(text).contains("tandem_cluster_requests_routed_total{worker=\"" + A + "\"} 2.0")
+                .contains("tandem_cluster_requests_routed_total{worker=\"" + B + "\"} 2.0")
+                .contains("tandem_cluster_failovers_total{worker=\"" + A + "\"} 1.0")
+                .contains("tandem_cluster_affinity_total{placed=\"affine\"} 2.0")
+                .contains("tandem_cluster_affinity_total{placed=\"other\"} 1.0")
+                .contains("tandem_cluster_streams_resumed_total 1.0")
+                .contains("tandem_cluster_resume_latency_seconds_count 1")
+                .contains("tandem_cluster_resume_latency_seconds_bucket{le=\"0.5\"} 1");
+    }
+
+    @Test
+    void theAffineWorkerIsTheOneRoutingOffersFirstWhenItHasRoom() {
+        List<Long> workers = List.of(11L, 22L, 33L, 44L);
+        for (long key = 0; key < 200; key++) {
+            long affine = Routing.affine(Routing.mix(key), workers, w -> w * 0x9E3779B97F4A7C15L);
+            List<Long> order = Routing.order(Routing.mix(key), workers, w -> w * 0x9E3779B97F4A7C15L, w -> 0.0,
+                    w -> false);
+            assertThat(order.getFirst()).as("key %d", key).isEqualTo(affine);
+        }
+    }
+}
