@@ -8,7 +8,7 @@ module dev.tandem.server {
     requires io.helidon.webserver;
     requires io.helidon.http;
     requires io.helidon.common.media.type;
-    requires micrometer.core;
+    requires transitive micrometer.core; // Engine.bindMeters names its MeterRegistry
     requires micrometer.registry.prometheus;
     requires com.fasterxml.jackson.databind;
     requires org.slf4j;

@@ -135,6 +135,12 @@ public final class ClusterEngine implements Engine {
         return new EngineStats(active, queued, capacity, kvInUse, kvTotal, 0, 0, cached, computed);
     }
 
+    /** The gateway's routing, affinity and failover counters, on the server's {@code /metrics}. */
+    @Override
+    public void bindMeters(io.micrometer.core.instrument.MeterRegistry registry) {
+        clusterStats().bindTo(registry);
+    }
+
     /** Requests forwarded, resumed, and the time from a worker's loss to each resumed stream's next token. */
     public ClusterStats clusterStats() {
         return stats;

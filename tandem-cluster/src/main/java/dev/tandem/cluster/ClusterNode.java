@@ -145,14 +145,8 @@ public final class ClusterNode implements AutoCloseable {
             if (options.role().gateway()) {
                 gatewayEngine = new ClusterEngine(model, directory, system,
                         ClusterEngine.Settings.defaults().withMaxWaiting(options.maxWaiting()));
-                TandemServer started = TandemServer.start(gatewayEngine, options.server());
-                try {
-                    gatewayEngine.clusterStats().bindTo(ServerRegistry.of(started)); // /metrics shows the cluster's counters
-                } catch (RuntimeException e) {
-                    started.close();
-                    throw e;
-                }
-                server = started;
+                // /metrics shows the cluster's counters: ClusterEngine.bindMeters
+                server = TandemServer.start(gatewayEngine, options.server());
             } else {
                 gatewayEngine = null;
                 server = null;

@@ -144,6 +144,12 @@ public final class Batcher implements AutoCloseable {
         Program<Batcher> body = (o, self) -> run(o);
         this.program = worker.run(body, this, RunOptions.defaults().withRunAhead(config.runAhead()));
         program.subscribe(new Delivery());
+        // The delivery's end completes `stopped`; so does the program's outcome, so that close() never
+        // depends on the subscriber alone to learn that the program is over.
+        program.completion().whenComplete((outcome, error) -> {
+            endAll(error != null ? error : outcome != null && outcome.status() == Status.FAILED ? outcome.cause() : null);
+            stopped.complete(null);
+        });
     }
 
     /**

@@ -1,5 +1,9 @@
 package dev.tandem.server;
 
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.util.function.ToLongFunction;
+
 import dev.tandem.Worker;
 import dev.tandem.llm.Batcher;
 import dev.tandem.llm.BatcherConfig;
@@ -7,9 +11,12 @@ import dev.tandem.llm.BatcherStats;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import io.micrometer.core.instrument.FunctionCounter;
+import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.function.ToLongFunction;
 
 /**
  * The {@link Engine} of continuous batching: every admitted request is a member of one
@@ -49,6 +56,32 @@ public final class BatcherEngine implements Engine {
     @Override
     public Completion submit(int[] prompt, GenerateOptions options, Duration deadline) {
         return batcher.submit(prompt, options, deadline);
+    }
+
+    /**
+     * Where a first token's time goes inside the engine (the rest of a client's time to first
+     * token is the server's and the network's): {@code tandem.engine.first.tokens}, and the
+     * seconds summed over them of {@code tandem.engine.first.token.queue} (waiting to join),
+     * {@code .schedule} (joined until the step of its last prompt row was planned) and {@code .step}
+     * (that step until its token was delivered).
+     */
+    @Override
+    public void bindMeters(MeterRegistry registry) {
+        FunctionCounter.builder("tandem.engine.first.tokens", batcher, b -> b.stats().firstTokens())
+                .description("Members whose first token was delivered").register(registry);
+        firstTokenPhase(registry, "queue", "waiting to join the batch", BatcherStats::firstTokenQueueNanos);
+        firstTokenPhase(registry, "schedule", "joined until the step of its last prompt row was planned",
+                BatcherStats::firstTokenScheduleNanos);
+        firstTokenPhase(registry, "step", "that step planned until its token was delivered",
+                BatcherStats::firstTokenStepNanos);
+    }
+
+    private void firstTokenPhase(MeterRegistry registry, String phase, String description,
+            ToLongFunction<BatcherStats> nanos) {
+        FunctionCounter.builder("tandem.engine.first.token." + phase, batcher,
+                        b -> nanos.applyAsLong(b.stats()) / 1e9)
+                .description("Time to first token, summed over members: " + description).baseUnit("seconds")
+                .register(registry);
     }
 
     @Override

@@ -49,6 +49,12 @@ public interface Engine extends AutoCloseable {
     LanguageModel model();
 
     /**
+     * Registers this engine's own meters in the registry behind the server's {@code /metrics};
+     * called once, when the server starts. By default none beyond what {@link #stats()} gives.
+     */
+    default void bindMeters(io.micrometer.core.instrument.MeterRegistry registry) {}
+
+    /**
      * Admits a request that generates from {@code prompt}.
      *
      * @param prompt   the prompt's tokens (BOS included where the model adds one)

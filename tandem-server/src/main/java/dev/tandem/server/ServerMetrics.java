@@ -35,11 +35,8 @@ import java.util.function.ToDoubleFunction;
  *       {@code tandem.engine.batch.occupancy}, {@code tandem.engine.kv.blocks.used},
  *       {@code .total}, {@code .cached}, {@code tandem.engine.memory.used}; counters of prompt
  *       tokens {@code tandem.engine.prefix.cache.hits} (taken from the prefix cache) and
- *       {@code .misses} (computed); with the batcher, where a first token's time goes inside the
- *       engine: {@code tandem.engine.first.tokens} and the seconds summed over them of
- *       {@code tandem.engine.first.token.queue} (waiting to join), {@code .schedule} (joined until
- *       the step of its last prompt row was planned) and {@code .step} (that step until its token
- *       was delivered); and
+ *       {@code .misses} (computed); the engine's own ({@link Engine#bindMeters}: the batcher's
+ *       first-token phases, a gateway's routing and failover counters); and
  *       {@code tandem.server.streams.open}.</li>
  * </ul>
  */
@@ -82,19 +79,7 @@ final class ServerMetrics {
                 .description("Prompt tokens taken from the prefix cache").baseUnit("tokens").register(registry);
         FunctionCounter.builder("tandem.engine.prefix.cache.misses", engine, e -> e.stats().computedPromptTokens())
                 .description("Prompt tokens computed").baseUnit("tokens").register(registry);
-        if (engine instanceof BatcherEngine batching) {
-            // Where a first token's time goes inside the engine (the rest of a client's time to
-            // first token is the server's and the network's): totals, over the count of first tokens.
-            var batcher = batching.batcher();
-            FunctionCounter.builder("tandem.engine.first.tokens", batcher, b -> b.stats().firstTokens())
-                    .description("Members whose first token was delivered").register(registry);
-            firstTokenPhase(registry, batcher, "queue", "waiting to join the batch",
-                    b -> b.stats().firstTokenQueueNanos());
-            firstTokenPhase(registry, batcher, "schedule", "joined until the step of its last prompt row was planned",
-                    b -> b.stats().firstTokenScheduleNanos());
-            firstTokenPhase(registry, batcher, "step", "that step planned until its token was delivered",
-                    b -> b.stats().firstTokenStepNanos());
-        }
+        engine.bindMeters(registry);
         Gauge.builder("tandem.server.streams.open", openStreams, AtomicInteger::get)
                 .description("Streaming responses in progress").register(registry);
     }
@@ -169,12 +154,5 @@ final class ServerMetrics {
     /** The Prometheus text exposition. */
     String scrape() {
         return registry.scrape();
-    }
-
-    private static void firstTokenPhase(PrometheusMeterRegistry registry, dev.tandem.llm.Batcher batcher, String phase,
-            String description, java.util.function.ToLongFunction<dev.tandem.llm.Batcher> nanos) {
-        FunctionCounter.builder("tandem.engine.first.token." + phase, batcher, b -> nanos.applyAsLong(b) / 1e9)
-                .description("Time to first token, summed over members: " + description).baseUnit("seconds")
-                .register(registry);
     }
 }
