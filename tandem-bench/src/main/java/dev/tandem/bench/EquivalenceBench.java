@@ -84,7 +84,7 @@ public final class EquivalenceBench {
      * @param divergence  the first step where they differ, or -1
      * @param gap         llama.cpp's top-1 minus top-2 logit at {@code divergence} (NaN if none)
      * @param maxProbDiff the largest difference of tandem's probability of one of llama.cpp's top-5
-     *                    tokens from llama.cpp's, over the steps up to the divergence
+     *                    tokens from llama.cpp's, over the steps up to and including the divergence
      */
     public record Row(String architecture, String shape, String type, int steps, boolean equal, int divergence,
             double gap, double maxProbDiff) {
@@ -144,8 +144,12 @@ public final class EquivalenceBench {
     public static final List<String> TYPES = List.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1",
             "Q2_K", "Q3_K_M", "Q4_K_M", "Q5_K_M", "Q6_K", "IQ4_NL", "IQ4_XS");
 
-    /** Compares every shape in every type; the files are written under {@code dir} (kept for reruns). */
-    public static List<Row> runAll(Path dir, Map<String, LlamaConfig> shapes, List<String> types) {
+    /**
+     * Compares every shape in every type, handing each row to {@code progress} as it is done; the
+     * files are written under {@code dir} (kept for reruns).
+     */
+    public static List<Row> runAll(Path dir, Map<String, LlamaConfig> shapes, List<String> types,
+            java.util.function.Consumer<Row> progress) {
         List<Row> rows = new ArrayList<>();
         for (Map.Entry<String, LlamaConfig> shape : shapes.entrySet()) {
             // Phi-3's shape b has an original context below the one both engines run with: its long factors.
@@ -156,7 +160,7 @@ public final class EquivalenceBench {
                 Path file = type.equals("F32") ? f32 : quantize(f32, dir.resolve("eq-" + shape.getKey() + "-"
                         + type.toLowerCase(Locale.ROOT) + ".gguf"), type);
                 Row row = compare(shape.getValue().architecture().name(), shape.getKey(), type, file);
-                System.out.println(row.line());
+                progress.accept(row);
                 rows.add(row);
             }
         }
@@ -196,8 +200,8 @@ public final class EquivalenceBench {
             float[] step = logits[k];
             int ours = argmax(step);
             double[] probs = softmax(step);
-            int until = ours == peer.tokens()[k] ? peer.topIds()[k].length : 0;
-            for (int i = 0; i < until; i++) {
+            // Up to and including the first difference: until then both ran the same tokens.
+            for (int i = 0; i < peer.topIds()[k].length; i++) {
                 double theirs = Math.exp(peer.topLogprobs()[k][i]);
                 maxProbDiff = Math.max(maxProbDiff, Math.abs(probs[peer.topIds()[k][i]] - theirs));
             }

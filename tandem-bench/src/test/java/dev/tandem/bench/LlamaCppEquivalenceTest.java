@@ -34,7 +34,7 @@ class LlamaCppEquivalenceTest {
         List<String> types = typeList.isBlank() ? EquivalenceBench.TYPES : Arrays.asList(typeList.split(","));
         Path dir = Path.of(System.getProperty("java.io.tmpdir"), "tandem-equivalence");
         Files.createDirectories(dir);
-        List<EquivalenceBench.Row> rows = EquivalenceBench.runAll(dir, shapes, types);
+        List<EquivalenceBench.Row> rows = EquivalenceBench.runAll(dir, shapes, types, r -> System.out.println(r.line()));
         String table = EquivalenceBench.table(rows);
         System.out.println(table);
         Files.writeString(Path.of("target", "equivalence.md"), table + "\n"
