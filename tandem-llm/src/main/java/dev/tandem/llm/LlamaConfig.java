@@ -24,7 +24,8 @@ import java.util.function.BiFunction;
  * @param ropeTheta      base of the rotary frequencies
  * @param ropeStyle      which pairs rotate together
  * @param ropeFactors    whether the weights carry {@link LlamaWeights.Tensor#ROPE_FREQS}, a divisor
- *                       of each pair's frequency (Llama 3.1's rope scaling, as llama.cpp stores it)
+ *                       of each pair's frequency (Llama 3.1's rope scaling, as llama.cpp stores it;
+ *                       Phi-3's LongRoPE short or long factors, as the loader picks them)
  * @param normEps        epsilon of rmsnorm
  * @param weightType     how the matrices (and the token embedding) are stored on the worker
  * @param attentionBias  whether q, k and v have biases (Qwen2)

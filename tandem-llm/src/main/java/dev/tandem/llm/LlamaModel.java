@@ -56,6 +56,7 @@ import java.util.function.LongFunction;
  *
  * <pre>
  *   embed                                   x[R, dim] := embedding rows of the input tokens
+ *                                           (times the architecture's embedding scale)
  *   rmsnorm per row chunk                   xn := norm(x) (layer 0's attention norm)
  *   per layer:
  *     qkv per row block index k            block k of each of wq, wk, wv: block-major outputs
@@ -63,19 +64,28 @@ import java.util.function.LongFunction;
  *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
  *                                           slots of the rows := rope(k rows), v rows
  *     paged attention                       att := {@link PagedAttention} over each row's context
+ *                                           (its last window positions on a sliding layer;
+ *                                           scores scaled and soft-capped as the family says)
  *     wo row blocks                         block-major output
- *     residual_norm per row chunk           x += wo att; xn := norm(x) (the FFN norm)
+ *     residual_norm per row chunk           x += wo att (post-norm(wo att) with post-norms);
+ *                                           xn := norm(x) (the FFN norm)
  *     w1_w3 per shared row block            gate, up := w1 xn, w3 xn of the block; hb[R, ffnDim]
- *                                           columns of the block := silu(gate) * up
+ *                                           columns of the block := act(gate) * up (SiLU or GELU)
  *     w2 row blocks                         block-major output
  *     residual_norm per row chunk           x += w2 hb; xn := norm(x) (the next layer's
  *                                           attention norm; after the last layer, residual only)
  *   final_norm                              xf := norm(x) of the rows that need logits
  *   classifier row blocks                   logits
+ *   logit_softcap (Gemma 2)                 logits := cap * tanh(logits / cap), in place
  *   sample                                  out[b] := token (or FINISHED after the stop token);
  *                                           input[b] := the next step's input token
  *   endStep(out)
  * </pre>
+ *
+ * <p>What a family does beyond Llama is data ({@link Architecture}, read from the config): the
+ * builders and kernels above take its fields (a window per layer, the sliding layers' own
+ * {@link Rope}, the post-norm weights as extra regions), and nothing branches on a family's name.
+ * The {@link Batcher} builds its steps through {@link #forward}, so it needs no hook of its own.
  *
  * <p>Every matmul is split into row blocks of about {@link Options#rowBlockBytes} of weights, one
  * task each, which reads its weight rows once for all {@code R} rows and writes its own

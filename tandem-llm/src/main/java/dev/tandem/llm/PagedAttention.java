@@ -78,6 +78,8 @@ final class PagedAttention {
     static final int PARTITION_POSITIONS = 256;
 
     private static final long F = Float.BYTES;
+    private static final java.lang.foreign.ValueLayout.OfFloat F32 = java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED
+            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final int STATS = AttentionOps.STATS_FLOATS;
 
     final int heads;
@@ -225,8 +227,8 @@ final class PagedAttention {
         float inverse = 1f / softcap;
         for (int i = 0; i < n; i++) {
             long at = offset + i * F;
-            float v = scores.get(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, at);
-            scores.set(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, at, softcap * (float) Math.tanh(v * inverse));
+            float v = scores.get(F32, at);
+            scores.set(F32, at, softcap * (float) Math.tanh(v * inverse));
         }
     }
 
