@@ -58,8 +58,11 @@ public final class EquivalenceBench {
     /** Greedy tokens generated per run. */
     public static final int TOKENS = 24;
 
-    /** The prompt, as token ids of the embedded 512-token vocabulary (BOS first). */
-    static final int[] PROMPT = {1, 15, 200, 33, 87, 400, 12, 99, 256, 7};
+    /**
+     * The prompt, as token ids of the embedded 512-token vocabulary: BOS, then normal pieces (ids
+     * 3-258 are byte tokens, which a printable file embeds as zeros when its classifier is tied).
+     */
+    static final int[] PROMPT = {1, 415, 300, 333, 287, 400, 312, 499, 356, 270};
 
     private static final int CONTEXT = 128;
 
@@ -109,11 +112,12 @@ public final class EquivalenceBench {
     /**
      * The shapes compared, two per architecture: a small one and one whose width is not a
      * multiple of 256 (llama-quantize falls back to other types there, as it does for real files).
-     * Phi-3's shape a runs its short LongRoPE factors, shape b its long ones.
+     * Phi-3's shape a runs its short LongRoPE factors, shape b its long ones. (Mistral's GGUFs are
+     * of the llama architecture.) The architecture's name is the file's {@code general.architecture}.
      */
     public static Map<String, LlamaConfig> shapes() {
         Map<String, LlamaConfig> shapes = new LinkedHashMap<>();
-        for (String arch : List.of("llama", "gemma2", "gemma3", "phi3")) {
+        for (String arch : List.of("llama", "qwen2", "qwen3", "gemma2", "gemma3", "phi3")) {
             for (String size : List.of("a", "b")) {
                 int dim = size.equals("a") ? 256 : 384;
                 int layers = size.equals("a") ? 2 : 3;
@@ -123,6 +127,12 @@ public final class EquivalenceBench {
         return shapes;
     }
 
+    /**
+     * A tied classifier over random embeddings gives logits of about 9 units' spread, so their
+     * softmax is nearly one-hot and small differences would not show; Gemma's shapes cap their
+     * logits at 10 (and Gemma 2's attention scores at 5), which flattens the top and makes the
+     * cap's tanh matter without saturating it (at 3, many logits rounded to exactly 3.0).
+     */
     private static LlamaConfig shape(String arch, int dim, int layers) {
         int heads = 4;
         int kvHeads = 2;
@@ -130,12 +140,17 @@ public final class EquivalenceBench {
         return switch (arch) {
             case "gemma2" -> new LlamaConfig(dim, layers, heads, kvHeads, 128, ffn, 512, CONTEXT, 10000f,
                     RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, false, true,
-                    Architecture.gemma2(dim, (float) (1 / Math.sqrt(128)), 50f, 30f, 8, 2, 10000f, 1f));
+                    Architecture.gemma2(dim, (float) (1 / Math.sqrt(128)), 5f, 10f, 8, 2, 10000f, 1f));
             case "gemma3" -> new LlamaConfig(dim, layers + 1, heads, kvHeads, 128, ffn, 512, CONTEXT, 1_000_000f,
                     RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, true, true,
-                    Architecture.gemma3(dim, (float) (1 / Math.sqrt(128)), 0f, 8, 3, 10000f, 0.125f));
+                    Architecture.gemma3(dim, (float) (1 / Math.sqrt(128)), 10f, 8, 3, 10000f, 0.125f));
             case "phi3" -> new LlamaConfig(dim, layers, heads, heads, dim / heads, ffn, 512, CONTEXT, 10000f,
                     RopeStyle.NEOX, true, 1e-5f, WeightType.F32, false, false, false, Architecture.phi3(1.19f));
+            // Qwen2: q/k/v biases; Qwen3: q/k norms and heads wider than dim / heads; both NeoX, tied.
+            case "qwen2" -> new LlamaConfig(dim, layers, heads, kvHeads, dim / heads, ffn, 512, CONTEXT, 1_000_000f,
+                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, true, false, true, Architecture.LLAMA.named("qwen2"));
+            case "qwen3" -> new LlamaConfig(dim, layers, heads, kvHeads, 128, ffn, 512, CONTEXT, 1_000_000f,
+                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, true, true, Architecture.LLAMA.named("qwen3"));
             default -> RandomGguf.shape(dim, layers, heads, kvHeads, ffn).withContextLength(CONTEXT);
         };
     }

@@ -84,7 +84,8 @@ public final class RandomGguf {
     /**
      * Writes the file; the matrices in {@code type}. With {@code printable}, the classifier's rows
      * of every token that is not a normal piece (byte tokens, BOS, EOS, unknown) are zero, so
-     * greedy decoding writes valid text (a server that returns text refuses invalid UTF-8).
+     * greedy decoding writes valid text (a server that returns text refuses invalid UTF-8); with
+     * a tied classifier, those rows of the embedding (such tokens then embed as zeros).
      */
     public static void write(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable) {
         write(path, shape, type, seed, printable, PHI3_ORIGINAL_CONTEXT);
@@ -152,7 +153,9 @@ public final class RandomGguf {
                         rows = 2L * shape.ffnDim();
                         name = "blk." + l + ".ffn_up.weight";
                     }
-                    if (printable && t == Tensor.OUTPUT) {
+                    // A tied classifier is the embedding: its rows of non-text tokens are zeroed there.
+                    if (printable && (t == Tensor.OUTPUT
+                            || (t == Tensor.TOKEN_EMBEDDING && shape.tiedEmbeddings()))) {
                         MemorySegment copy = arena.allocate(f32.byteSize(), 64);
                         copy.copyFrom(f32);
                         long rowBytes = (long) shape.dim() * Float.BYTES;
