@@ -6,6 +6,8 @@ import dev.tandem.bench.EquivalenceBench;
 import dev.tandem.bench.RandomGguf;
 import dev.tandem.llm.Architecture;
 import dev.tandem.llm.LlamaConfig;
+import dev.tandem.llm.RopeStyle;
+import dev.tandem.llm.WeightType;
 import dev.tandem.llm.gguf.GgmlType;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -24,7 +26,11 @@ class InspectArchitecturesTest {
 
     @Test
     void gemma2Gemma3AndPhi3FilesAreRunnableAndSayWhatTheirFamilyDoes() {
-        CliRun.Run gemma2 = inspect("gemma2", EquivalenceBench.shapes().get("gemma2-a"));
+        // Gemma 2 with llama.cpp's default caps; Gemma 3 and Phi-3 as the equivalence run has them.
+        LlamaConfig gemma2Shape = new LlamaConfig(256, 2, 4, 2, 128, 512, 512, 128, 10000f, RopeStyle.NEOX, false,
+                1e-6f, WeightType.F32, false, false, true,
+                Architecture.gemma2(256, (float) (1 / Math.sqrt(128)), 50f, 30f, 8, 2, 10000f, 1f));
+        CliRun.Run gemma2 = inspect("gemma2", gemma2Shape);
         assertThat(gemma2.exitCode()).as("stderr: %s", gemma2.err()).isZero();
         assertThat(gemma2.out()).contains("architecture  gemma2").contains("runnable      yes")
                 .contains("family        gemma2: GELU gate, embeddings x 16, post-norms,"
