@@ -2,6 +2,7 @@ package dev.tandem.bench;
 
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.Architecture;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LlamaConfig;
 import dev.tandem.llm.LlamaWeights.Tensor;
@@ -49,11 +50,24 @@ public final class RandomGguf {
      * it exists (through a temporary file moved into place, so a partial file is never used).
      */
     public static Path cached(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable) {
+        return cached(path, shape, type, seed, printable, PHI3_ORIGINAL_CONTEXT);
+    }
+
+    /**
+     * A Phi-3 file's {@code rope.scaling.original_context_length} unless given: above any context
+     * a bench uses, so both engines take the short LongRoPE factors (llama.cpp pads its context to
+     * a multiple of 256 before it chooses).
+     */
+    public static final int PHI3_ORIGINAL_CONTEXT = 4096;
+
+    /** As {@link #cached(Path, LlamaConfig, GgmlType, long, boolean)}, a Phi-3 file with this original context. */
+    public static Path cached(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable,
+            int originalContext) {
         if (!java.nio.file.Files.exists(path)) {
             try {
                 java.nio.file.Files.createDirectories(path.getParent());
                 Path partial = java.nio.file.Files.createTempFile(path.getParent(), "partial", ".gguf");
-                write(partial, shape, type, seed, printable);
+                write(partial, shape, type, seed, printable, originalContext);
                 java.nio.file.Files.move(partial, path, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
             } catch (IOException e) {
                 throw new UncheckedIOException(e);
@@ -70,9 +84,15 @@ public final class RandomGguf {
     /**
      * Writes the file; the matrices in {@code type}. With {@code printable}, the classifier's rows
      * of every token that is not a normal piece (byte tokens, BOS, EOS, unknown) are zero, so
-     * greedy decoding writes valid text (a server that returns text refuses invalid UTF-8).
+     * greedy decoding writes valid text (a server that returns text refuses invalid UTF-8); with
+     * a tied classifier, those rows of the embedding (such tokens then embed as zeros).
      */
     public static void write(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable) {
+        write(path, shape, type, seed, printable, PHI3_ORIGINAL_CONTEXT);
+    }
+
+    private static void write(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable,
+            int originalContext) {
         RandomWeights weights = new RandomWeights(shape.withWeightType(WeightType.F32), seed);
         GgufWriter w = new GgufWriter();
         Tokenizer tokenizer;
@@ -84,22 +104,58 @@ public final class RandomGguf {
             }
             tokenizer = Tokenizer.of(Vocabulary.fromGguf(vocab.metadata()));
         }
-        w.put("general.architecture", "llama").put("general.name", "random-" + shape.dim() + "-" + type.name())
-                .put("llama.context_length", shape.contextLength()).put("llama.embedding_length", shape.dim())
-                .put("llama.block_count", shape.layers()).put("llama.feed_forward_length", shape.ffnDim())
-                .put("llama.attention.head_count", shape.heads()).put("llama.attention.head_count_kv", shape.kvHeads())
-                .put("llama.rope.dimension_count", shape.headDim()).put("llama.rope.freq_base", shape.ropeTheta())
-                .put("llama.attention.layer_norm_rms_epsilon", shape.normEps())
+        Architecture features = shape.architecture();
+        String arch = features.name();
+        w.put("general.architecture", arch).put("general.name", "random-" + shape.dim() + "-" + type.name()) // no family in the name: llama.cpp keys token attributes on it
+                .put(arch + ".context_length", shape.contextLength()).put(arch + ".embedding_length", shape.dim())
+                .put(arch + ".block_count", shape.layers()).put(arch + ".feed_forward_length", shape.ffnDim())
+                .put(arch + ".attention.head_count", shape.heads()).put(arch + ".attention.head_count_kv", shape.kvHeads())
+                .put(arch + ".attention.key_length", shape.headDim())
+                .put(arch + ".attention.value_length", shape.headDim())
+                .put(arch + ".rope.dimension_count", shape.headDim()).put(arch + ".rope.freq_base", shape.ropeTheta())
+                .put(arch + ".attention.layer_norm_rms_epsilon", shape.normEps())
                 .put("general.file_type", 0);
+        putArchitecture(w, shape, originalContext);
         try (Arena arena = Arena.ofConfined()) {
             SplittableRandom random = new SplittableRandom(seed);
+            boolean phi3 = arch.equals("phi3");
             for (Tensor t : Tensor.values()) {
-                if (!t.present(shape)) {
+                if (!t.present(shape) || (t == Tensor.OUTPUT && shape.tiedEmbeddings())) {
+                    continue;
+                }
+                if (phi3 && (t == Tensor.WK || t == Tensor.WV || t == Tensor.W3)) {
+                    continue; // written with WQ and W1, fused
+                }
+                if (phi3 && t == Tensor.ROPE_FREQS) {
+                    // LongRoPE: the random factors are the short ones; the long ones (used past the
+                    // original context) differ, so a model that picked the wrong ones would show it.
+                    MemorySegment shortFactors = weights.tensor(t, 0);
+                    MemorySegment longFactors = arena.allocate(shortFactors.byteSize(), 64);
+                    for (long i = 0; i < shortFactors.byteSize() / Float.BYTES; i++) {
+                        longFactors.setAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i,
+                                shortFactors.getAtIndex(ValueLayout.JAVA_FLOAT_UNALIGNED, i) * 4f);
+                    }
+                    long[] dims = {t.cols(shape)};
+                    w.tensor("rope_factors_short.weight", GgmlType.F32, dims, shortFactors);
+                    w.tensor("rope_factors_long.weight", GgmlType.F32, dims, longFactors);
                     continue;
                 }
                 for (int l = 0; l < (t.perLayer() ? shape.layers() : 1); l++) {
                     MemorySegment f32 = weights.tensor(t, l);
-                    if (printable && t == Tensor.OUTPUT) {
+                    long rows = t.rows(shape);
+                    String name = GgufModel.name(t, l);
+                    if (phi3 && t == Tensor.WQ) {
+                        f32 = concat(arena, f32, weights.tensor(Tensor.WK, l), weights.tensor(Tensor.WV, l));
+                        rows = shape.qDim() + 2L * shape.kvDim();
+                        name = "blk." + l + ".attn_qkv.weight";
+                    } else if (phi3 && t == Tensor.W1) {
+                        f32 = concat(arena, f32, weights.tensor(Tensor.W3, l));
+                        rows = 2L * shape.ffnDim();
+                        name = "blk." + l + ".ffn_up.weight";
+                    }
+                    // A tied classifier is the embedding: its rows of non-text tokens are zeroed there.
+                    if (printable && (t == Tensor.OUTPUT
+                            || (t == Tensor.TOKEN_EMBEDDING && shape.tiedEmbeddings()))) {
                         MemorySegment copy = arena.allocate(f32.byteSize(), 64);
                         copy.copyFrom(f32);
                         long rowBytes = (long) shape.dim() * Float.BYTES;
@@ -110,12 +166,11 @@ public final class RandomGguf {
                         }
                         f32 = copy;
                     }
-                    String name = GgufModel.name(t, l);
                     if (t.norm()) {
                         w.tensor(name, GgmlType.F32, new long[] {t.cols(shape)}, f32);
                         continue;
                     }
-                    long[] dims = {t.cols(shape), t.rows(shape)};
+                    long[] dims = {t.cols(shape), rows};
                     long elements = dims[0] * dims[1];
                     TensorType kernelType = TensorType.fromGgmlId(type.id());
                     MemorySegment out = arena.allocate(kernelType.bytes(elements), 64);
@@ -130,6 +185,48 @@ public final class RandomGguf {
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * The keys by which llama.cpp (and {@link GgufModel}) derive {@code shape}'s {@link
+     * Architecture}: Gemma's soft-caps, sliding window, its period and the sliding layers' rope
+     * base; Phi-3's original context and rope attention factor. The Gemma attention scale is not a
+     * key: both derive it from the shape.
+     */
+    private static void putArchitecture(GgufWriter w, LlamaConfig shape, int originalContext) {
+        Architecture a = shape.architecture();
+        String arch = a.name();
+        switch (arch) {
+            case "gemma2", "gemma3" -> {
+                w.put(arch + ".attention.sliding_window", a.slidingWindow())
+                        .put(arch + ".attention.sliding_window_pattern", a.slidingPeriod())
+                        .put(arch + ".rope.freq_base_swa", a.slidingRopeTheta())
+                        .put(arch + ".final_logit_softcapping", a.logitSoftcap());
+                if (arch.equals("gemma2")) {
+                    w.put(arch + ".attn_logit_softcapping", a.attentionSoftcap());
+                }
+                if (a.ropeScale() != 1f) {
+                    w.put(arch + ".rope.scaling.type", "linear").put(arch + ".rope.scaling.factor", 1f / a.ropeScale());
+                }
+            }
+            case "phi3" -> w.put(arch + ".rope.scaling.original_context_length", originalContext)
+                    .put(arch + ".rope.scaling.attn_factor", a.ropeAttentionFactor());
+            default -> { }
+        }
+    }
+
+    private static MemorySegment concat(Arena arena, MemorySegment... parts) {
+        long bytes = 0;
+        for (MemorySegment p : parts) {
+            bytes += p.byteSize();
+        }
+        MemorySegment out = arena.allocate(bytes, 64);
+        long at = 0;
+        for (MemorySegment p : parts) {
+            MemorySegment.copy(p, 0, out, at, p.byteSize());
+            at += p.byteSize();
+        }
+        return out;
     }
 
     private static void randomBlocks(MemorySegment out, GgmlType type, SplittableRandom random) {

@@ -69,6 +69,10 @@ public final class InspectCommand implements Runnable {
                             c.attentionBias() ? ", q/k/v bias" : "", c.qkNorm() ? ", q/k norm" : "",
                             c.tiedEmbeddings() ? ", tied embeddings" : "");
                     out.printf(Locale.ROOT, "on a worker   %s%n", workerTypes(weights));
+                    if (!c.architecture().equals(dev.tandem.llm.Architecture.LLAMA)) {
+                        out.printf(Locale.ROOT, "family        %s%n", family(c));
+                    }
+                    out.printf(Locale.ROOT, "runnable      yes%n");
                 } catch (RuntimeException e) {
                     out.printf(Locale.ROOT, "runnable      no: %s%n", e.getMessage());
                 }
@@ -89,6 +93,41 @@ public final class InspectCommand implements Runnable {
                 }
             }
         }
+    }
+
+    /** What the file's family does beyond Llama, in a line: {@code gemma2: GELU, post-norms, ...}. */
+    static String family(LlamaConfig c) {
+        dev.tandem.llm.Architecture a = c.architecture();
+        java.util.List<String> parts = new java.util.ArrayList<>();
+        if (a.activation() == dev.tandem.llm.Architecture.Activation.GELU_TANH) {
+            parts.add("GELU gate");
+        }
+        if (a.embeddingScale() != 1f) {
+            parts.add("embeddings x " + compact(a.embeddingScale()));
+        }
+        if (a.postNorms()) {
+            parts.add("post-norms");
+        }
+        if (a.attentionSoftcap() > 0 || a.logitSoftcap() > 0) {
+            parts.add("soft-caps " + compact(a.attentionSoftcap()) + " (attention) " + compact(a.logitSoftcap())
+                    + " (logits)");
+        }
+        if (a.hasSlidingLayers()) {
+            parts.add(String.format(Locale.ROOT, "window %d in %d of every %d layers (rope theta %.0f)",
+                    a.slidingWindow(), a.slidingPeriod() - 1, a.slidingPeriod(), a.slidingRopeTheta()));
+        }
+        if (a.ropeScale() != 1f) {
+            parts.add("linear rope scale " + compact(a.ropeScale()));
+        }
+        if (a.ropeAttentionFactor() != 1f) {
+            parts.add("rope attention factor " + compact(a.ropeAttentionFactor()));
+        }
+        return a.name() + (parts.isEmpty() ? "" : ": " + String.join(", ", parts));
+    }
+
+    /** A float as its shortest decimal, without trailing zeros: 16, 0.125, 1.19. */
+    private static String compact(float value) {
+        return new java.math.BigDecimal(Float.toString(value)).stripTrailingZeros().toPlainString();
     }
 
     private static void inspectDirectory(PrintStream out, Path dir) {

@@ -8,7 +8,7 @@ import java.util.function.BiFunction;
 
 /**
  * The shape of a Llama-style decoder and the variations of the architectures it covers (Llama 2
- * and 3, Mistral, Qwen2, Qwen3). Validated on construction: a config that cannot work fails
+ * and 3, Mistral, Qwen2, Qwen3; Gemma 2, Gemma 3 and Phi-3 through their {@link Architecture}). Validated on construction: a config that cannot work fails
  * with one line naming the field and the limit.
  *
  * @param dim            width of the residual stream
@@ -24,19 +24,26 @@ import java.util.function.BiFunction;
  * @param ropeTheta      base of the rotary frequencies
  * @param ropeStyle      which pairs rotate together
  * @param ropeFactors    whether the weights carry {@link LlamaWeights.Tensor#ROPE_FREQS}, a divisor
- *                       of each pair's frequency (Llama 3.1's rope scaling, as llama.cpp stores it)
+ *                       of each pair's frequency (Llama 3.1's rope scaling, as llama.cpp stores it;
+ *                       Phi-3's LongRoPE short or long factors, as the loader picks them)
  * @param normEps        epsilon of rmsnorm
  * @param weightType     how the matrices (and the token embedding) are stored on the worker
  * @param attentionBias  whether q, k and v have biases (Qwen2)
  * @param qkNorm         whether each head's query and key are rmsnormed before rope (Qwen3)
  * @param tiedEmbeddings whether the classifier is the token embedding (no output matrix)
+ * @param architecture   what the family does beyond these fields (Gemma's GELU, post-norms,
+ *                       soft-capping and sliding layers, Phi-3's rope attention factor); {@link
+ *                       Architecture#LLAMA} for none
  */
 public record LlamaConfig(
         int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim, int vocab, int contextLength,
         float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps, WeightType weightType,
-        boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings) {
+        boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings, Architecture architecture) {
 
     public LlamaConfig {
+        if (architecture == null) {
+            throw new IllegalArgumentException("architecture must not be null (Architecture.LLAMA for none)");
+        }
         positive("dim", dim);
         positive("layers", layers);
         positive("heads", heads);
@@ -67,6 +74,14 @@ public record LlamaConfig(
             multipleOfBlock(weightType, "ffnDim", ffnDim);
             multipleOfBlock(weightType, "heads * headDim", heads * headDim);
         }
+    }
+
+    /** A config of the Llama family ({@link Architecture#LLAMA}). */
+    public LlamaConfig(int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim, int vocab,
+            int contextLength, float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps,
+            WeightType weightType, boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings) {
+        this(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta, ropeStyle, ropeFactors,
+                normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, Architecture.LLAMA);
     }
 
     /**
@@ -124,28 +139,34 @@ public record LlamaConfig(
 
     public LlamaConfig withWeightType(WeightType value) {
         return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
-                ropeStyle, ropeFactors, normEps, value, attentionBias, qkNorm, tiedEmbeddings);
+                ropeStyle, ropeFactors, normEps, value, attentionBias, qkNorm, tiedEmbeddings, architecture);
     }
 
     public LlamaConfig withContextLength(int value) {
         return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, value, ropeTheta, ropeStyle,
-                ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
+                ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, architecture);
     }
 
     public LlamaConfig withRope(RopeStyle style, boolean factors) {
         return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta, style,
-                factors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
+                factors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, architecture);
     }
 
     /** With q/k/v biases, per-head q/k norms and a tied classifier as given. */
     public LlamaConfig withVariants(boolean bias, boolean norm, boolean tied) {
         return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
-                ropeStyle, ropeFactors, normEps, weightType, bias, norm, tied);
+                ropeStyle, ropeFactors, normEps, weightType, bias, norm, tied, architecture);
     }
 
     public LlamaConfig withHeadDim(int value) {
         return new LlamaConfig(dim, layers, heads, kvHeads, value, ffnDim, vocab, contextLength, ropeTheta,
-                ropeStyle, ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings);
+                ropeStyle, ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, architecture);
+    }
+
+    /** With {@code value}'s family features. */
+    public LlamaConfig withArchitecture(Architecture value) {
+        return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
+                ropeStyle, ropeFactors, normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, value);
     }
 
     /** Bytes of every weight: the matrices in {@link #weightType}, the norms in f32. */

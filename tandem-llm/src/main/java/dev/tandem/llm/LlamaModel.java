@@ -56,6 +56,7 @@ import java.util.function.LongFunction;
  *
  * <pre>
  *   embed                                   x[R, dim] := embedding rows of the input tokens
+ *                                           (times the architecture's embedding scale)
  *   rmsnorm per row chunk                   xn := norm(x) (layer 0's attention norm)
  *   per layer:
  *     qkv per row block index k            block k of each of wq, wk, wv: block-major outputs
@@ -63,19 +64,28 @@ import java.util.function.LongFunction;
  *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
  *                                           slots of the rows := rope(k rows), v rows
  *     paged attention                       att := {@link PagedAttention} over each row's context
+ *                                           (its last window positions on a sliding layer;
+ *                                           scores scaled and soft-capped as the family says)
  *     wo row blocks                         block-major output
- *     residual_norm per row chunk           x += wo att; xn := norm(x) (the FFN norm)
+ *     residual_norm per row chunk           x += wo att (post-norm(wo att) with post-norms);
+ *                                           xn := norm(x) (the FFN norm)
  *     w1_w3 per shared row block            gate, up := w1 xn, w3 xn of the block; hb[R, ffnDim]
- *                                           columns of the block := silu(gate) * up
+ *                                           columns of the block := act(gate) * up (SiLU or GELU)
  *     w2 row blocks                         block-major output
  *     residual_norm per row chunk           x += w2 hb; xn := norm(x) (the next layer's
  *                                           attention norm; after the last layer, residual only)
  *   final_norm                              xf := norm(x) of the rows that need logits
  *   classifier row blocks                   logits
+ *   logit_softcap (Gemma 2)                 logits := cap * tanh(logits / cap), in place
  *   sample                                  out[b] := token (or FINISHED after the stop token);
  *                                           input[b] := the next step's input token
  *   endStep(out)
  * </pre>
+ *
+ * <p>What a family does beyond Llama is data ({@link Architecture}, read from the config): the
+ * builders and kernels above take its fields (a window per layer, the sliding layers' own
+ * {@link Rope}, the post-norm weights as extra regions), and nothing branches on a family's name.
+ * The {@link Batcher} builds its steps through {@link #forward}, so it needs no hook of its own.
  *
  * <p>Every matmul is split into row blocks of about {@link Options#rowBlockBytes} of weights, one
  * task each, which reads its weight rows once for all {@code R} rows and writes its own
@@ -184,7 +194,10 @@ public final class LlamaModel {
     private static final Set<Tensor> FUSED_PROJECTIONS =
             EnumSet.of(Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3);
     private final PagedAttention attention;
+    /** The rotation of the global layers, and of the sliding ones ({@link Architecture#sliding}). */
     private final Rope rope;
+    private final Rope slidingRope;
+    private final Architecture architecture;
     /**
      * How each matrix of each layer is stored ({@link LlamaWeights#type}; one entry for a tensor
      * not per layer); the classifier's is the embedding's when tied. A task's kernel reads its
@@ -200,6 +213,7 @@ public final class LlamaModel {
     private final Kernel qkv;
     private final Kernel finalNorm;
     private final Kernel sample;
+    private final Kernel logitSoftcap;
     /**
      * A key per matmul task, its last scalar, that the task's parts pass to
      * {@link KernelOps#matmul(TensorType, MemorySegment, long, MemorySegment, long, MemorySegment, long,
@@ -210,6 +224,9 @@ public final class LlamaModel {
 
     private LlamaModel(Worker worker, LlamaWeights weights, KernelOps ops, Options options) {
         this.config = weights.config();
+        this.architecture = config.architecture();
+        long dimBytes = (long) config.dim() * F;
+        this.rowScratch = ThreadLocal.withInitial(() -> java.lang.foreign.Arena.ofAuto().allocate(dimBytes, 64));
         this.ops = ops;
         int parallelism = options.parallelism() == 0 ? worker.device().cores() : options.parallelism();
         this.options = options.withParallelism(parallelism);
@@ -306,11 +323,14 @@ public final class LlamaModel {
             }
         }
         this.rope = new Rope(config, ropeFactors);
+        this.slidingRope = Rope.sliding(config, ropeFactors);
         this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
                 options.kvBlockSize(),
                 Math.min(PagedAttention.MAX_TILE_HEADS, Math.ceilDiv(config.heads(), parallelism)),
                 PagedAttention.MAX_CHUNK_ROWS,
-                PagedAttention.DEFAULT_SLABS);
+                PagedAttention.DEFAULT_SLABS,
+                architecture.attentionScale(config.headDim()),
+                architecture.attentionSoftcap());
         this.embed = embedKernel();
         this.rmsnorm = rmsnormKernel();
         this.ropeStore = ropeStoreKernel();
@@ -320,6 +340,7 @@ public final class LlamaModel {
         this.qkv = qkvKernel();
         this.finalNorm = finalNormKernel();
         this.sample = sampleKernel();
+        this.logitSoftcap = logitSoftcapKernel();
     }
 
     /** Loads {@code weights} into frozen buffers of {@code worker}, for the preferred kernels and default options. */
@@ -568,15 +589,16 @@ public final class LlamaModel {
             for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
                 ropeStore(o, a, keys[l], values[l], l, rows, r0, Math.min(rows, r0 + ROW_CHUNK), position, rowTables);
             }
-            attention.submit(o, a.scratch, rows, a.q, keys[l], values[l], 0, contexts, rowTables, a.att);
+            attention.submit(o, a.scratch, rows, a.q, keys[l], values[l], 0, contexts, rowTables, a.att,
+                    architecture.window(l));
             matmul(o, a, Tensor.WO, l, a.att, rows);
-            residual(o, a, Tensor.WO, rows, Tensor.FFN_NORM, l);
+            residual(o, a, Tensor.WO, l, rows, Tensor.FFN_NORM, l);
             gateUp(o, a, l, rows);
             matmul(o, a, Tensor.W2, l, a.hb, rows);
             if (l + 1 < config.layers()) {
-                residual(o, a, Tensor.W2, rows, Tensor.ATTENTION_NORM, l + 1);
+                residual(o, a, Tensor.W2, l, rows, Tensor.ATTENTION_NORM, l + 1);
             } else {
-                residual(o, a, Tensor.W2, rows, null, 0);
+                residual(o, a, Tensor.W2, l, rows, null, 0);
             }
         }
         if (logitRows.length == 0) {
@@ -591,6 +613,12 @@ public final class LlamaModel {
         o.submit(finalNorm, Orchestrator.scalars(dim, Float.floatToRawIntBits(config.normEps())),
                 accesses.toArray(Access[]::new));
         matmul(o, a, Tensor.OUTPUT, 0, a.xf, logitRows.length);
+        if (architecture.logitSoftcap() > 0) {
+            // Element-wise, so the classifier's block-major layout needs no gathering; readers of
+            // a.logits (the sample task, the Batcher's) wait for this task through their regions.
+            o.submit(logitSoftcap, Orchestrator.scalars(Float.floatToRawIntBits(architecture.logitSoftcap())),
+                    a.readWrite(a.logits, 0, (long) logitRows.length * config.vocab() * F));
+        }
     }
 
     /**
@@ -664,7 +692,7 @@ public final class LlamaModel {
         scalars[2] = kvBlocks;
         scalars[3] = config.heads();
         scalars[4] = config.kvHeads();
-        scalars[5] = Float.floatToRawIntBits(config.ropeTheta());
+        scalars[5] = architecture.sliding(layer) ? 1 : 0;
         for (int i = 0; i < n; i++) {
             scalars[6 + i] = position[r0 + i];
         }
@@ -672,26 +700,35 @@ public final class LlamaModel {
     }
 
     /**
-     * Per row chunk, {@code x += } the block-major output of {@code weight}; with a {@code norm},
-     * the same task then writes {@code xn := norm(x)} for the next matmuls (one task, not two in
-     * a row, on the critical path of every layer).
+     * Per row chunk, {@code x += } the block-major output of {@code weight} of layer
+     * {@code layer} (first rmsnormed by its post-norm where the architecture has
+     * {@link Architecture#postNorms}); with a {@code norm}, the same task then writes
+     * {@code xn := norm(x)} for the next matmuls (one task, not two in a row, on the critical
+     * path of every layer).
      */
-    private void residual(Orchestrator o, Activations a, Tensor weight, int rows, Tensor norm, int normLayer) {
+    private void residual(Orchestrator o, Activations a, Tensor weight, int layer, int rows, Tensor norm,
+            int normLayer) {
         int dim = config.dim();
         RowBlocks split = blocks.get(weight);
+        Tensor postNorm = !architecture.postNorms() ? null
+                : weight == Tensor.WO ? Tensor.ATTENTION_POST_NORM : Tensor.FFN_POST_NORM;
+        int eps = Float.floatToRawIntBits(config.normEps());
         for (int r0 = 0; r0 < rows; r0 += ROW_CHUNK) {
             int n = Math.min(ROW_CHUNK, rows - r0);
             List<Access> accesses = new ArrayList<>();
             accesses.add(a.readWrite(a.x, (long) r0 * dim * F, (long) n * dim * F));
             int deltas = addBlockReads(a, accesses, a.outputs.get(weight), split, rows, r0, n);
+            if (postNorm != null) {
+                accesses.add(weightRead(postNorm, layer));
+            }
+            int post = postNorm != null ? 1 : 0;
             if (norm == null) {
-                o.submit(residual, Orchestrator.scalars(n, dim), accesses.toArray(Access[]::new));
+                o.submit(residual, Orchestrator.scalars(n, dim, deltas, eps, post), accesses.toArray(Access[]::new));
                 continue;
             }
             accesses.add(weightRead(norm, normLayer));
             accesses.add(a.write(a.xn, (long) r0 * dim * F, (long) n * dim * F));
-            o.submit(residualNorm, Orchestrator.scalars(n, dim, deltas, Float.floatToRawIntBits(config.normEps())),
-                    accesses.toArray(Access[]::new));
+            o.submit(residualNorm, Orchestrator.scalars(n, dim, deltas, eps, post), accesses.toArray(Access[]::new));
         }
     }
 
@@ -949,9 +986,13 @@ public final class LlamaModel {
 
     private static final TensorType[] TENSOR_TYPES = TensorType.values();
 
-    /** Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. */
+    /**
+     * Regions: table (read), tokens [n] (read), x [n, dim] (write). Scalars: n, dim, vocab. Each
+     * row is multiplied by the architecture's {@link Architecture#embeddingScale} (Gemma).
+     */
     private Kernel embedKernel() {
         WeightType type = weightType(Tensor.TOKEN_EMBEDDING, 0);
+        float scale = architecture.embeddingScale();
         return Kernel.of("embed", c -> {
             int n = (int) c.scalar(0);
             int dim = (int) c.scalar(1);
@@ -962,6 +1003,11 @@ public final class LlamaModel {
             for (int r = 0; r < n; r++) {
                 int token = tokens.getAtIndex(I32, r);
                 ops.embed(type.tensorType(), table, 0, x, (long) r * dim * F, vocab, dim, token);
+                if (scale != 1f) {
+                    for (long i = (long) r * dim; i < (long) (r + 1) * dim; i++) {
+                        x.set(F32, i * F, x.get(F32, i * F) * scale);
+                    }
+                }
             }
         });
     }
@@ -981,8 +1027,9 @@ public final class LlamaModel {
     /**
      * Regions: the n rows of each q block, k block and v block (read), q rows (write), the n key
      * slots, the n value slots (write); then, with biases, bq, bk, bv (read); then, with q/k norms,
-     * the q and k norm weights (read). Scalars: n, q blocks, kv blocks, heads, kvHeads, theta bits
-     * (unused: the model's {@link Rope} holds the frequencies), the n positions.
+     * the q and k norm weights (read). Scalars: n, q blocks, kv blocks, heads, kvHeads, whether the
+     * layer slides (1: {@link #slidingRope}, 0: {@link #rope}; each holds its frequencies), the n
+     * positions.
      *
      * <p>Per row: gather q, k, v from the block-major matmul outputs; add the biases; rmsnorm each
      * head of q and k; rotate q and k; store k and v in their cache slots.
@@ -1000,6 +1047,7 @@ public final class LlamaModel {
             int kvBlocks = (int) c.scalar(2);
             int heads = (int) c.scalar(3);
             int kvHeads = (int) c.scalar(4);
+            Rope layerRope = c.scalar(5) != 0 ? slidingRope : rope;
             int qRows = qBlocks + 2 * kvBlocks;
             int extra = qRows + 1 + 2 * n;
             MemorySegment q = c.region(qRows);
@@ -1027,9 +1075,9 @@ public final class LlamaModel {
                         ops.rmsnorm(key, at, c.region(normAt + 1), 0, key, at, headDim, eps);
                     }
                 }
-                Rope.Angles angles = rope.angles(position);
-                rope.apply(q, qAt, heads, angles);
-                rope.apply(key, 0, kvHeads, angles);
+                Rope.Angles angles = layerRope.angles(position);
+                layerRope.apply(q, qAt, heads, angles);
+                layerRope.apply(key, 0, kvHeads, angles);
             }
         });
     }
@@ -1069,14 +1117,19 @@ public final class LlamaModel {
         dev.tandem.llm.engine.StepBuilder.gatherRow(c, first, count, n, i, to, toOffset);
     }
 
-    /** Regions: x rows (read-write), then the n rows of each delta block (read). Scalars: n, dim. */
+    /**
+     * Regions: x rows (read-write), the n rows of each delta block (read), then with a post-norm
+     * its weight (read). Scalars: n, dim, delta blocks, eps bits, whether there is a post-norm.
+     */
     private Kernel residualKernel() {
-        return Kernel.of("residual", c -> addBlocks(c, (int) c.scalar(0), (int) c.scalar(1), c.regionCount() - 1));
+        return Kernel.of("residual", c -> addBlocks(c, (int) c.scalar(0), (int) c.scalar(1), (int) c.scalar(2),
+                Float.intBitsToFloat((int) c.scalar(3)), c.scalar(4) != 0));
     }
 
     /**
-     * Regions: x rows (read-write), the n rows of each delta block (read), the norm weight (read),
-     * xn rows (write). Scalars: n, dim, delta blocks, eps bits.
+     * Regions: x rows (read-write), the n rows of each delta block (read), with a post-norm its
+     * weight (read), the norm weight (read), xn rows (write). Scalars: n, dim, delta blocks, eps
+     * bits, whether there is a post-norm.
      */
     private Kernel residualNormKernel() {
         return Kernel.of("residual_norm", c -> {
@@ -1084,21 +1137,34 @@ public final class LlamaModel {
             int dim = (int) c.scalar(1);
             int deltas = (int) c.scalar(2);
             float eps = Float.intBitsToFloat((int) c.scalar(3));
-            addBlocks(c, n, dim, deltas);
+            boolean post = c.scalar(4) != 0;
+            addBlocks(c, n, dim, deltas, eps, post);
             MemorySegment x = c.region(0);
-            MemorySegment weight = c.region(1 + deltas);
-            MemorySegment xn = c.region(2 + deltas);
+            int at = 1 + deltas + (post ? 1 : 0);
+            MemorySegment weight = c.region(at);
+            MemorySegment xn = c.region(at + 1);
             for (int r = 0; r < n; r++) {
                 ops.rmsnorm(x, r * dim * F, weight, 0, xn, r * dim * F, dim, eps);
             }
         });
     }
 
-    /** {@code x} (region 0, n rows) {@code +=} the n rows of the delta blocks in regions {@code [1, deltas]}. */
-    private void addBlocks(TaskContext c, int n, int dim, int deltas) {
+    /**
+     * {@code x} (region 0, n rows) {@code +=} the n rows of the delta blocks in regions
+     * {@code [1, deltas]}; with {@code post}, each delta row is first gathered and rmsnormed by
+     * the weight in region {@code deltas + 1} (Gemma's post-norms need the whole row).
+     */
+    private void addBlocks(TaskContext c, int n, int dim, int deltas, float eps, boolean post) {
         MemorySegment x = c.region(0);
+        MemorySegment row = post ? rowScratch.get() : null;
         for (int i = 0; i < n; i++) {
             long at = (long) i * dim * F;
+            if (post) {
+                gatherRow(c, 1, deltas, n, i, row, 0);
+                ops.rmsnorm(row, 0, c.region(1 + deltas), 0, row, 0, dim, eps);
+                ops.residualAdd(x, at, row, 0, dim);
+                continue;
+            }
             for (int k = 1; k <= deltas; k++) {
                 MemorySegment block = c.region(k);
                 int size = (int) (block.byteSize() / n / F);
@@ -1107,6 +1173,9 @@ public final class LlamaModel {
             }
         }
     }
+
+    /** Per core thread, one row of {@code dim} floats for {@link #addBlocks}' post-norm; freed with the thread. */
+    private final ThreadLocal<MemorySegment> rowScratch;
 
     /**
      * Regions: input [n, cols] (read), then for each of q, k and v its matrix (read) and its
@@ -1145,6 +1214,7 @@ public final class LlamaModel {
         RowBlocks split = blocks.get(Tensor.W1);
         int[] table = parts.get(Tensor.W1);
         int ffn = config.ffnDim();
+        boolean gelu = architecture.activation() == Architecture.Activation.GELU_TANH;
         return Kernel.ofParts("matmul_w1_w3", c -> table.length / 3, c -> {
             int cols = (int) c.scalar(0);
             int n = (int) c.scalar(1);
@@ -1165,7 +1235,49 @@ public final class LlamaModel {
             long at = split.offset(block, n, 0);
             for (int i = 0; i < n; i++) {
                 long rowAt = at + ((long) i * size + r0) * F;
-                ops.siluMul(gate, rowAt, up, rowAt, hb, ((long) i * ffn + split.start(block) + r0) * F, r1 - r0);
+                long hbAt = ((long) i * ffn + split.start(block) + r0) * F;
+                if (gelu) {
+                    geluMul(gate, rowAt, up, rowAt, hb, hbAt, r1 - r0);
+                } else {
+                    ops.siluMul(gate, rowAt, up, rowAt, hb, hbAt, r1 - r0);
+                }
+            }
+        });
+    }
+
+    /**
+     * {@code out[i] := gelu(gate[i]) * up[i]} for {@code n} floats, GELU in its tanh form as
+     * llama.cpp's {@code ggml_gelu_f32} writes it (f32; llama.cpp's CPU build reads it from a
+     * table of f16 inputs, which differs in the last bits). Scalar: the kernels module has no
+     * vector GELU yet, and the FFN's matmuls, not this, bound a layer's time.
+     */
+    static void geluMul(MemorySegment gate, long gateAt, MemorySegment up, long upAt, MemorySegment out, long outAt,
+            int n) {
+        for (int i = 0; i < n; i++) {
+            float g = gate.get(F32, gateAt + i * F);
+            float u = up.get(F32, upAt + i * F);
+            out.set(F32, outAt + i * F, gelu(g) * u);
+        }
+    }
+
+    /** GELU, tanh form: {@code 0.5 x (1 + tanh(sqrt(2/pi) x (1 + 0.044715 x^2)))}. */
+    static float gelu(float x) {
+        return 0.5f * x * (1f + (float) Math.tanh(SQRT_2_OVER_PI * x * (1f + GELU_COEF_A * x * x)));
+    }
+
+    private static final float SQRT_2_OVER_PI = 0.79788456080286535587989211986876f;
+    private static final float GELU_COEF_A = 0.044715f;
+    private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** Regions: logits rows (read-write). Scalars: the cap's bits. Each logit becomes {@code cap * tanh(logit / cap)}. */
+    private Kernel logitSoftcapKernel() {
+        return Kernel.of("logit_softcap", c -> {
+            float cap = Float.intBitsToFloat((int) c.scalar(0));
+            float inverse = 1f / cap;
+            MemorySegment logits = c.region(0);
+            long n = logits.byteSize() / F;
+            for (long i = 0; i < n; i++) {
+                logits.set(F32, i * F, cap * (float) Math.tanh(logits.get(F32, i * F) * inverse));
             }
         });
     }

@@ -16,7 +16,9 @@ import java.util.SplittableRandom;
  * position at a time, in double: the oracle the model's tokens and logits are checked against.
  * It shares no code with the kernels or the runtime; it reads the same {@link LlamaWeights}
  * (dequantizing q8_0 itself) and follows the definitions of rmsnorm, rotary embedding,
- * attention, SiLU and sampling as the kernels document them.
+ * attention, SiLU and GELU and sampling as the kernels document them, and every feature of the
+ * config's {@link Architecture} (embedding scale, post-norms, soft-capping, sliding layers with
+ * their own rope base, linear rope scaling, the rope attention factor).
  *
  * <p>Thread-safe after construction: each {@link Sequence} is confined to its caller.
  */
@@ -188,10 +190,11 @@ public final class LlamaReference {
             int qDim = c.qDim();
             int kvDim = c.kvDim();
             int group = c.heads() / c.kvHeads();
+            Architecture arch = c.architecture();
             double[] x = new double[dim];
             float[] embedding = w(Tensor.TOKEN_EMBEDDING, 0);
             for (int i = 0; i < dim; i++) {
-                x[i] = embedding[token * dim + i];
+                x[i] = embedding[token * dim + i] * (double) arch.embeddingScale();
             }
             for (int l = 0; l < c.layers(); l++) {
                 double[] xn = rmsnorm(x, w(Tensor.ATTENTION_NORM, l));
@@ -207,70 +210,85 @@ public final class LlamaReference {
                     headNorm(q, c.heads(), w(Tensor.Q_NORM, l));
                     headNorm(k, c.kvHeads(), w(Tensor.K_NORM, l));
                 }
-                rope(q, c.heads());
-                rope(k, c.kvHeads());
+                boolean sliding = arch.sliding(l);
+                rope(q, c.heads(), sliding);
+                rope(k, c.kvHeads(), sliding);
                 System.arraycopy(k, 0, keys[l], position * kvDim, kvDim);
                 System.arraycopy(v, 0, values[l], position * kvDim, kvDim);
                 double[] att = new double[qDim];
-                double scale = 1.0 / Math.sqrt(hd);
+                double scale = arch.attentionScale(hd);
+                double cap = arch.attentionSoftcap();
+                // A sliding layer sees the keys at positions (position - window, position].
+                int first = arch.sliding(l) ? Math.max(0, position + 1 - arch.slidingWindow()) : 0;
                 for (int h = 0; h < c.heads(); h++) {
                     int kvh = h / group;
                     double[] scores = new double[position + 1];
                     double max = Double.NEGATIVE_INFINITY;
-                    for (int t = 0; t <= position; t++) {
+                    for (int t = first; t <= position; t++) {
                         double dot = 0;
                         for (int i = 0; i < hd; i++) {
                             dot += q[h * hd + i] * keys[l][t * kvDim + kvh * hd + i];
                         }
                         scores[t] = dot * scale;
+                        if (cap > 0) {
+                            scores[t] = cap * Math.tanh(scores[t] / cap);
+                        }
                         max = Math.max(max, scores[t]);
                     }
                     double sum = 0;
-                    for (int t = 0; t <= position; t++) {
+                    for (int t = first; t <= position; t++) {
                         scores[t] = Math.exp(scores[t] - max);
                         sum += scores[t];
                     }
-                    for (int t = 0; t <= position; t++) {
+                    for (int t = first; t <= position; t++) {
                         double weight = scores[t] / sum;
                         for (int i = 0; i < hd; i++) {
                             att[h * hd + i] += weight * values[l][t * kvDim + kvh * hd + i];
                         }
                     }
                 }
-                add(x, project(Tensor.WO, l, att, dim));
+                double[] attended = project(Tensor.WO, l, att, dim);
+                add(x, arch.postNorms() ? rmsnorm(attended, w(Tensor.ATTENTION_POST_NORM, l)) : attended);
                 xn = rmsnorm(x, w(Tensor.FFN_NORM, l));
                 double[] gate = project(Tensor.W1, l, xn, c.ffnDim());
                 double[] up = project(Tensor.W3, l, xn, c.ffnDim());
                 for (int i = 0; i < gate.length; i++) {
-                    gate[i] = gate[i] / (1 + Math.exp(-gate[i])) * up[i];
+                    gate[i] = activation(gate[i]) * up[i];
                 }
-                add(x, project(Tensor.W2, l, gate, dim));
+                double[] down = project(Tensor.W2, l, gate, dim);
+                add(x, arch.postNorms() ? rmsnorm(down, w(Tensor.FFN_POST_NORM, l)) : down);
             }
             double[] xf = rmsnorm(x, w(Tensor.OUTPUT_NORM, 0));
             double[] logits = project(Tensor.OUTPUT, 0, xf, c.vocab());
             position++;
+            double cap = arch.logitSoftcap();
             float[] out = new float[logits.length];
             for (int i = 0; i < out.length; i++) {
-                out[i] = (float) logits[i];
+                out[i] = (float) (cap > 0 ? cap * Math.tanh(logits[i] / cap) : logits[i]);
             }
             return out;
         }
 
         /**
-         * Each head's pairs rotated by {@code position * theta^(-2i / headDim) / factor[i]}: pairs
-         * {@code (x[2i], x[2i+1])} when interleaved, {@code (x[i], x[i + headDim/2])} for NeoX.
+         * Each head's pairs rotated by {@code position * scale * theta^(-2i / headDim) / factor[i]}
+         * (a sliding layer: its own theta and scale), the rotation times the rope attention factor:
+         * pairs {@code (x[2i], x[2i+1])} when interleaved, {@code (x[i], x[i + headDim/2])} for NeoX.
          */
-        private void rope(double[] v, int heads) {
+        private void rope(double[] v, int heads, boolean sliding) {
             int hd = c.headDim();
             boolean neox = c.ropeStyle() == RopeStyle.NEOX;
+            Architecture arch = c.architecture();
+            double theta = sliding ? arch.slidingRopeTheta() : c.ropeTheta();
+            double scale = sliding ? arch.slidingRopeScale() : arch.ropeScale();
+            double factor = arch.ropeAttentionFactor();
             for (int h = 0; h < heads; h++) {
                 for (int i = 0; i < hd / 2; i++) {
-                    double angle = position * Math.pow(c.ropeTheta(), -2.0 * i / hd);
+                    double angle = position * scale * Math.pow(theta, -2.0 * i / hd);
                     if (c.ropeFactors()) {
                         angle /= w(Tensor.ROPE_FREQS, 0)[i];
                     }
-                    double cos = Math.cos(angle);
-                    double sin = Math.sin(angle);
+                    double cos = Math.cos(angle) * factor;
+                    double sin = Math.sin(angle) * factor;
                     int a = h * hd + (neox ? i : 2 * i);
                     int b = h * hd + (neox ? i + hd / 2 : 2 * i + 1);
                     double x0 = v[a];
@@ -289,6 +307,14 @@ public final class LlamaReference {
                 System.arraycopy(rmsnorm(head, weight), 0, v, h * hd, hd);
             }
         }
+    }
+
+    /** The FFN gate's activation: SiLU, or GELU in its tanh form (Gemma). */
+    private double activation(double g) {
+        if (c.architecture().activation() == Architecture.Activation.GELU_TANH) {
+            return 0.5 * g * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (g + 0.044715 * g * g * g)));
+        }
+        return g / (1 + Math.exp(-g));
     }
 
     private double[] rmsnorm(double[] x, float[] weight) {

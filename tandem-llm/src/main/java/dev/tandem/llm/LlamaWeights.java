@@ -72,7 +72,11 @@ public interface LlamaWeights {
         /** {@code [vocab, dim]}: the classifier; with {@link LlamaConfig#tiedEmbeddings()}, the token embedding's bytes. */
         OUTPUT(false, false),
         /** {@code [headDim / 2]}: divisors of the rotary frequencies, with {@link LlamaConfig#ropeFactors()}. */
-        ROPE_FREQS(false, true);
+        ROPE_FREQS(false, true),
+        /** {@code [dim]}: rmsnorm weight of the attention output before its residual add, with {@link Architecture#postNorms()}. */
+        ATTENTION_POST_NORM(true, true),
+        /** {@code [dim]}: rmsnorm weight of the FFN output before its residual add, with {@link Architecture#postNorms()}. */
+        FFN_POST_NORM(true, true);
 
         private final boolean perLayer;
         private final boolean norm;
@@ -98,6 +102,7 @@ public interface LlamaWeights {
                 case BQ, BK, BV -> c.attentionBias();
                 case Q_NORM, K_NORM -> c.qkNorm();
                 case ROPE_FREQS -> c.ropeFactors();
+                case ATTENTION_POST_NORM, FFN_POST_NORM -> c.architecture().postNorms();
                 default -> true;
             };
         }
@@ -105,7 +110,8 @@ public interface LlamaWeights {
         public int rows(LlamaConfig c) {
             return switch (this) {
                 case TOKEN_EMBEDDING, OUTPUT -> c.vocab();
-                case ATTENTION_NORM, FFN_NORM, OUTPUT_NORM, BQ, BK, BV, Q_NORM, K_NORM, ROPE_FREQS -> 1;
+                case ATTENTION_NORM, FFN_NORM, OUTPUT_NORM, BQ, BK, BV, Q_NORM, K_NORM, ROPE_FREQS,
+                        ATTENTION_POST_NORM, FFN_POST_NORM -> 1;
                 case WO, W2 -> c.dim();
                 case WQ -> c.qDim();
                 case WK, WV -> c.kvDim();

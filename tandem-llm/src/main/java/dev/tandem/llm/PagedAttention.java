@@ -78,6 +78,8 @@ final class PagedAttention {
     static final int PARTITION_POSITIONS = 256;
 
     private static final long F = Float.BYTES;
+    private static final java.lang.foreign.ValueLayout.OfFloat F32 = java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED
+            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final int STATS = AttentionOps.STATS_FLOATS;
 
     final int heads;
@@ -88,6 +90,7 @@ final class PagedAttention {
     final int chunkRows;
     final int slabs;
     private final float scale;
+    private final float softcap;
     private final Kernel partition;
     private final Kernel combine;
 
@@ -99,6 +102,17 @@ final class PagedAttention {
     PagedAttention(
             KernelOps ops, int heads, int kvHeads, int headDim, int blockSize, int tileHeads, int chunkRows,
             int slabs) {
+        this(ops, heads, kvHeads, headDim, blockSize, tileHeads, chunkRows, slabs, (float) (1.0 / Math.sqrt(headDim)),
+                0f);
+    }
+
+    /**
+     * @param scale   the factor of the query-key products
+     * @param softcap scores become {@code softcap * tanh(score / softcap)} after scaling; 0 for none
+     */
+    PagedAttention(
+            KernelOps ops, int heads, int kvHeads, int headDim, int blockSize, int tileHeads, int chunkRows,
+            int slabs, float scale, float softcap) {
         if (heads < 1 || kvHeads < 1 || heads % kvHeads != 0 || headDim < 1 || blockSize < 1) {
             throw new IllegalArgumentException("paged attention: heads = " + heads + ", kvHeads = " + kvHeads
                     + ", headDim = " + headDim + ", blockSize = " + blockSize
@@ -116,7 +130,8 @@ final class PagedAttention {
         this.tileHeads = Math.min(tileHeads, heads);
         this.chunkRows = chunkRows;
         this.slabs = slabs;
-        this.scale = (float) (1.0 / Math.sqrt(headDim));
+        this.scale = scale;
+        this.softcap = softcap;
         int group = heads / kvHeads;
         int rowStride = kvHeads * headDim;
         long headBytes = headDim * F;
@@ -159,6 +174,9 @@ final class PagedAttention {
                             long kvAt = blockAt + (h0 + hl) / group * headBytes;
                             ops.qk(q, hl * headBytes, keys, kvAt, scores, hl * scoreBytes, headDim, rowStride, valid,
                                     scale);
+                            if (softcap > 0) {
+                                capScores(scores, hl * scoreBytes, valid);
+                            }
                             ops.softmaxPrepare(scores, hl * scoreBytes, blockStats, hl * statBytes, valid);
                             ops.pv(scores, hl * scoreBytes, values, kvAt, partial, hl * headBytes, headDim, rowStride,
                                     valid);
@@ -199,6 +217,19 @@ final class PagedAttention {
                 at += 2 * parts + 1;
             }
         });
+    }
+
+    /**
+     * {@code n} scores at {@code offset} become {@code softcap * tanh(score / softcap)} (Gemma 2's
+     * attention soft-capping, in f32 as llama.cpp computes it).
+     */
+    private void capScores(MemorySegment scores, long offset, int n) {
+        float inverse = 1f / softcap;
+        for (int i = 0; i < n; i++) {
+            long at = offset + i * F;
+            float v = scores.get(F32, at);
+            scores.set(F32, at, softcap * (float) Math.tanh(v * inverse));
+        }
     }
 
     /** Floats of one cache row: every KV head of one position. */
@@ -275,6 +306,22 @@ final class PagedAttention {
     void submit(
             Orchestrator o, Scratch scratch, int rows, Buffer query, Buffer keys, Buffer values, long cacheOffset,
             int[] contexts, int[][] tables, Buffer out) {
+        submit(o, scratch, rows, query, keys, values, cacheOffset, contexts, tables, out, 0);
+    }
+
+    /**
+     * Submits the attention of {@code rows} rows, each over the last {@code window} positions of
+     * its context only (all of it when {@code window} is 0 or the context is shorter): a sliding
+     * layer. The positions before the window are neither read nor declared; the first read of a
+     * row starts inside its first block, and the kernel, which walks each run of the cache in
+     * steps of up to a block, never learns the difference.
+     */
+    void submit(
+            Orchestrator o, Scratch scratch, int rows, Buffer query, Buffer keys, Buffer values, long cacheOffset,
+            int[] contexts, int[][] tables, Buffer out, int window) {
+        if (window < 0) {
+            throw new IllegalArgumentException("paged attention: window = " + window + " must be >= 0");
+        }
         if (rows > scratch.maxRows()) {
             throw new IllegalArgumentException("paged attention: " + rows + " rows exceed the scratch's "
                     + scratch.maxRows());
@@ -290,7 +337,8 @@ final class PagedAttention {
             int tile = Math.min(tileHeads, heads - h0);
             for (int r0 = 0; r0 < rows; r0 += chunkRows) {
                 int r1 = Math.min(rows, r0 + chunkRows);
-                submitTileChunk(o, scratch, h0, tile, r0, r1, query, keys, values, cacheOffset, contexts, tables, out);
+                submitTileChunk(o, scratch, h0, tile, r0, r1, query, keys, values, cacheOffset, contexts, tables, out,
+                        window);
             }
         }
     }
@@ -317,16 +365,21 @@ final class PagedAttention {
 
     private void submitTileChunk(
             Orchestrator o, Scratch s, int h0, int tile, int r0, int r1, Buffer query, Buffer keys, Buffer values,
-            long cacheOffset, int[] contexts, int[][] tables, Buffer out) {
+            long cacheOffset, int[] contexts, int[][] tables, Buffer out, int window) {
         int maxRows = s.maxRows();
         long headBytes = headDim * F;
         int n = r1 - r0;
-        int[] blocks = new int[n];
+        int[] start = new int[n]; // the first position the row attends to
+        int[] firstBlock = new int[n];
+        int[] blocks = new int[n]; // blocks from firstBlock that hold its positions
         int[] per = new int[n];
         int[] parts = new int[n];
         int partitions = 0;
         for (int i = 0; i < n; i++) {
-            blocks[i] = blocksOf(contexts[r0 + i]);
+            int context = contexts[r0 + i];
+            start[i] = window > 0 ? Math.max(0, context - window) : 0;
+            firstBlock[i] = start[i] / blockSize;
+            blocks[i] = blocksOf(context) - firstBlock[i];
             per[i] = blocksPerPartition(blocks[i]);
             parts[i] = partitionsOf(blocks[i]);
             partitions = Math.max(partitions, parts[i]);
@@ -344,8 +397,8 @@ final class PagedAttention {
                     continue;
                 }
                 int r = r0 + i;
-                int j0 = p * per[i];
-                int j1 = Math.min(blocks[i], j0 + per[i]);
+                int j0 = firstBlock[i] + p * per[i];
+                int j1 = Math.min(firstBlock[i] + blocks[i], j0 + per[i]);
                 int[] table = tables[r];
                 int runs = 0;
                 for (int j = j0; j < j1; j++) {
@@ -362,8 +415,8 @@ final class PagedAttention {
                     accesses.add(write(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
                 }
                 accesses.add(read(query.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
-                addRuns(accesses, keys, cacheOffset, table, j0, j1, contexts[r]);
-                addRuns(accesses, values, cacheOffset, table, j0, j1, contexts[r]);
+                addRuns(accesses, keys, cacheOffset, table, j0, j1, start[i], contexts[r]);
+                addRuns(accesses, values, cacheOffset, table, j0, j1, start[i], contexts[r]);
                 if (single) {
                     accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
                 }
@@ -401,16 +454,18 @@ final class PagedAttention {
 
     /**
      * Reads of blocks {@code [j0, j1)} of a block table, one region per run of blocks adjacent in
-     * the cache (a sequence whose blocks were handed out in order is one region), each up to the
-     * last position of {@code context} it holds.
+     * the cache (a sequence whose blocks were handed out in order is one region), each from
+     * position {@code start} (a sliding window's first; 0 otherwise) up to the last position of
+     * {@code context} it holds.
      */
     private void addRuns(List<Access> accesses, Buffer cache, long cacheOffset, int[] table, int j0, int j1,
-            int context) {
+            int start, int context) {
         int first = j0;
         for (int j = j0 + 1; j <= j1; j++) {
             if (j == j1 || table[j] != table[j - 1] + 1) {
-                long positions = (long) (j - 1 - first) * blockSize + validRows(context, j - 1);
-                accesses.add(read(cache.region(cacheOffset + table[first] * blockBytes(),
+                int skip = Math.max(0, start - first * blockSize); // only in the window's first block
+                long positions = (long) (j - 1 - first) * blockSize + validRows(context, j - 1) - skip;
+                accesses.add(read(cache.region(cacheOffset + table[first] * blockBytes() + skip * rowStride() * F,
                         positions * rowStride() * F)));
                 first = j;
             }

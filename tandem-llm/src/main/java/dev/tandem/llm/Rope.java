@@ -6,8 +6,10 @@ import java.nio.ByteOrder;
 
 /**
  * The rotary embedding of a model: each head's pairs rotated by {@code position * freq[i]}, with
- * {@code freq[i] = theta^(-2i / headDim) / factor[i]} (factors 1 unless the model carries
- * {@link LlamaWeights.Tensor#ROPE_FREQS}), pairs chosen by the {@link RopeStyle}. Immutable;
+ * {@code freq[i] = scale * theta^(-2i / headDim) / factor[i]} (factors 1 unless the model carries
+ * {@link LlamaWeights.Tensor#ROPE_FREQS}; scale 1 unless the file asks for linear scaling), pairs
+ * chosen by the {@link RopeStyle}, the cosines and sines multiplied by the architecture's
+ * {@link Architecture#ropeAttentionFactor} (1 but for LongRoPE). Immutable;
  * {@link #apply} may run on many cores at once.
  */
 final class Rope {
@@ -16,17 +18,35 @@ final class Rope {
     private final RopeStyle style;
     private final int headDim;
     private final double[] frequencies;
+    private final float attentionFactor;
 
+    /** The rotation of {@code c}'s global (not sliding) layers. */
     Rope(LlamaConfig c, float[] factors) {
-        this.style = c.ropeStyle();
-        this.headDim = c.headDim();
+        this(c.ropeStyle(), c.headDim(), c.ropeTheta(), c.architecture().ropeScale(),
+                c.architecture().ropeAttentionFactor(), factors);
+    }
+
+    /** The rotation of {@code c}'s sliding layers ({@link Architecture#sliding}): their own base and scale. */
+    static Rope sliding(LlamaConfig c, float[] factors) {
+        return new Rope(c.ropeStyle(), c.headDim(), c.architecture().slidingRopeTheta(),
+                c.architecture().slidingRopeScale(), c.architecture().ropeAttentionFactor(), factors);
+    }
+
+    /**
+     * @param positionScale   positions are multiplied by this (linear rope scaling)
+     * @param attentionFactor cosines and sines are multiplied by this (LongRoPE)
+     */
+    Rope(RopeStyle style, int headDim, float theta, float positionScale, float attentionFactor, float[] factors) {
+        this.style = style;
+        this.headDim = headDim;
+        this.attentionFactor = attentionFactor;
         int pairs = headDim / 2;
         if (factors != null && factors.length != pairs) {
             throw new IllegalArgumentException("rope factors: " + factors.length + " given, headDim / 2 = " + pairs);
         }
         this.frequencies = new double[pairs];
         for (int i = 0; i < pairs; i++) {
-            double f = Math.pow(c.ropeTheta(), -2.0 * i / headDim);
+            double f = positionScale * Math.pow(theta, -2.0 * i / headDim);
             if (factors != null) {
                 if (!(factors[i] > 0) || Float.isInfinite(factors[i])) {
                     throw new IllegalArgumentException("rope factor " + i + " = " + factors[i] + " must be finite and > 0");
@@ -68,8 +88,8 @@ final class Rope {
         float[] sin = new float[frequencies.length];
         for (int i = 0; i < frequencies.length; i++) {
             double angle = position * frequencies[i];
-            cos[i] = (float) Math.cos(angle);
-            sin[i] = (float) Math.sin(angle);
+            cos[i] = (float) (Math.cos(angle) * attentionFactor);
+            sin[i] = (float) (Math.sin(angle) * attentionFactor);
         }
         return new Angles(position, cos, sin);
     }

@@ -1,5 +1,6 @@
 package dev.tandem.llm.gguf;
 
+import dev.tandem.llm.Architecture;
 import dev.tandem.llm.LlamaConfig;
 import dev.tandem.llm.LlamaWeights;
 import dev.tandem.llm.RopeStyle;
@@ -37,7 +38,8 @@ import java.util.TreeSet;
  */
 public final class GgufModel implements LlamaWeights, AutoCloseable {
     /** The architectures this loader reads. */
-    public static final List<String> ARCHITECTURES = List.of("llama", "mistral", "qwen2", "qwen3");
+    public static final List<String> ARCHITECTURES = List.of("llama", "mistral", "qwen2", "qwen3", "gemma2", "gemma3",
+            "phi3");
 
     /** The tensor types it converts from. */
     public static final Set<String> TENSOR_TYPES = Set.of("F32", "F16", "BF16", "Q8_0", "Q4_0", "Q4_1", "Q5_0", "Q5_1", "Q2_K", "Q3_K",
@@ -78,12 +80,15 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
                     + "; partial rotary embedding is unsupported");
         }
         String scaling = m.string(arch + ".rope.scaling.type").orElse("none");
-        if (!scaling.equals("none") && !(scaling.equals("linear")
-                && m.number(arch + ".rope.scaling.factor").orElse(1.0) == 1.0)) {
-            throw fail(arch + ".rope.scaling.type = " + scaling + " is unsupported (Llama 3's scaling comes as"
-                    + " rope_freqs.weight, which is supported)");
+        double scalingFactor = m.number(arch + ".rope.scaling.factor").orElse(1.0);
+        if (!scaling.equals("none") && !(scaling.equals("linear") && scalingFactor > 0)) {
+            throw fail(arch + ".rope.scaling.type = " + scaling + " is unsupported (linear scaling is; Llama 3's"
+                    + " scaling comes as rope_freqs.weight and Phi-3's LongRoPE as rope_factors_short/long, which are"
+                    + " supported)");
         }
-        int context = optional(arch + ".context_length", 2048);
+        float ropeScale = scaling.equals("linear") ? (float) (1 / scalingFactor) : 1f;
+        int trainedContext = optional(arch + ".context_length", 2048);
+        int context = trainedContext;
         if (maxContext > 0) {
             context = Math.min(context, maxContext);
         }
@@ -94,13 +99,25 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         boolean tied = file.tensor("output.weight").isEmpty();
         boolean bias = file.tensor("blk.0.attn_q.bias").isPresent();
         boolean qkNorm = file.tensor("blk.0.attn_q_norm.weight").isPresent();
-        boolean factors = file.tensor("rope_freqs.weight").isPresent();
-        RopeStyle style = arch.startsWith("qwen") ? RopeStyle.NEOX : RopeStyle.INTERLEAVED;
+        // LongRoPE (Phi-3): the short factors up to the original context, the long ones beyond,
+        // as llama.cpp picks them for a context of this length.
+        int originalContext = optional(arch + ".rope.scaling.original_context_length", trainedContext);
+        this.ropeFactorsName = file.tensor("rope_freqs.weight").isPresent() ? "rope_freqs.weight"
+                : file.tensor("rope_factors_long.weight").isEmpty() ? null
+                : context > originalContext ? "rope_factors_long.weight" : "rope_factors_short.weight";
+        boolean factors = ropeFactorsName != null;
+        RopeStyle style = NEOX_ARCHITECTURES.contains(arch) ? RopeStyle.NEOX : RopeStyle.INTERLEAVED;
+        float attentionFactor = m.number(arch + ".rope.scaling.attn_factor").orElse(1.0).floatValue();
+        Architecture features = architecture(arch, dim, layers, heads, headDim, theta, ropeScale)
+                .withRope(ropeScale, attentionFactor);
+        this.fusedQkv = file.tensor("blk.0.attn_qkv.weight").isPresent();
+        this.fusedGateUp = file.tensor("blk.0.ffn_gate.weight").isEmpty() && file.tensor("blk.0.ffn_up.weight")
+                .map(t -> t.dims().length == 2 && t.dims()[1] == 2L * ffn).orElse(false);
         WeightType type = chooseWeightType();
         LlamaConfig c;
         try {
             c = new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffn, vocab, context, theta, style, factors, eps,
-                    type, bias, qkNorm, tied);
+                    type, bias, qkNorm, tied, features);
         } catch (IllegalArgumentException e) {
             throw fail("hyper-parameters do not form a model: " + e.getMessage(), e);
         }
@@ -110,8 +127,9 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
                 continue;
             }
             for (int l = 0; l < (t.perLayer() ? layers : 1); l++) {
-                GgufTensor g = tensorNamed(name(t, l));
-                long[] expected = t.norm() ? new long[] {t.cols(c)} : new long[] {t.cols(c), t.rows(c)};
+                Slice slice = slice(t, l, c);
+                GgufTensor g = slice.tensor();
+                long[] expected = t.norm() ? new long[] {t.cols(c)} : new long[] {t.cols(c), slice.totalRows()};
                 long[] dims = g.dims();
                 if (!Arrays.equals(trimOnes(dims), trimOnes(expected))) {
                     throw fail("tensor " + g.name() + " has shape " + Arrays.toString(dims) + ", expected "
@@ -128,7 +146,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
                 WeightType[] perLayer = new WeightType[t.perLayer() ? layers : 1];
                 for (int l = 0; l < perLayer.length; l++) {
                     perLayer[l] = c.weightType() == WeightType.F32 ? WeightType.F32
-                            : quantisedKernelType(tensorNamed(name(t, l)).type().name());
+                            : quantisedKernelType(slice(t, l, c).tensor().type().name());
                 }
                 types.put(t, perLayer);
             }
@@ -174,14 +192,20 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
             tensor = Tensor.TOKEN_EMBEDDING;
         }
-        GgufTensor g = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
+        Slice slice = slice(tensor, tensor.perLayer() ? layer : 0, config);
+        GgufTensor g = slice.tensor();
         MemorySegment bytes = file.data(g);
+        long elements = g.elements();
+        if (slice.totalRows() != tensor.rows(config) || slice.firstRow() != 0) { // a part of a fused matrix
+            long rowBytes = g.type().rowBytes(tensor.cols(config));
+            bytes = bytes.asSlice(slice.firstRow() * rowBytes, (long) tensor.rows(config) * rowBytes);
+            elements = (long) tensor.rows(config) * tensor.cols(config);
+        }
         GgmlType target = tensor.norm() ? GgmlType.F32 : GgmlType.byName(type(tensor, layer).name());
         if (g.type().equals(target)) {
             return bytes;
         }
         // Only an F32 model converts: a quantised one runs every matrix as stored.
-        long elements = g.elements();
         MemorySegment f32 = Arena.ofAuto().allocate(elements * Float.BYTES, 64);
         TensorConversion.toF32(g.type(), bytes, f32, elements);
         return f32;
@@ -209,6 +233,73 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
             case OUTPUT_NORM -> "output_norm.weight";
             case OUTPUT -> "output.weight";
             case ROPE_FREQS -> "rope_freqs.weight";
+            case ATTENTION_POST_NORM -> blk + "post_attention_norm.weight";
+            case FFN_POST_NORM -> blk + "post_ffw_norm.weight";
+        };
+    }
+
+    /** Architectures whose rope rotates halves (llama.cpp's {@code LLAMA_ROPE_TYPE_NEOX}). */
+    private static final Set<String> NEOX_ARCHITECTURES = Set.of("qwen2", "qwen3", "gemma2", "gemma3", "phi3");
+
+    /** Which of the rope factor tensors the model uses (Phi-3's short or long ones, by context), or null. */
+    private final String ropeFactorsName;
+    /** Whether q, k and v come in one {@code attn_qkv} matrix, and gate and up in one {@code ffn_up} (Phi-3). */
+    private final boolean fusedQkv;
+    private final boolean fusedGateUp;
+
+    /**
+     * Where a tensor's rows live: its own tensor, or rows {@code [firstRow, firstRow + rows)} of
+     * a fused one of {@code totalRows} rows (q, k, v in that order in {@code attn_qkv}; gate, then
+     * up in {@code ffn_up}, as llama.cpp's {@code ggml_swiglu} splits it).
+     */
+    private record Slice(GgufTensor tensor, long firstRow, long totalRows) {}
+
+    private Slice slice(Tensor t, int layer, LlamaConfig c) {
+        String blk = "blk." + layer + ".";
+        if (fusedQkv && (t == Tensor.WQ || t == Tensor.WK || t == Tensor.WV)) {
+            long first = t == Tensor.WQ ? 0 : t == Tensor.WK ? c.qDim() : c.qDim() + c.kvDim();
+            return new Slice(tensorNamed(blk + "attn_qkv.weight"), first, c.qDim() + 2L * c.kvDim());
+        }
+        if (fusedGateUp && (t == Tensor.W1 || t == Tensor.W3)) {
+            return new Slice(tensorNamed(blk + "ffn_up.weight"), t == Tensor.W1 ? 0 : c.ffnDim(), 2L * c.ffnDim());
+        }
+        if (t == Tensor.ROPE_FREQS) {
+            return new Slice(tensorNamed(ropeFactorsName), 0, 1);
+        }
+        return new Slice(tensorNamed(name(t, layer)), 0, t.rows(c));
+    }
+
+    /**
+     * The family's features as llama.cpp's loader derives them from the file (its
+     * {@code src/models/<arch>.cpp}): the defaults and the rules below are llama.cpp's, not the
+     * Hugging Face config's, so the same file computes the same thing in both. Gemma's attention
+     * scale is {@code 1/sqrt(headDim)} but for the 27B shapes (46 layers of Gemma 2, 62 of
+     * Gemma 3), where it is {@code 1/sqrt(dim / heads)}: llama.cpp's stand-in for
+     * {@code query_pre_attn_scalar}, which GGUF files do not carry.
+     */
+    private Architecture architecture(String arch, int dim, int layers, int heads, int headDim, float theta,
+            float ropeScale) {
+        GgufMetadata m = file.metadata();
+        return switch (arch) {
+            case "gemma2", "gemma3" -> {
+                boolean large = layers == (arch.equals("gemma2") ? 46 : 62);
+                float scale = (float) (1.0 / Math.sqrt(large ? dim / heads : headDim));
+                float logitCap = m.number(arch + ".final_logit_softcapping").orElse(arch.equals("gemma2") ? 30.0 : 0.0)
+                        .floatValue();
+                int window = optional(arch + ".attention.sliding_window", arch.equals("gemma2") ? 4096 : 0);
+                // One integer (a per-layer array is refused by the metadata reader, naming the key).
+                int period = optional(arch + ".attention.sliding_window_pattern", arch.equals("gemma2") ? 2 : 6);
+                if (arch.equals("gemma2")) {
+                    float attentionCap = m.number(arch + ".attn_logit_softcapping").orElse(50.0).floatValue();
+                    float slidingTheta = m.number(arch + ".rope.freq_base_swa").orElse((double) theta).floatValue();
+                    yield Architecture.gemma2(dim, scale, attentionCap, logitCap, window, period, slidingTheta,
+                            ropeScale);
+                }
+                float slidingTheta = m.number(arch + ".rope.freq_base_swa").orElse(10000.0).floatValue();
+                yield Architecture.gemma3(dim, scale, logitCap, window, period, slidingTheta, ropeScale);
+            }
+            case "phi3" -> Architecture.phi3(1f); // sliding_window is in Phi-3 files, and llama.cpp ignores it
+            default -> Architecture.LLAMA; // llama, mistral, qwen2, qwen3: one decoder
         };
     }
 

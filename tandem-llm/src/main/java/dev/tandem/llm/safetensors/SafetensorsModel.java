@@ -352,6 +352,9 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
             case OUTPUT_NORM -> "model.norm.weight";
             case OUTPUT -> "lm_head.weight";
             case ROPE_FREQS -> "rope_freqs.weight";
+            case ATTENTION_POST_NORM, FFN_POST_NORM -> throw new IllegalArgumentException(tensor
+                    + ": Gemma's post-norms are read from GGUF files only; a Hugging Face directory of the Llama family"
+                    + " has none");
         };
     }
 

@@ -15,7 +15,7 @@ import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 
 /**
- * The five real templates in {@code shared/models/templates} against prompts written by hand from
+ * The real templates in {@code shared/models/templates} against prompts written by hand from
  * each model's documented prompt format; "today" is pinned to 1 December 2026.
  */
 class RealChatTemplatesTest {
@@ -198,6 +198,60 @@ class RealChatTemplatesTest {
                     .startsWith(METADATA + "Reasoning Mode: /think\n\n## Custom Instructions\n\n"
                             + "You are a helpful AI assistant named SmolLM, trained by Hugging Face. Your role")
                     .endsWith("<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+        }
+    }
+
+    /** Gemma 2: {@code <start_of_turn>user|model ... <end_of_turn>}, no system role, BOS first. */
+    @Nested
+    class Gemma2 {
+        final ChatTemplate template = load("google-gemma-2-2b-it", "<bos>", "<eos>");
+
+        @Test
+        void userWithGenerationPrompt() {
+            assertThat(template.render(List.of(user("Hello!")), true))
+                    .isEqualTo("<bos><start_of_turn>user\nHello!<end_of_turn>\n<start_of_turn>model\n");
+        }
+
+        @Test
+        void theAssistantIsTheModelAndContentIsTrimmed() {
+            List<ChatMessage> chat = List.of(user(" Hi \n"), assistant("Hello."), user("Bye"));
+            String turns = "<bos><start_of_turn>user\nHi<end_of_turn>\n<start_of_turn>model\nHello.<end_of_turn>\n"
+                    + "<start_of_turn>user\nBye<end_of_turn>\n";
+            assertThat(template.render(chat, false)).isEqualTo(turns);
+            assertThat(template.render(chat, true)).isEqualTo(turns + "<start_of_turn>model\n");
+        }
+
+        @Test
+        void aSystemMessageRaisesTheTemplatesMessage() {
+            assertThatThrownBy(() -> template.render(List.of(system("Be brief."), user("Hi")), true))
+                    .isInstanceOf(ChatTemplateException.class)
+                    .extracting(e -> ((ChatTemplateException) e).raisedMessage())
+                    .isEqualTo("System role not supported");
+        }
+    }
+
+    /** Phi-3.5: {@code <|system|>}, {@code <|user|>}, {@code <|assistant|>} turns ending {@code <|end|>}. */
+    @Nested
+    class Phi35 {
+        final ChatTemplate template = load("microsoft-Phi-3.5-mini-instruct", "<s>", "<|endoftext|>");
+
+        @Test
+        void systemAndUserWithGenerationPrompt() {
+            assertThat(template.render(List.of(system("You are a helpful assistant."), user("How are you?")), true))
+                    .isEqualTo("<|system|>\nYou are a helpful assistant.<|end|>\n<|user|>\nHow are you?<|end|>\n"
+                            + "<|assistant|>\n");
+        }
+
+        @Test
+        void withoutAGenerationPromptTheTextEndsWithEos() {
+            assertThat(template.render(List.of(user("Hi"), assistant("Hello.")), false))
+                    .isEqualTo("<|user|>\nHi<|end|>\n<|assistant|>\nHello.<|end|>\n<|endoftext|>");
+        }
+
+        @Test
+        void anEmptySystemMessageIsLeftOut() {
+            assertThat(template.render(List.of(system(""), user("Hi")), true))
+                    .isEqualTo("<|user|>\nHi<|end|>\n<|assistant|>\n");
         }
     }
 }

@@ -43,6 +43,9 @@ public final class GgufCheckpointWriter {
     /** Tensors written as zero bytes of a type no encoder here knows: for the loader's refusal. */
     private final java.util.Set<String> unencoded = new java.util.HashSet<>();
     private Path vocabulary;
+    private final Map<String, Object> extraMetadata = new java.util.LinkedHashMap<>();
+    private boolean fused;
+    private float[] longRopeFactors;
 
     public GgufCheckpointWriter(LlamaWeights weights) {
         if (weights.config().weightType() != WeightType.F32) {
@@ -78,6 +81,23 @@ public final class GgufCheckpointWriter {
     /** Writes {@code rope_freqs.weight} with these values. */
     public GgufCheckpointWriter ropeFactors(float[] value) {
         this.ropeFactors = value.clone();
+        return this;
+    }
+
+    /** Adds a metadata key: an Integer, a Float or a String. */
+    public GgufCheckpointWriter metadata(String key, Object value) {
+        extraMetadata.put(key, value);
+        return this;
+    }
+
+    /**
+     * Writes q, k, v as one {@code attn_qkv} and gate, up as one {@code ffn_up} per layer, and the
+     * rope factors as {@code rope_factors_short} with {@code longFactors} as
+     * {@code rope_factors_long}: Phi-3's layout.
+     */
+    public GgufCheckpointWriter fusedLikePhi3(float[] longFactors) {
+        this.fused = true;
+        this.longRopeFactors = longFactors.clone();
         return this;
     }
 
@@ -125,6 +145,14 @@ public final class GgufCheckpointWriter {
                 .put(a + ".rope.dimension_count", c.headDim())
                 .put(a + ".rope.freq_base", c.ropeTheta())
                 .put(a + ".attention.layer_norm_rms_epsilon", c.normEps());
+        for (var e : extraMetadata.entrySet()) {
+            switch (e.getValue()) {
+                case Integer i -> w.put(e.getKey(), i);
+                case Float f -> w.put(e.getKey(), f);
+                case String str -> w.put(e.getKey(), str);
+                default -> throw new IllegalArgumentException("metadata " + e.getKey() + ": " + e.getValue());
+            }
+        }
         if (vocabulary != null) {
             try (GgufFile vocab = GgufFile.open(vocabulary)) {
                 for (var e : vocab.metadata().asMap().entrySet()) {
@@ -138,12 +166,33 @@ public final class GgufCheckpointWriter {
             if (!t.present(c) || t == Tensor.ROPE_FREQS || (t == Tensor.OUTPUT && c.tiedEmbeddings())) {
                 continue;
             }
+            if (fused && (t == Tensor.WK || t == Tensor.WV || t == Tensor.W3)) {
+                continue; // written with WQ and W1
+            }
             for (int l = 0; l < (t.perLayer() ? c.layers() : 1); l++) {
                 String name = GgufModel.name(t, l);
                 if (omitted.contains(name)) {
                     continue;
                 }
                 float[] values = read(weights.tensor(t, l));
+                if (fused && (t == Tensor.WQ || t == Tensor.W1)) {
+                    float[][] parts = t == Tensor.WQ
+                            ? new float[][] {values, read(weights.tensor(Tensor.WK, l)), read(weights.tensor(Tensor.WV, l))}
+                            : new float[][] {values, read(weights.tensor(Tensor.W3, l))};
+                    int total = 0;
+                    for (float[] part : parts) {
+                        total += part.length;
+                    }
+                    float[] all = new float[total];
+                    int at = 0;
+                    for (float[] part : parts) {
+                        System.arraycopy(part, 0, all, at, part.length);
+                        at += part.length;
+                    }
+                    String fusedName = "blk." + l + (t == Tensor.WQ ? ".attn_qkv.weight" : ".ffn_up.weight");
+                    w.tensor(fusedName, matrixType, new long[] {t.cols(c), all.length / t.cols(c)}, encode(all, matrixType));
+                    continue;
+                }
                 if (permute && (t == Tensor.WQ || t == Tensor.BQ)) {
                     values = permuteRows(values, c.heads(), t.norm() ? 1 : t.cols(c));
                 } else if (permute && (t == Tensor.WK || t == Tensor.BK)) {
@@ -166,7 +215,12 @@ public final class GgufCheckpointWriter {
                         : encode(values, type));
             }
         }
-        if (ropeFactors != null) {
+        if (fused && c.ropeFactors()) {
+            float[] f = read(weights.tensor(Tensor.ROPE_FREQS, 0));
+            w.tensor("rope_factors_short.weight", GgmlType.F32, new long[] {f.length}, encode(f, GgmlType.F32));
+            w.tensor("rope_factors_long.weight", GgmlType.F32, new long[] {f.length},
+                    encode(longRopeFactors, GgmlType.F32));
+        } else if (ropeFactors != null) {
             w.tensor("rope_freqs.weight", GgmlType.F32, new long[] {ropeFactors.length}, encode(ropeFactors, GgmlType.F32));
         } else if (c.ropeFactors()) {
             float[] f = read(weights.tensor(Tensor.ROPE_FREQS, 0));

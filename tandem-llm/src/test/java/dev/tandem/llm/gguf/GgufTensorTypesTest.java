@@ -328,7 +328,7 @@ class GgufTensorTypesTest {
         Path p = dir.resolve("gpt2.gguf");
         new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).architecture("gpt2").write(p);
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class)
-                .hasMessage(p + ": unsupported architecture 'gpt2' (supported: llama, mistral, qwen2, qwen3)");
+                .hasMessage(p + ": unsupported architecture 'gpt2' (supported: llama, mistral, qwen2, qwen3, gemma2, gemma3, phi3)");
     }
 
     @Test

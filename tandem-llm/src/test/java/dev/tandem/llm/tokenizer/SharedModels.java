@@ -37,7 +37,17 @@ final class SharedModels {
         return fail("no shared/models beside " + start + " or any folder above it; set -Dtandem.shared=DIR");
     }
 
+    /**
+     * Small files committed with the tests ({@code src/test/resources/models}, under 2 MB each: the
+     * Phi-3 vocabulary and its vectors, from llama.cpp's {@code models/}, MIT), read before
+     * {@code shared/models}.
+     */
+    static final Path COMMITTED = Path.of("src", "test", "resources", "models");
+
     static Path file(String relative) {
+        if (Files.isRegularFile(COMMITTED.resolve(relative))) {
+            return COMMITTED.resolve(relative);
+        }
         Path path = models().resolve(relative);
         if (!Files.isRegularFile(path)) {
             fail("missing shared model file " + path);

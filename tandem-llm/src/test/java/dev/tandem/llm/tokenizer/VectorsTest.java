@@ -23,7 +23,8 @@ class VectorsTest {
 
     static Stream<Arguments> cases() throws IOException {
         Stream.Builder<Arguments> all = Stream.builder();
-        for (String name : List.of("ggml-vocab-llama-spm", "ggml-vocab-llama-bpe", "ggml-vocab-gpt-2")) {
+        for (String name : List.of("ggml-vocab-llama-spm", "ggml-vocab-llama-bpe", "ggml-vocab-gpt-2",
+                "ggml-vocab-phi-3")) {
             for (SharedModels.Case c : SharedModels.vectors(name)) {
                 all.add(Arguments.of(name, c));
             }
@@ -50,6 +51,9 @@ class VectorsTest {
         assertThat(llama3.encode("<|begin_of_text|>Hello<|eot_id|>", false, true)).containsExactly(128000, 9906, 128009);
         assertThat(llama3.encode("<|eot_id|>", false, false)).doesNotContain(128009);
         assertThat(llama3.encode("Hello", true, false)).containsExactly(128000, 9906);
+        Tokenizer phi3 = tokenizer("ggml-vocab-phi-3");
+        assertThat(phi3.encode("<|user|>\nHi<|end|>\n<|assistant|>\n", false, true))
+                .as("Phi-3's chat tokens are single special tokens").startsWith(32010).contains(32007, 32001);
         Tokenizer gpt2 = tokenizer("ggml-vocab-gpt-2");
         assertThat(gpt2.encode("Hello", true, false)).containsExactly(15496); // GPT-2 adds no BOS
         assertThat(gpt2.encode("<|endoftext|>", false, true)).containsExactly(50256);
