@@ -98,3 +98,139 @@ void tandem_q4_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
         }
     }
 }
+
+/*
+ * q4_K_x16: a group's superblocks lie in chunks of (at most) four: the chunk's headers (256 bytes
+ * each: 16 f16 d, 16 f16 dmin, then 12 scale bytes of the 16 rows, 16 bytes each), then their
+ * nibbles (2048 bytes each: per pair of sub-blocks, 16 vectors of 32 bytes, a byte pair per row,
+ * the low nibbles the even sub-block's, the high the odd one's). See Q4_KX16.headerAt/nibblesAt.
+ */
+#define Q4_K_GROUP_BLOCK (16 * 144)
+#define Q4_K_CHUNK 4
+
+static inline int64_t q4_k_header_at(int b) {
+    int first = b - b % Q4_K_CHUNK;
+    return (int64_t) first * Q4_K_GROUP_BLOCK + 256LL * (b - first);
+}
+
+static inline int64_t q4_k_nibbles_at(int b, int supers) {
+    int first = b - b % Q4_K_CHUNK;
+    int chunk = supers - first < Q4_K_CHUNK ? supers - first : Q4_K_CHUNK;
+    return (int64_t) first * Q4_K_GROUP_BLOCK + 256LL * chunk + 2048LL * (b - first);
+}
+
+/*
+ * A superblock's row factors, as Q4_KX16.row makes them: d * sc_t into f, dmin * m_t into g,
+ * sub-block t's 16 rows each; the 6-bit scales and mins unpacked as ScalarOps.q4_KScale/q4_KMin.
+ */
+static inline void q4_k_factors(const uint8_t *header, float f[8][16], float g[8][16]) {
+    for (int h = 0; h < 2; h++) {
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (header + 16 * h)));
+        __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (header + 32 + 16 * h)));
+        __m256i s[12];
+        for (int k = 0; k < 12; k++) {
+            s[k] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (header + 64 + 16 * k + 8 * h)));
+        }
+        const __m256i six = _mm256_set1_epi32(63);
+        const __m256i four = _mm256_set1_epi32(15);
+        for (int t = 0; t < 4; t++) {
+            __m256i sc = _mm256_and_si256(s[t], six);
+            __m256i m = _mm256_and_si256(s[t + 4], six);
+            _mm256_storeu_ps(f[t] + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+            _mm256_storeu_ps(g[t] + 8 * h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+        }
+        for (int t = 4; t < 8; t++) {
+            __m256i sc = _mm256_or_si256(_mm256_and_si256(s[t + 4], four),
+                    _mm256_slli_epi32(_mm256_srli_epi32(s[t - 4], 6), 4));
+            __m256i m = _mm256_or_si256(_mm256_srli_epi32(s[t + 4], 4),
+                    _mm256_slli_epi32(_mm256_srli_epi32(s[t], 6), 4));
+            _mm256_storeu_ps(f[t] + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+            _mm256_storeu_ps(g[t] + 8 * h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+        }
+    }
+}
+
+/*
+ * Superblock b of a q4_K_x16 group against n inputs, added to their accumulators in out, as
+ * Q4_KX16.row: per sub-block t and row, acc = fma(dot, d * sc * dx, acc), then
+ * acc = fma(sum q, -(dmin * m * dx), acc).
+ */
+static inline __attribute__((always_inline)) void q4_k_x16_tile(
+        const uint8_t *nibbles, int b, float f[8][16], float g[8][16], int n, const uint32_t *pairs,
+        int64_t pairStride, const float *ds, const int32_t *sum8, int64_t dStride, float *out, int64_t outStride) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int t = 0; t < 8; t++) {
+        const uint8_t *v = nibbles + 512 * (t / 2);
+        int shift = 4 * (t % 2);
+        __m256i first[4];
+        __m256i second[4];
+        for (int i = 0; i < n; i++) {
+            first[i] = _mm256_setzero_si256();
+            second[i] = _mm256_setzero_si256();
+        }
+        const uint32_t *p0 = pairs + (int64_t) b * 128 + t * 16;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            /* at most 2 * 15 * 127 a product pair, 8 of them a half: within int16 */
+            __m256i a = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (v + 32 * j)),
+                    shift), nibble);
+            __m256i c = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (v + 256 + 32 * j)),
+                    shift), nibble);
+            for (int i = 0; i < n; i++) {
+                const uint32_t *p = p0 + i * pairStride;
+                first[i] = _mm256_add_epi16(first[i], _mm256_maddubs_epi16(a, _mm256_set1_epi32((int) p[j])));
+                second[i] = _mm256_add_epi16(second[i], _mm256_maddubs_epi16(c, _mm256_set1_epi32((int) p[8 + j])));
+            }
+        }
+        __m256 f0 = _mm256_loadu_ps(f[t]);
+        __m256 f1 = _mm256_loadu_ps(f[t] + 8);
+        __m256 g0 = _mm256_loadu_ps(g[t]);
+        __m256 g1 = _mm256_loadu_ps(g[t] + 8);
+        for (int i = 0; i < n; i++) {
+            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(first[i])),
+                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(second[i])));
+            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(first[i], 1)),
+                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(second[i], 1)));
+            int block = b * 8 + t;
+            __m256 dx = _mm256_set1_ps(ds[i * dStride + block]);
+            __m256 sum = _mm256_set1_ps((float) (sum8[i * dStride + block] / 8));
+            float *o = out + i * outStride;
+            __m256 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(f0, dx), _mm256_loadu_ps(o));
+            __m256 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(f1, dx), _mm256_loadu_ps(o + 8));
+            a0 = _mm256_fmadd_ps(sum, _mm256_xor_ps(_mm256_mul_ps(g0, dx), sign), a0);
+            a1 = _mm256_fmadd_ps(sum, _mm256_xor_ps(_mm256_mul_ps(g1, dx), sign), a1);
+            _mm256_storeu_ps(o, a0);
+            _mm256_storeu_ps(o + 8, a1);
+        }
+    }
+}
+
+/* As tandem_q4_0_x16, for q4_K_x16 (supers superblocks of 256 values a row). */
+void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int supers,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    float f[8][16];
+    float g[8][16];
+    for (int gr = 0; gr < groups; gr++) {
+        const uint8_t *group = weights + offset + gr * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * gr;
+        for (int i = 0; i < inputs; i++) {
+            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < supers; b++) {
+            q4_k_factors(group + q4_k_header_at(b), f, g);
+            const uint8_t *nibbles = group + q4_k_nibbles_at(b, supers);
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q4_k_x16_tile(nibbles, b, f, g, 4, pairs + i * pairStride, pairStride, ds + i * dStride,
+                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q4_k_x16_tile(nibbles, b, f, g, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
+                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+            }
+        }
+    }
+}

@@ -992,6 +992,9 @@ final class VectorOps implements KernelOps {
     /** The fewest inputs q4_0_x16 hands to {@link NativeInt8}: below, the vector loops are as fast. */
     private static final int NATIVE_Q4_0_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_0Batch", 1);
 
+    /** The fewest inputs q4_K_x16 hands to {@link NativeInt8}. */
+    private static final int NATIVE_Q4_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_KBatch", 1);
+
     /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
     private static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;
 
@@ -2271,7 +2274,12 @@ final class VectorOps implements KernelOps {
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (NATIVE_INT8 && batch >= NATIVE_Q4_K_BATCH && r % TensorType.X16_ROWS == 0
+                    && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.q4_K_x16(weights, weightsOffset, r, groups, supers, in, batch, cols, out, outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
