@@ -989,10 +989,14 @@ final class VectorOps implements KernelOps {
     /** Whether {@link NativeInt8}'s kernels run (see there for when). */
     private static final boolean NATIVE_INT8 = NativeInt8.available();
 
-    /** The fewest inputs q4_0_x16 hands to {@link NativeInt8}: below, the vector loops are as fast. */
+    /**
+     * The fewest inputs q4_0_x16 hands to {@link NativeInt8}: 1, as the native loop measured
+     * faster at batch 1 and at batch 8 (docs/performance-notes.md); a property, to measure again.
+     * Either side computes the same bits, so the choice never changes a token.
+     */
     private static final int NATIVE_Q4_0_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_0Batch", 1);
 
-    /** The fewest inputs q4_K_x16 hands to {@link NativeInt8}. */
+    /** As {@link #NATIVE_Q4_0_BATCH}, for q4_K_x16. */
     private static final int NATIVE_Q4_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_KBatch", 1);
 
     /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
