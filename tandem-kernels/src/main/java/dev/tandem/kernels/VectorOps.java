@@ -986,6 +986,19 @@ final class VectorOps implements KernelOps {
      */
     private static final boolean X16_VECTORS = L >= 8;
 
+    /** Whether {@link NativeInt8}'s kernels run (see there for when). */
+    private static final boolean NATIVE_INT8 = NativeInt8.available();
+
+    /**
+     * The fewest inputs q4_0_x16 hands to {@link NativeInt8}: 1, as the native loop measured
+     * faster at batch 1 and at batch 8 (docs/performance-notes.md); a property, to measure again.
+     * Either side computes the same bits, so the choice never changes a token.
+     */
+    private static final int NATIVE_Q4_0_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_0Batch", 1);
+
+    /** As {@link #NATIVE_Q4_0_BATCH}, for q4_K_x16. */
+    private static final int NATIVE_Q4_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_KBatch", 1);
+
     /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
     private static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;
 
@@ -1068,7 +1081,12 @@ final class VectorOps implements KernelOps {
                 : null;
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (NATIVE_INT8 && batch >= NATIVE_Q4_0_BATCH && r % TensorType.X16_ROWS == 0
+                    && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.q4_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long from = group + part * X16_PART_BYTES;
@@ -2260,7 +2278,12 @@ final class VectorOps implements KernelOps {
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (NATIVE_INT8 && batch >= NATIVE_Q4_K_BATCH && r % TensorType.X16_ROWS == 0
+                    && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.q4_K_x16(weights, weightsOffset, r, groups, supers, in, batch, cols, out, outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
@@ -2271,7 +2294,7 @@ final class VectorOps implements KernelOps {
                     for (int from = 0; from < supers; from += chunk) {
                         int end = Math.min(supers, from + chunk);
                         if (fours > 0) {
-                            x16KFactors(weights, group, part, from, end, headers, factors);
+                            x16KFactors(false, weights, group, part, from, end, headers, factors);
                             int b = 0;
                             for (; b + X16_WIDE_INPUTS <= fours; b += X16_WIDE_INPUTS) {
                                 x16KDots8(weights, group, part, from, end, supers, byEight, b * (cols / 2), sums);
@@ -2314,16 +2337,20 @@ final class VectorOps implements KernelOps {
      * from a segment), and the widening of {@code d} and {@code dmin}, sub-blocks 0-3 and 4-7 are
      * three loops of their own: in fewer, C2 passed its node budget and boxed the vectors.
      */
-    private static void x16KFactors(MemorySegment w, long group, int part, int from, int end, byte[] headers,
-            float[] factors) {
-        x16KHalves(w, group, part, from, end, headers, factors);
+    private static void x16KFactors(boolean q5K, MemorySegment w, long group, int part, int from, int end,
+            byte[] headers, float[] factors) {
+        x16KHalves(q5K, w, group, part, from, end, headers, factors);
         x16KSixBitFactors(true, part, from, end, headers, factors);
         x16KSixBitFactors(false, part, from, end, headers, factors);
     }
 
-    /** Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors. */
-    private static void x16KHalves(MemorySegment w, long group, int part, int from, int end, byte[] headers,
-            float[] factors) {
+    /**
+     * Copies the headers and widens each one's {@code d} and {@code dmin}, kept after the factors.
+     * q5_K_x16's header is q4_K_x16's (d, dmin, the 12 scale bytes, 16 rows each), at the start of
+     * each superblock's group rather than in {@link Q4_KX16#headerAt}'s chunks.
+     */
+    private static void x16KHalves(boolean q5K, MemorySegment w, long group, int part, int from, int end,
+            byte[] headers, float[] factors) {
         int lanes = X16_FLOATS.length();
         int halves = part * 2 * lanes;
         int dd = X16_K_CHUNK * 8 * 2 * lanes;
@@ -2331,7 +2358,7 @@ final class VectorOps implements KernelOps {
             int h = (b - from) * X16_K_HEADER;
             // Vector moves, not MemorySegment.copy: its checks per call cost as much as a
             // superblock's dot products on narrow rows (9% of a decode's samples).
-            long from16 = group + Q4_KX16.headerAt(b);
+            long from16 = group + (q5K ? b * Q5_KX16.GROUP_BLOCK_BYTES : Q4_KX16.headerAt(b));
             for (int k = 0; k < X16_K_HEADER; k += X16_HEADER_BYTES.length()) {
                 ByteVector.fromMemorySegment(X16_HEADER_BYTES, w, from16 + k, LE).intoArray(headers, h + k);
             }
@@ -2820,7 +2847,11 @@ final class VectorOps implements KernelOps {
         boolean lowBits = type == TensorType.Q2_K_X16 || type == TensorType.Q3_K_X16;
         boolean three = type == TensorType.Q3_K_X16;
         int blocks = cols / type.blockSize();
-        Q4_0X16.Inputs in = quantizeInputs(Scratch.get(), x, xOffset, batch, cols, inputKey);
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
+        // At most two per 16 values, or (q5_K) x16KFactors' chunk of superblocks and their d and dmin.
+        float[] factors = scratch.factors(Math.max(cols / 16, X16_K_CHUNK * (8 + 1)) * 2 * X16_FLOATS.length());
+        byte[] headers = k ? scratch.bytes(X16_K_CHUNK * X16_K_HEADER) : null;
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
@@ -2830,19 +2861,42 @@ final class VectorOps implements KernelOps {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
+                    if (k) {
+                        FloatVector zero = FloatVector.zero(X16_FLOATS);
+                        for (int b = 0; b < batch; b++) {
+                            zero.intoMemorySegment(out, at + b * outStride, LE);
+                        }
+                        for (int from = 0; from < blocks; from += X16_K_CHUNK) {
+                            int end = Math.min(blocks, from + X16_K_CHUNK);
+                            x16KFactors(true, weights, group, part, from, end, headers, factors);
+                            for (int b = 0; b < batch; b++) {
+                                x16Q5KGroup(weights, group, part, from, end, in, b * cols, b * (cols / 32), factors,
+                                        out, at + b * outStride);
+                            }
+                        }
+                        continue;
+                    }
+                    if (lowBits) {
+                        if (three) {
+                            x16Q3KFactors(weights, group, part, blocks, factors);
+                        } else {
+                            x16Q2KFactors(weights, group, part, blocks, factors);
+                        }
+                    } else if (iq4) {
+                        x16Iq4Factors(xs, weights, group, part, blocks, factors);
+                    } else {
+                        x16SmallBlocksFactors(type.source(), weights, group, part, blocks, factors);
+                    }
                     for (int b = 0; b < batch; b++) {
                         if (lowBits) {
-                            x16LowBitsKGroup(three, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
-                                    at + b * outStride);
+                            x16LowBitsKGroup(three, weights, group, part, blocks, in, b * cols, b * (cols / 32),
+                                    factors, out, at + b * outStride);
                         } else if (iq4) {
-                            x16Iq4Group(xs, weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
-                                    at + b * outStride);
-                        } else if (k) {
-                            x16Q5KGroup(weights, group, part, blocks, in, b * cols, b * (cols / 32), out,
-                                    at + b * outStride);
+                            x16Iq4Group(xs, weights, group, part, blocks, in, b * cols, b * (cols / 32), factors,
+                                    out, at + b * outStride);
                         } else {
                             x16SmallBlocksGroup(type.source(), weights, group, part, blocks, in, b * cols, b * blocks,
-                                    out, at + b * outStride);
+                                    factors, out, at + b * outStride);
                         }
                     }
                 }
@@ -2870,23 +2924,20 @@ final class VectorOps implements KernelOps {
      * the 16 taken back ({@code 2 * sum8} is {@code 16 Σ q}), then two fused multiply-adds per row
      * as {@link Q5_KX16#row} does them, with the 6-bit scale and min unpacked in int lanes.
      */
-    private static void x16Q5KGroup(MemorySegment w, long group, int part, int supers, Q4_0X16.Inputs in, int qBase,
-            int blockBase, MemorySegment out, long at) {
+    private static void x16Q5KGroup(MemorySegment w, long group, int part, int from, int end, Q4_0X16.Inputs in,
+            int qBase, int blockBase, float[] factors, MemorySegment out, long at) {
         int[] pairs = in.pairs();
         float[] ds = in.d();
         int[] sum8 = in.sum8();
         int lanes = X16_FLOATS.length();
         long pairsAt = part * 2L * lanes;
-        FloatVector acc = FloatVector.zero(X16_FLOATS);
-        for (int b = 0; b < supers; b++) {
+        FloatVector acc = FloatVector.fromMemorySegment(X16_FLOATS, out, at, LE);
+        for (int b = from; b < end; b++) {
             long block = group + b * Q5_KX16.GROUP_BLOCK_BYTES;
-            FloatVector d = x16Scales(w, block + pairsAt);
-            FloatVector dmin = x16Scales(w, block + 32 + pairsAt);
-            long scales = block + 64 + (long) part * lanes;
+            long highBits = block + Q5_KX16.HIGH_BITS + pairsAt;
             for (int t = 0; t < 8; t++) {
                 int m = (qBase + b * 256 + t * 32) / 2;
                 long nibbles = block + Q5_KX16.NIBBLES + pairsAt + 32L * 16 * (t / 2);
-                long highBits = block + Q5_KX16.HIGH_BITS + pairsAt;
                 ShortVector sums = ShortVector.zero(X16_SHORTS);
                 for (int p = 0; p < 16; p++) {
                     ShortVector packed = x16Load(w, nibbles + 32L * p);
@@ -2896,23 +2947,12 @@ final class VectorOps implements KernelOps {
                     sums = nibble.or(fifth).sub((short) 16).mul(x16Pair(pairs, m + p)).add(sums);
                 }
                 int i = blockBase + b * 8 + t;
-                IntVector scale;
-                IntVector min;
-                if (t < 4) {
-                    scale = x16RowBytes(w, scales + 16L * t).and(63);
-                    min = x16RowBytes(w, scales + 16L * (t + 4)).and(63);
-                } else {
-                    IntVector both = x16RowBytes(w, scales + 16L * (t + 4));
-                    scale = both.and(15).or(x16RowBytes(w, scales + 16L * (t - 4)).lanewise(VectorOperators.LSHR, 6)
-                            .lanewise(VectorOperators.LSHL, 4));
-                    min = both.lanewise(VectorOperators.LSHR, 4).or(x16RowBytes(w, scales + 16L * t)
-                            .lanewise(VectorOperators.LSHR, 6).lanewise(VectorOperators.LSHL, 4));
-                }
                 float dx = ds[i];
-                FloatVector sc = (FloatVector) scale.convert(VectorOperators.I2F, 0);
-                FloatVector mn = (FloatVector) min.convert(VectorOperators.I2F, 0);
-                acc = x16Sums(sums, -2 * sum8[i]).fma(d.mul(sc).mul(dx), acc);
-                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] / 8)).fma(dmin.mul(mn).mul(dx).neg(), acc);
+                int f = ((b - from) * 8 + t) * 2 * lanes;
+                FloatVector scale = FloatVector.fromArray(X16_FLOATS, factors, f);
+                FloatVector min = FloatVector.fromArray(X16_FLOATS, factors, f + lanes);
+                acc = x16Sums(sums, -2 * sum8[i]).fma(scale.mul(dx), acc);
+                acc = FloatVector.broadcast(X16_FLOATS, (float) (sum8[i] / 8)).fma(min.mul(dx).neg(), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);
@@ -2939,7 +2979,7 @@ final class VectorOps implements KernelOps {
      * fused multiply-add per row with {@code dw * dx}, as {@link Iq4X16#row} does.
      */
     private static void x16Iq4Group(boolean xs, MemorySegment w, long group, int part, int blocks,
-            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+            Q4_0X16.Inputs in, int qBase, int blockBase, float[] factors, MemorySegment out, long at) {
         int[] pairs = in.pairs();
         float[] ds = in.d();
         int lanes = X16_FLOATS.length();
@@ -2949,13 +2989,6 @@ final class VectorOps implements KernelOps {
         FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < blocks; b++) {
             long block = group + b * blockBytes;
-            FloatVector d = x16Scales(w, block + pairsAt);
-            IntVector scalesH = IntVector.zero(X16_INTS); // never null: a vector that may be null is boxed
-            IntVector scalesL = scalesH;
-            if (xs) {
-                scalesH = x16Scales16(w, block + 32 + pairsAt);
-                scalesL = IntVector.fromMemorySegment(X16_INTS, w, block + 64 + part * 4L * lanes, LE);
-            }
             long nibbles = block + (xs ? Iq4X16.XS_NIBBLES : 32) + pairsAt;
             for (int ib = 0; ib < subBlocks; ib++) {
                 int m = (qBase + (b * subBlocks + ib) * 32) / 2;
@@ -2968,18 +3001,40 @@ final class VectorOps implements KernelOps {
                     sums = sums.add(both.lanewise(VectorOperators.LSHL, 16).lanewise(VectorOperators.ASHR, 16))
                             .add(both.lanewise(VectorOperators.ASHR, 16));
                 }
-                FloatVector dw = d;
-                if (xs) {
-                    IntVector ls = scalesL.lanewise(VectorOperators.LSHR, 4 * ib).and(0x0f)
-                            .or(scalesH.lanewise(VectorOperators.LSHR, 2 * ib).and(3).lanewise(VectorOperators.LSHL, 4))
-                            .sub(32);
-                    dw = d.mul((FloatVector) ls.convert(VectorOperators.I2F, 0));
-                }
+                FloatVector dw = FloatVector.fromArray(X16_FLOATS, factors, (b * subBlocks + ib) * lanes);
                 FloatVector sumsF = (FloatVector) sums.convert(VectorOperators.I2F, 0);
                 acc = sumsF.fma(dw.mul(ds[blockBase + b * subBlocks + ib]), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * The row factors of one part of a group of iq4_nl or iq4_xs ({@link #x16Iq4Group}'s): per
+     * block of 32, {@code d} (iq4_xs: times the sub-block's 6-bit scale less 32), a vector each,
+     * in {@code factors}; once for all the inputs (see {@link #x16Q5KGroup}).
+     */
+    private static void x16Iq4Factors(boolean xs, MemorySegment w, long group, int part, int blocks,
+            float[] factors) {
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long blockBytes = xs ? Iq4X16.XS_GROUP_BLOCK_BYTES : Q4_0X16.GROUP_BLOCK_BYTES;
+        for (int b = 0; b < blocks; b++) {
+            long block = group + b * blockBytes;
+            FloatVector d = x16Scales(w, block + pairsAt);
+            if (!xs) {
+                d.intoArray(factors, b * lanes);
+                continue;
+            }
+            IntVector scalesH = x16Scales16(w, block + 32 + pairsAt);
+            IntVector scalesL = IntVector.fromMemorySegment(X16_INTS, w, block + 64 + part * 4L * lanes, LE);
+            for (int ib = 0; ib < 8; ib++) {
+                IntVector ls = scalesL.lanewise(VectorOperators.LSHR, 4 * ib).and(0x0f)
+                        .or(scalesH.lanewise(VectorOperators.LSHR, 2 * ib).and(3).lanewise(VectorOperators.LSHL, 4))
+                        .sub(32);
+                d.mul((FloatVector) ls.convert(VectorOperators.I2F, 0)).intoArray(factors, (b * 8 + ib) * lanes);
+            }
+        }
     }
 
     /**
@@ -2991,18 +3046,15 @@ final class VectorOps implements KernelOps {
      * second with the min and the input's {@code Σ q}), as {@link LowBitsKX16#row} does.
      */
     private static void x16LowBitsKGroup(boolean three, MemorySegment w, long group, int part, int supers,
-            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+            Q4_0X16.Inputs in, int qBase, int blockBase, float[] factors, MemorySegment out, long at) {
         int[] pairs = in.pairs();
         float[] ds = in.d();
         int lanes = X16_FLOATS.length();
         long pairsAt = part * 2L * lanes;
-        long rowsAt = (long) part * lanes;
         long blockBytes = three ? LowBitsKX16.Q3_GROUP_BLOCK_BYTES : LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
         FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < supers; b++) {
             long block = group + b * blockBytes;
-            FloatVector d = x16Scales(w, block + (three ? LowBitsKX16.Q3_D : LowBitsKX16.Q2_D) + pairsAt);
-            FloatVector dmin = three ? d : x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt); // q3_K: unused
             long quants = block + (three ? LowBitsKX16.Q3_QUANTS : LowBitsKX16.Q2_QUANTS) + pairsAt;
             for (int is = 0; is < 16; is++) {
                 int n = is / 8;
@@ -3023,26 +3075,59 @@ final class VectorOps implements KernelOps {
                 }
                 float dx = ds[blockBase + b * 8 + 4 * n + j];
                 FloatVector dot = x16Sums(sums, 0);
-                if (three) {
-                    long scales = block + LowBitsKX16.Q3_SCALES + rowsAt;
-                    IntVector low = x16RowBytes(w, scales + 16L * (is & 7));
-                    low = is < 8 ? low.and(0x0f) : low.lanewise(VectorOperators.LSHR, 4);
-                    IntVector high = x16RowBytes(w, scales + 16L * (8 + (is & 3)))
-                            .lanewise(VectorOperators.LSHR, 2 * (is / 4)).and(3);
-                    FloatVector scale = (FloatVector) low.or(high.lanewise(VectorOperators.LSHL, 4)).sub(32)
-                            .convert(VectorOperators.I2F, 0);
-                    acc = dot.fma(d.mul(scale).mul(dx), acc);
-                } else {
-                    IntVector sc = x16RowBytes(w, block + 16L * is + rowsAt);
-                    FloatVector scale = (FloatVector) sc.and(15).convert(VectorOperators.I2F, 0);
-                    FloatVector min = (FloatVector) sc.lanewise(VectorOperators.LSHR, 4).convert(VectorOperators.I2F, 0);
-                    acc = dot.fma(d.mul(scale).mul(dx), acc);
+                int f = (b * 16 + is) * 2 * lanes;
+                acc = dot.fma(FloatVector.fromArray(X16_FLOATS, factors, f).mul(dx), acc);
+                if (!three) {
                     acc = FloatVector.broadcast(X16_FLOATS, (float) LowBitsKX16.sum16(in, x))
-                            .fma(dmin.mul(min).mul(dx).neg(), acc);
+                            .fma(FloatVector.fromArray(X16_FLOATS, factors, f + lanes).mul(dx).neg(), acc);
                 }
             }
         }
         acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * The row factors of one part of a group of q2_K ({@link #x16LowBitsKGroup}'s): per sub-block of
+     * 16, {@code d * scale} and {@code dmin * min}, a vector each, side by side in {@code factors};
+     * once for all the inputs (see {@link #x16Q5KGroup}).
+     */
+    private static void x16Q2KFactors(MemorySegment w, long group, int part, int supers, float[] factors) {
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long rowsAt = (long) part * lanes;
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * LowBitsKX16.Q2_GROUP_BLOCK_BYTES;
+            FloatVector d = x16Scales(w, block + LowBitsKX16.Q2_D + pairsAt);
+            FloatVector dmin = x16Scales(w, block + LowBitsKX16.Q2_D + 32 + pairsAt);
+            for (int is = 0; is < 16; is++) {
+                int f = (b * 16 + is) * 2 * lanes;
+                IntVector sc = x16RowBytes(w, block + 16L * is + rowsAt);
+                d.mul((FloatVector) sc.and(15).convert(VectorOperators.I2F, 0)).intoArray(factors, f);
+                dmin.mul((FloatVector) sc.lanewise(VectorOperators.LSHR, 4).convert(VectorOperators.I2F, 0))
+                        .intoArray(factors, f + lanes);
+            }
+        }
+    }
+
+    /** The row factors of one part of a group of q3_K: per sub-block of 16, {@code d * scale}, as {@link #x16Q2KFactors} lays them out. */
+    private static void x16Q3KFactors(MemorySegment w, long group, int part, int supers, float[] factors) {
+        int lanes = X16_FLOATS.length();
+        long pairsAt = part * 2L * lanes;
+        long rowsAt = (long) part * lanes;
+        for (int b = 0; b < supers; b++) {
+            long block = group + b * LowBitsKX16.Q3_GROUP_BLOCK_BYTES;
+            FloatVector d = x16Scales(w, block + LowBitsKX16.Q3_D + pairsAt);
+            long scales = block + LowBitsKX16.Q3_SCALES + rowsAt;
+            for (int is = 0; is < 16; is++) {
+                IntVector low = x16RowBytes(w, scales + 16L * (is & 7));
+                low = is < 8 ? low.and(0x0f) : low.lanewise(VectorOperators.LSHR, 4);
+                IntVector high = x16RowBytes(w, scales + 16L * (8 + (is & 3)))
+                        .lanewise(VectorOperators.LSHR, 2 * (is / 4)).and(3);
+                FloatVector scale = (FloatVector) low.or(high.lanewise(VectorOperators.LSHL, 4)).sub(32)
+                        .convert(VectorOperators.I2F, 0);
+                d.mul(scale).intoArray(factors, (b * 16 + is) * 2 * lanes);
+            }
+        }
     }
 
     /** One part's 16-bit fields of the rows at {@code at} (two bytes a row, side by side), zero-extended to ints. */
@@ -3069,7 +3154,7 @@ final class VectorOps implements KernelOps {
      * per block to {@code bits | (bits >>> 1) << 16}, then per pair a shift, a mask and a shift.
      */
     private static void x16SmallBlocksGroup(TensorType source, MemorySegment w, long group, int part, int blocks,
-            Q4_0X16.Inputs in, int qBase, int blockBase, MemorySegment out, long at) {
+            Q4_0X16.Inputs in, int qBase, int blockBase, float[] factors, MemorySegment out, long at) {
         int[] pairs = in.pairs();
         float[] ds = in.d();
         int[] sum8 = in.sum8();
@@ -3078,7 +3163,6 @@ final class VectorOps implements KernelOps {
         boolean addBack = fifth && mins; // q5_1: its quants are not centred, the products less 16 are
         int lanes = X16_FLOATS.length();
         long blockBytes = SmallBlocksX16.groupBlockBytes(source);
-        long scales = group + part * 2L * lanes;
         long highBits = group + SmallBlocksX16.highBitsAt(source) + part * 4L * lanes;
         long nibbles = group + SmallBlocksX16.nibblesAt(source) + part * 2L * lanes;
         FloatVector acc = FloatVector.zero(X16_FLOATS);
@@ -3110,13 +3194,35 @@ final class VectorOps implements KernelOps {
             }
             int i = blockBase + b;
             float dx = ds[i];
-            acc = x16Sums(sums, addBack ? -2 * sum8[i] : 0).fma(x16Scales(w, scales + o).mul(dx), acc);
+            int f = b * 2 * lanes;
+            acc = x16Sums(sums, addBack ? -2 * sum8[i] : 0).fma(FloatVector.fromArray(X16_FLOATS, factors, f).mul(dx),
+                    acc);
             if (mins) {
-                acc = x16Scales(w, scales + 32 + o).fma(FloatVector.broadcast(X16_FLOATS,
+                acc = FloatVector.fromArray(X16_FLOATS, factors, f + lanes).fma(FloatVector.broadcast(X16_FLOATS,
                         SmallBlocksX16.inputSum(dx, sum8[i])), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);
+    }
+
+    /**
+     * The row factors of one part of a group of q5_0, q4_1 or q5_1 ({@link #x16SmallBlocksGroup}'s):
+     * per block, {@code d} and (q4_1, q5_1) {@code m}, widened, in {@code factors} two vectors
+     * apart; once for all the inputs (see {@link #x16Q5KGroup}).
+     */
+    private static void x16SmallBlocksFactors(TensorType source, MemorySegment w, long group, int part, int blocks,
+            float[] factors) {
+        boolean mins = SmallBlocksX16.hasMins(source);
+        int lanes = X16_FLOATS.length();
+        long blockBytes = SmallBlocksX16.groupBlockBytes(source);
+        long scales = group + part * 2L * lanes;
+        for (int b = 0; b < blocks; b++) {
+            long o = b * blockBytes;
+            x16Scales(w, scales + o).intoArray(factors, b * 2 * lanes);
+            if (mins) {
+                x16Scales(w, scales + 32 + o).intoArray(factors, b * 2 * lanes + lanes);
+            }
+        }
     }
 
     // ---- q6_K interleaved by 16 rows, int8 inputs ----

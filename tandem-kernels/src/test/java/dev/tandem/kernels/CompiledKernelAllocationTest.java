@@ -22,7 +22,10 @@ class CompiledKernelAllocationTest {
     @ParameterizedTest(name = "{0} batch {1}")
     @CsvSource({"Q4_0_X16, 1", "Q4_0_X16, 8", "Q4_K_X16, 1", "Q4_K_X16, 8", "Q8_0_X16, 1", "Q8_0_X16, 8",
             "Q8_0_X16, 13", "Q6_K_X16, 1", "Q6_K_X16, 8", "F32_X16, 1", "F32_X16, 8", "F32_X16, 13",
-            "F16_X16, 1", "F16_X16, 8", "F16_X16, 13", "BF16_X16, 1", "BF16_X16, 8", "BF16_X16, 13"})
+            "F16_X16, 1", "F16_X16, 8", "F16_X16, 13", "BF16_X16, 1", "BF16_X16, 8", "BF16_X16, 13",
+            "Q5_0_X16, 1", "Q5_0_X16, 8", "Q4_1_X16, 1", "Q4_1_X16, 8", "Q5_1_X16, 1", "Q5_1_X16, 8",
+            "IQ4_NL_X16, 1", "IQ4_NL_X16, 8", "IQ4_XS_X16, 1", "IQ4_XS_X16, 8", "Q5_K_X16, 1", "Q5_K_X16, 8",
+            "Q3_K_X16, 1", "Q3_K_X16, 8", "Q2_K_X16, 1", "Q2_K_X16, 8"})
     void warmKernelsAllocateNothing(TensorType type, int batch) {
         if (!Ops.preferred().name().startsWith("vector")) {
             return; // the scalar kernels have no vectors to box
@@ -37,15 +40,21 @@ class CompiledKernelAllocationTest {
             for (long i = 0; i < bytes; i++) {
                 src.set(LittleEndian.I8, i, (byte) random.nextInt(256));
             }
+            short small = Float.floatToFloat16(0.01f); // random f16 fields would include NaNs (widenF16's path)
             for (long block = 0; block < bytes / plain.blockBytes(); block++) {
                 long at = block * plain.blockBytes();
-                if (plain == TensorType.Q6_K) {
-                    src.set(LittleEndian.F16, at + 208, Float.floatToFloat16(0.01f)); // q6_K's d is last
-                    continue;
-                }
-                src.set(LittleEndian.F16, at, Float.floatToFloat16(0.01f));
-                if (plain == TensorType.Q4_K) {
-                    src.set(LittleEndian.F16, at + 2, Float.floatToFloat16(0.01f));
+                switch (plain) {
+                    case Q6_K -> src.set(LittleEndian.F16, at + 208, small); // q6_K's d is last
+                    case Q3_K -> src.set(LittleEndian.F16, at + 108, small);
+                    case Q2_K -> {
+                        src.set(LittleEndian.F16, at + 80, small);
+                        src.set(LittleEndian.F16, at + 82, small);
+                    }
+                    case Q4_K, Q5_K, Q4_1, Q5_1 -> {
+                        src.set(LittleEndian.F16, at, small);
+                        src.set(LittleEndian.F16, at + 2, small);
+                    }
+                    default -> src.set(LittleEndian.F16, at, small);
                 }
             }
             MemorySegment w = arena.allocate(bytes, 64);

@@ -1,0 +1,236 @@
+/*
+ * tandem's native int8 kernels: the integer dot products of the interleaved block types with
+ * AVX2's vpmaddubsw (unsigned nibbles times signed int8 input quants, pairs summed into int16),
+ * called through the FFM API by dev.tandem.kernels.NativeInt8 where /proc/cpuinfo lists avx2, fma
+ * and f16c. The Java vector API has no such multiply-add of byte pairs.
+ *
+ * Every function computes what its Java scalar twin computes, bit for bit: the integer sums are
+ * exact, and the float steps are the twin's, in its order (one fused multiply-add per block and
+ * row; gcc must not contract or reassociate anything else: -ffp-contract=off, no -ffast-math).
+ *
+ * Built by tandem-kernels' Maven build when gcc is on the path (see its pom.xml); the build goes
+ * on without it, and the Java kernels run.
+ */
+#include <immintrin.h>
+#include <stdint.h>
+
+/* Bytes of one block of a q4_0_x16 group: 16 f16 scales, then 8 x 32 nibble bytes. */
+#define Q4_0_GROUP_BLOCK 288
+
+/*
+ * One group of 16 rows of q4_0_x16 against N inputs, blocks in order from 0, as Q4_0X16.row:
+ * per block and row, isum = sum of (nibble * q) over the block's 32 values, then
+ * acc = fma((float) (isum - sum8), dw * dx, acc).
+ *   pairs: per input, per pair of quants (2m, 2m + 1), the two int8 quants as one 16-bit value
+ *          twice in a 32-bit word (a vpbroadcastd gives the pair in every 16-bit lane);
+ *          pairStride words apart from input to input.
+ *   ds, sum8: per input, per block: the input's factor and 8 * sum q; dStride apart.
+ *   out: 16 floats per input, outStride floats apart.
+ */
+static inline __attribute__((always_inline)) void q4_0_x16_tile(
+        const uint8_t *group, int blocks, int n, const uint32_t *pairs, int64_t pairStride,
+        const float *ds, const int32_t *sum8, int64_t dStride, float *out, int64_t outStride) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    /* The accumulators live in out (zeroed here): in registers, four inputs' float and int16
+     * accumulators were more than AVX2's 16 and gcc spilled them in the inner loop. */
+    for (int i = 0; i < n; i++) {
+        _mm256_storeu_ps(out + i * outStride, _mm256_setzero_ps());
+        _mm256_storeu_ps(out + i * outStride + 8, _mm256_setzero_ps());
+    }
+    for (int b = 0; b < blocks; b++) {
+        const uint8_t *block = group + (int64_t) b * Q4_0_GROUP_BLOCK;
+        __m256i low[4];
+        __m256i high[4];
+        for (int i = 0; i < n; i++) {
+            low[i] = _mm256_setzero_si256();
+            high[i] = _mm256_setzero_si256();
+        }
+        /* Not unrolled: unrolled, gcc computed all 64 products of a block first and spilled them. */
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            __m256i w = _mm256_loadu_si256((const __m256i *) (block + 32 + 32 * j));
+            __m256i l = _mm256_and_si256(w, nibble);
+            __m256i h = _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble);
+            for (int i = 0; i < n; i++) {
+                const uint32_t *p = pairs + i * pairStride + (int64_t) b * 16;
+                /* at most 2 * 15 * 127 a product pair, 8 of them: within int16 */
+                low[i] = _mm256_add_epi16(low[i], _mm256_maddubs_epi16(l, _mm256_set1_epi32((int) p[j])));
+                high[i] = _mm256_add_epi16(high[i], _mm256_maddubs_epi16(h, _mm256_set1_epi32((int) p[8 + j])));
+            }
+        }
+        __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) block));
+        __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
+        for (int i = 0; i < n; i++) {
+            __m256i s8 = _mm256_set1_epi32(sum8[i * dStride + b]);
+            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low[i])),
+                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high[i])));
+            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low[i], 1)),
+                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high[i], 1)));
+            __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
+            float *o = out + i * outStride;
+            _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s0, s8)),
+                    _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
+            _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s1, s8)),
+                    _mm256_mul_ps(dw1, dx), _mm256_loadu_ps(o + 8)));
+        }
+    }
+}
+
+/*
+ * Groups [0, groups) of 16 rows each, groupBytes apart from weights + offset, against inputs
+ * inputs: four at a time (each unpacked nibble vector serves four), the rest one at a time.
+ * out + outOffset (bytes) is the first group's first input's row 0; groups are 16 floats apart.
+ */
+void tandem_q4_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int blocks,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        int i = 0;
+        for (; i + 4 <= inputs; i += 4) {
+            q4_0_x16_tile(group, blocks, 4, pairs + i * pairStride, pairStride, ds + i * dStride,
+                    sum8 + i * dStride, dStride, o + i * outStride, outStride);
+        }
+        for (; i < inputs; i++) {
+            q4_0_x16_tile(group, blocks, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
+                    sum8 + i * dStride, dStride, o + i * outStride, outStride);
+        }
+    }
+}
+
+/*
+ * q4_K_x16: a group's superblocks lie in chunks of (at most) four: the chunk's headers (256 bytes
+ * each: 16 f16 d, 16 f16 dmin, then 12 scale bytes of the 16 rows, 16 bytes each), then their
+ * nibbles (2048 bytes each: per pair of sub-blocks, 16 vectors of 32 bytes, a byte pair per row,
+ * the low nibbles the even sub-block's, the high the odd one's). See Q4_KX16.headerAt/nibblesAt.
+ */
+#define Q4_K_GROUP_BLOCK (16 * 144)
+#define Q4_K_CHUNK 4
+
+static inline int64_t q4_k_header_at(int b) {
+    int first = b - b % Q4_K_CHUNK;
+    return (int64_t) first * Q4_K_GROUP_BLOCK + 256LL * (b - first);
+}
+
+static inline int64_t q4_k_nibbles_at(int b, int supers) {
+    int first = b - b % Q4_K_CHUNK;
+    int chunk = supers - first < Q4_K_CHUNK ? supers - first : Q4_K_CHUNK;
+    return (int64_t) first * Q4_K_GROUP_BLOCK + 256LL * chunk + 2048LL * (b - first);
+}
+
+/*
+ * A superblock's row factors, as Q4_KX16.row makes them: d * sc_t into f, dmin * m_t into g,
+ * sub-block t's 16 rows each; the 6-bit scales and mins unpacked as ScalarOps.q4_KScale/q4_KMin.
+ */
+static inline void q4_k_factors(const uint8_t *header, float f[8][16], float g[8][16]) {
+    for (int h = 0; h < 2; h++) {
+        __m256 d = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (header + 16 * h)));
+        __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (header + 32 + 16 * h)));
+        __m256i s[12];
+        for (int k = 0; k < 12; k++) {
+            s[k] = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *) (header + 64 + 16 * k + 8 * h)));
+        }
+        const __m256i six = _mm256_set1_epi32(63);
+        const __m256i four = _mm256_set1_epi32(15);
+        for (int t = 0; t < 4; t++) {
+            __m256i sc = _mm256_and_si256(s[t], six);
+            __m256i m = _mm256_and_si256(s[t + 4], six);
+            _mm256_storeu_ps(f[t] + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+            _mm256_storeu_ps(g[t] + 8 * h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+        }
+        for (int t = 4; t < 8; t++) {
+            __m256i sc = _mm256_or_si256(_mm256_and_si256(s[t + 4], four),
+                    _mm256_slli_epi32(_mm256_srli_epi32(s[t - 4], 6), 4));
+            __m256i m = _mm256_or_si256(_mm256_srli_epi32(s[t + 4], 4),
+                    _mm256_slli_epi32(_mm256_srli_epi32(s[t], 6), 4));
+            _mm256_storeu_ps(f[t] + 8 * h, _mm256_mul_ps(d, _mm256_cvtepi32_ps(sc)));
+            _mm256_storeu_ps(g[t] + 8 * h, _mm256_mul_ps(dmin, _mm256_cvtepi32_ps(m)));
+        }
+    }
+}
+
+/*
+ * Superblock b of a q4_K_x16 group against n inputs, added to their accumulators in out, as
+ * Q4_KX16.row: per sub-block t and row, acc = fma(dot, d * sc * dx, acc), then
+ * acc = fma(sum q, -(dmin * m * dx), acc).
+ */
+static inline __attribute__((always_inline)) void q4_k_x16_tile(
+        const uint8_t *nibbles, int b, float f[8][16], float g[8][16], int n, const uint32_t *pairs,
+        int64_t pairStride, const float *ds, const int32_t *sum8, int64_t dStride, float *out, int64_t outStride) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    for (int t = 0; t < 8; t++) {
+        const uint8_t *v = nibbles + 512 * (t / 2);
+        int shift = 4 * (t % 2);
+        __m256i first[4];
+        __m256i second[4];
+        for (int i = 0; i < n; i++) {
+            first[i] = _mm256_setzero_si256();
+            second[i] = _mm256_setzero_si256();
+        }
+        const uint32_t *p0 = pairs + (int64_t) b * 128 + t * 16;
+#pragma GCC unroll 1
+        for (int j = 0; j < 8; j++) {
+            /* at most 2 * 15 * 127 a product pair, 8 of them a half: within int16 */
+            __m256i a = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (v + 32 * j)),
+                    shift), nibble);
+            __m256i c = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (v + 256 + 32 * j)),
+                    shift), nibble);
+            for (int i = 0; i < n; i++) {
+                const uint32_t *p = p0 + i * pairStride;
+                first[i] = _mm256_add_epi16(first[i], _mm256_maddubs_epi16(a, _mm256_set1_epi32((int) p[j])));
+                second[i] = _mm256_add_epi16(second[i], _mm256_maddubs_epi16(c, _mm256_set1_epi32((int) p[8 + j])));
+            }
+        }
+        __m256 f0 = _mm256_loadu_ps(f[t]);
+        __m256 f1 = _mm256_loadu_ps(f[t] + 8);
+        __m256 g0 = _mm256_loadu_ps(g[t]);
+        __m256 g1 = _mm256_loadu_ps(g[t] + 8);
+        for (int i = 0; i < n; i++) {
+            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(first[i])),
+                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(second[i])));
+            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(first[i], 1)),
+                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(second[i], 1)));
+            int block = b * 8 + t;
+            __m256 dx = _mm256_set1_ps(ds[i * dStride + block]);
+            __m256 sum = _mm256_set1_ps((float) (sum8[i * dStride + block] / 8));
+            float *o = out + i * outStride;
+            __m256 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(f0, dx), _mm256_loadu_ps(o));
+            __m256 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(f1, dx), _mm256_loadu_ps(o + 8));
+            a0 = _mm256_fmadd_ps(sum, _mm256_xor_ps(_mm256_mul_ps(g0, dx), sign), a0);
+            a1 = _mm256_fmadd_ps(sum, _mm256_xor_ps(_mm256_mul_ps(g1, dx), sign), a1);
+            _mm256_storeu_ps(o, a0);
+            _mm256_storeu_ps(o + 8, a1);
+        }
+    }
+}
+
+/* As tandem_q4_0_x16, for q4_K_x16 (supers superblocks of 256 values a row). */
+void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int supers,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    float f[8][16];
+    float g[8][16];
+    for (int gr = 0; gr < groups; gr++) {
+        const uint8_t *group = weights + offset + gr * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * gr;
+        for (int i = 0; i < inputs; i++) {
+            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < supers; b++) {
+            q4_k_factors(group + q4_k_header_at(b), f, g);
+            const uint8_t *nibbles = group + q4_k_nibbles_at(b, supers);
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q4_k_x16_tile(nibbles, b, f, g, 4, pairs + i * pairStride, pairStride, ds + i * dStride,
+                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q4_k_x16_tile(nibbles, b, f, g, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
+                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+            }
+        }
+    }
+}

@@ -1,0 +1,217 @@
+package dev.tandem.kernels;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.net.URL;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.Arrays;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The native int8 kernels ({@code src/main/c/tandem_int8.c}), called through the FFM API: the
+ * integer dot products of q4_0_x16 and q4_K_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
+ * that the Vector API has no operation for. {@link #available()} when the build compiled the
+ * library (gcc on the path), the CPU lists {@code avx2}, {@code fma} and {@code f16c}, and the
+ * system property {@value #PROPERTY} is not {@code false}; otherwise the Java kernels run, after
+ * one INFO line through SLF4J that says why.
+ *
+ * <p>Each native kernel equals its Java scalar twin bit for bit ({@link Q4_0X16#row},
+ * {@link Q4_KX16#row}: the integer
+ * sums are exact, the float steps the twin's in its order), so a machine with the library and one
+ * without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call; each
+ * stages its inputs in native memory of its own.
+ */
+final class NativeInt8 {
+
+    /** Set to {@code false} to run the Java kernels even where the native ones could. */
+    static final String PROPERTY = "tandem.kernels.native";
+
+    /** The library's place among the module's resources, where the Maven build puts it. */
+    static final String RESOURCE = "/dev/tandem/kernels/native/libtandem_int8.so";
+
+    private static final Logger LOG = LoggerFactory.getLogger(NativeInt8.class);
+
+    /** {@code tandem_q4_0_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q4_0_X16;
+
+    /** {@code tandem_q4_k_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q4_K_X16;
+
+    static {
+        MethodHandle q4_0 = null;
+        MethodHandle q4_K = null;
+        String reason = reasonNotToLoad(System.getProperty(PROPERTY), System.getProperty("os.arch"), cpuFlags());
+        if (reason == null) {
+            try {
+                Path library = library();
+                if (library == null) {
+                    reason = "the build found no C compiler (" + RESOURCE + " is not on the class path)";
+                } else {
+                    SymbolLookup lookup = SymbolLookup.libraryLookup(library, Arena.global());
+                    Linker linker = Linker.nativeLinker();
+                    ValueLayout.OfLong j = ValueLayout.JAVA_LONG;
+                    ValueLayout.OfInt i = ValueLayout.JAVA_INT;
+                    java.lang.foreign.AddressLayout a = ValueLayout.ADDRESS;
+                    FunctionDescriptor groups = FunctionDescriptor.ofVoid(a, j, j, i, i, i, a, j, a, a, j, a, j, j);
+                    q4_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q4_0_x16"), groups,
+                            Linker.Option.critical(true));
+                    q4_K = linker.downcallHandle(lookup.findOrThrow("tandem_q4_k_x16"), groups,
+                            Linker.Option.critical(true));
+                }
+            } catch (IOException | RuntimeException e) {
+                reason = "the library did not load (" + e + ")";
+            }
+        }
+        Q4_0_X16 = q4_0 != null && q4_K != null ? q4_0 : null;
+        Q4_K_X16 = Q4_0_X16 != null ? q4_K : null;
+        if (reason != null) {
+            LOG.info("native int8 kernels off, the Java kernels run: {}", reason);
+        } else {
+            LOG.debug("native int8 kernels on (AVX2)");
+        }
+    }
+
+    private NativeInt8() {}
+
+    /** Whether the native kernels run in this JVM. */
+    static boolean available() {
+        return Q4_0_X16 != null;
+    }
+
+    /**
+     * Why the native kernels must not run, or {@code null} when they may.
+     *
+     * @param property the value of {@value #PROPERTY}, or {@code null}
+     * @param arch {@code os.arch}
+     * @param flags the CPU's flags from {@code /proc/cpuinfo}, or {@code null} where it is unreadable
+     */
+    static String reasonNotToLoad(String property, String arch, List<String> flags) {
+        if ("false".equals(property)) {
+            return PROPERTY + "=false";
+        }
+        if (!"amd64".equals(arch) && !"x86_64".equals(arch)) {
+            return "the CPU is " + arch + ", not x86-64";
+        }
+        if (flags == null) {
+            return "/proc/cpuinfo lists no CPU flags";
+        }
+        for (String flag : List.of("avx2", "fma", "f16c")) {
+            if (!flags.contains(flag)) {
+                return "the CPU lacks " + flag;
+            }
+        }
+        return null;
+    }
+
+    private static List<String> cpuFlags() {
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/cpuinfo"))) {
+                if (line.startsWith("flags")) {
+                    return Arrays.asList(line.substring(line.indexOf(':') + 1).trim().split("\\s+"));
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            // not Linux, or no /proc: no flags, the Java kernels
+        }
+        return null;
+    }
+
+    /** The library as a file: the resource itself when the classes are a directory, else a copy. */
+    private static Path library() throws IOException {
+        URL url = NativeInt8.class.getResource(RESOURCE);
+        if (url == null) {
+            return null;
+        }
+        if ("file".equals(url.getProtocol())) {
+            return Path.of(java.net.URI.create(url.toString()));
+        }
+        Path copy = Files.createTempFile("tandem_int8", ".so");
+        copy.toFile().deleteOnExit();
+        try (InputStream in = url.openStream()) {
+            Files.copy(in, copy, StandardCopyOption.REPLACE_EXISTING);
+        }
+        return copy;
+    }
+
+    /**
+     * Full groups {@code [first, first + groups)} of 16 rows of a q4_0_x16 matrix of
+     * {@code blocks} blocks a row, against the {@code batch} inputs {@code in} quantized (each
+     * {@code cols} values), into {@code out} as {@link MatmulOps#matmulQ4_0_X16} writes it.
+     */
+    static void q4_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        Staged staged = Staged.of(in, batch, cols);
+        long groupBytes = 16L * blocks * 18;
+        try {
+            Q4_0_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
+                    batch,
+                    staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
+                    out, outOffset + (long) first * Float.BYTES, (long) rows);
+        } catch (Throwable e) {
+            throw new IllegalStateException("native q4_0_x16 kernel failed", e);
+        }
+    }
+
+    /**
+     * Full groups {@code [first, first + groups)} of 16 rows of a q4_K_x16 matrix of
+     * {@code supers} superblocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q4_KX16#row}
+     * bit for bit).
+     */
+    static void q4_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
+            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        Staged staged = Staged.of(in, batch, cols);
+        long groupBytes = 16L * supers * 144;
+        try {
+            Q4_K_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, supers,
+                    batch,
+                    staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
+                    out, outOffset + (long) first * Float.BYTES, (long) rows);
+        } catch (Throwable e) {
+            throw new IllegalStateException("native q4_K_x16 kernel failed", e);
+        }
+    }
+
+    /**
+     * One thread's inputs in native memory: the pairs of quants as the native kernels broadcast
+     * them (two int8 in 16 bits, twice in a word), the factors and {@code 8 * sum q}.
+     */
+    private static final class Staged {
+        private static final ThreadLocal<Staged> OF_THREAD = ThreadLocal.withInitial(Staged::new);
+
+        private MemorySegment pairs = MemorySegment.NULL;
+        private MemorySegment ds = MemorySegment.NULL;
+        private MemorySegment sum8 = MemorySegment.NULL;
+
+        static Staged of(Q4_0X16.Inputs in, int batch, int cols) {
+            Staged staged = OF_THREAD.get();
+            int pairCount = batch * cols / 2;
+            int blocks = batch * (cols / 32);
+            if (staged.pairs.byteSize() < pairCount * 4L || staged.ds.byteSize() < blocks * 4L) {
+                Arena arena = Arena.ofAuto();
+                staged.pairs = arena.allocate(pairCount * 4L, 64);
+                staged.ds = arena.allocate(blocks * 4L, 64);
+                staged.sum8 = arena.allocate(blocks * 4L, 64);
+            }
+            int[] p = in.pairs();
+            for (int m = 0; m < pairCount; m++) {
+                int pair = p[m];
+                int bytes = (pair & 0xff) | (pair >>> 8 & 0xff00);
+                staged.pairs.setAtIndex(ValueLayout.JAVA_INT, m, bytes | bytes << 16);
+            }
+            MemorySegment.copy(in.d(), 0, staged.ds, ValueLayout.JAVA_FLOAT, 0, blocks);
+            MemorySegment.copy(in.sum8(), 0, staged.sum8, ValueLayout.JAVA_INT, 0, blocks);
+            return staged;
+        }
+    }
+}
