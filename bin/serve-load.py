@@ -35,9 +35,10 @@ SYSTEM = text(random.Random(500), 190)  # the shared prefix: about 500 tokens on
 class Prompts:
     """The prompts one client sends, by workload."""
 
-    def __init__(self, workload, client):
+    def __init__(self, workload, client, run):
         self.workload = workload
-        self.rng = random.Random(1000 + client)
+        self.run = run
+        self.rng = random.Random(run * 100003 + client)
         self.client = client
         self.k = 0
         self.history = None
@@ -45,12 +46,12 @@ class Prompts:
     def next(self):
         self.k += 1
         if self.workload == "unique":
-            return f"{self.client} {self.k} " + text(self.rng, 40)
+            return f"{self.run} {self.client} {self.k} " + text(self.rng, 40)
         if self.workload == "shared-prefix":
             return SYSTEM + " User: " + text(self.rng, 16) + " Assistant:"
         # multi-turn: the conversation so far, resent with each new user turn; a new one after 6 turns
         if self.history is None or self.k % 6 == 1:
-            self.history = text(random.Random(7 + self.client), 60)
+            self.history = f"{self.run} " + text(self.rng, 60)
         self.history += " User: " + text(self.rng, 12) + " Assistant:"
         return self.history
 
@@ -133,11 +134,12 @@ def main():
     errors = [0] * args.clients
     last_end = [0.0] * args.clients
     first_error = []
+    run = random.SystemRandom().randrange(1 << 30)  # this run's prompts are its own: no cache holds them
     start = time.perf_counter()
     until = start + args.seconds
 
     def client(c):
-        prompts = Prompts(args.workload, c)
+        prompts = Prompts(args.workload, c, run)
         while True:
             try:
                 tokens, ttft, gaps, text_out = complete(url, args.model, prompts.next(), args.tokens)

@@ -199,9 +199,11 @@ public final class ServeBench {
                     missing.add("llama.cpp: " + started);
                 }
             }
-            for (Running r : servers) { // warm-up: the JIT, the servers' first requests
-                ServeLoad.run(r.base(), model, ServeLoad.Workload.UNIQUE, Math.min(4, maxOf(s.clients())),
-                        s.maxTokens(), Math.min(4, s.secondsPerRun()));
+            for (Running r : servers) { // warm-up: the JIT (batch shapes of 8 and of 1), the servers' first requests
+                ServeLoad.run(r.base(), model, ServeLoad.Workload.UNIQUE, Math.min(8, maxOf(s.clients())),
+                        s.maxTokens(), Math.min(8, 2 * s.secondsPerRun()));
+                ServeLoad.run(r.base(), model, ServeLoad.Workload.UNIQUE, 1, s.maxTokens(),
+                        Math.min(4, s.secondsPerRun()));
             }
             for (ServeLoad.Workload workload : s.workloads()) {
                 for (int c : s.clients()) {

@@ -77,24 +77,26 @@ public final class ServeLoad {
     static final class Prompts {
         private final Workload workload;
         private final int client;
+        private final long run;
         private final SplittableRandom random;
         private int k;
         private StringBuilder history;
 
-        Prompts(Workload workload, int client) {
+        Prompts(Workload workload, int client, long run) {
             this.workload = workload;
             this.client = client;
-            this.random = new SplittableRandom(1000 + client);
+            this.run = run;
+            this.random = new SplittableRandom(run * 100_003 + client);
         }
 
         String next() {
             k++;
             return switch (workload) {
-                case UNIQUE -> client + " " + k + " " + words(random, 40);
+                case UNIQUE -> run + " " + client + " " + k + " " + words(random, 40);
                 case SHARED_PREFIX -> SYSTEM + " User: " + words(random, 16) + " Assistant:";
                 case MULTI_TURN -> {
                     if (history == null || k % 6 == 1) {
-                        history = new StringBuilder(words(new SplittableRandom(7 + client), 60));
+                        history = new StringBuilder(run + " " + words(random, 60));
                     }
                     history.append(" User: ").append(words(random, 12)).append(" Assistant:");
                     yield history.toString();
@@ -127,6 +129,14 @@ public final class ServeLoad {
     /** One completion's figures. */
     private record Stream1(long tokens, long promptTokens, double ttftMs, double[] itlMs, String text) {}
 
+    /**
+     * Runs so far in this JVM: each run's prompts are its own, so no server finds a unique prompt or a
+     * conversation of an earlier run (or an earlier server's turn) in its cache; the shared prefix
+     * is the same in every run, as a system prompt is.
+     */
+    private static final java.util.concurrent.atomic.AtomicLong RUNS = new java.util.concurrent.atomic.AtomicLong(
+            System.nanoTime() & 0xffff);
+
     /** Runs {@code clients} clients for about {@code seconds}, each completing at least once. */
     public static Result run(URI base, String model, Workload workload, int clients, int maxTokens, double seconds)
             throws InterruptedException {
@@ -137,12 +147,13 @@ public final class ServeLoad {
         long start = System.nanoTime();
         long until = start + (long) (seconds * 1e9);
         long[] lastEnd = new long[clients];
+        long run = RUNS.incrementAndGet();
         for (int c = 0; c < clients; c++) {
             List<Stream1> mine = new ArrayList<>();
             perClient.add(mine);
             int client = c;
             Thread.ofPlatform().name("serve-load-" + c).daemon().start(() -> {
-                Prompts prompts = new Prompts(workload, client);
+                Prompts prompts = new Prompts(workload, client, run);
                 try {
                     do {
                         try {

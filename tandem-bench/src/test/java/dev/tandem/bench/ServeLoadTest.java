@@ -41,16 +41,18 @@ class ServeLoadTest {
 
     @Test
     void workloadsSendUniqueSharedAndGrowingPrompts() {
-        ServeLoad.Prompts unique = new ServeLoad.Prompts(ServeLoad.Workload.UNIQUE, 3);
-        assertThat(unique.next()).startsWith("3 1 ").isNotEqualTo(unique.next());
+        ServeLoad.Prompts unique = new ServeLoad.Prompts(ServeLoad.Workload.UNIQUE, 3, 9);
+        assertThat(unique.next()).startsWith("9 3 1 ").isNotEqualTo(unique.next());
+        assertThat(new ServeLoad.Prompts(ServeLoad.Workload.UNIQUE, 3, 10).next())
+                .as("another run, other prompts").doesNotStartWith("9 3 1 ");
 
-        ServeLoad.Prompts shared = new ServeLoad.Prompts(ServeLoad.Workload.SHARED_PREFIX, 0);
+        ServeLoad.Prompts shared = new ServeLoad.Prompts(ServeLoad.Workload.SHARED_PREFIX, 0, 1);
         String a = shared.next();
-        String b = new ServeLoad.Prompts(ServeLoad.Workload.SHARED_PREFIX, 1).next();
+        String b = new ServeLoad.Prompts(ServeLoad.Workload.SHARED_PREFIX, 1, 1).next();
         assertThat(a).startsWith(ServeLoad.SYSTEM).isNotEqualTo(b);
         assertThat(b).startsWith(ServeLoad.SYSTEM);
 
-        ServeLoad.Prompts chat = new ServeLoad.Prompts(ServeLoad.Workload.MULTI_TURN, 2);
+        ServeLoad.Prompts chat = new ServeLoad.Prompts(ServeLoad.Workload.MULTI_TURN, 2, 1);
         String first = chat.next();
         chat.reply(" a reply");
         String second = chat.next();
