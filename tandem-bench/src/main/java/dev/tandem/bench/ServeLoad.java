@@ -282,6 +282,8 @@ public final class ServeLoad {
     static final class HttpBody {
         private final InputStream in;
         private boolean chunked;
+        /** The body's bytes not yet read when the response gave its length, else -1 (read to the end). */
+        private long left = -1;
         private boolean headersDone;
         private long chunkLeft;
         private boolean ended;
@@ -298,6 +300,8 @@ public final class ServeLoad {
                 String lower = h.toLowerCase(Locale.ROOT);
                 if (lower.startsWith("transfer-encoding:") && lower.contains("chunked")) {
                     chunked = true;
+                } else if (lower.startsWith("content-length:")) {
+                    left = Long.parseLong(lower.substring("content-length:".length()).trim());
                 }
             }
             headersDone = true;
@@ -332,7 +336,15 @@ public final class ServeLoad {
                 return -1;
             }
             if (!chunked) {
-                return in.read();
+                // a server may keep the connection open whatever the request asked: read what it said it sent
+                if (left == 0) {
+                    return -1;
+                }
+                int c = in.read();
+                if (c >= 0 && left > 0) {
+                    left--;
+                }
+                return c;
             }
             if (chunkLeft == 0) {
                 String size = rawLine();

@@ -34,9 +34,12 @@ class ServeLoadTest {
     }
 
     @Test
-    void aPlainBodyIsReadToTheEndOfTheConnection() throws Exception {
-        assertThat(lines("HTTP/1.1 400 Bad Request\r\nContent-Length: 9\r\n\r\n{\"e\":\"x\"}"))
+    void aPlainBodyIsReadToItsLengthOrToTheEndOfTheConnection() throws Exception {
+        // a kept-alive connection: the bytes after the body's length are never read
+        assertThat(lines("HTTP/1.1 400 Bad Request\r\nContent-Length: 10\r\n\r\n{\"e\":\"x\"}\nHTTP/1.1 200"))
                 .containsExactly("HTTP/1.1 400 Bad Request", "{\"e\":\"x\"}");
+        assertThat(lines("HTTP/1.1 200 OK\r\n\r\nno length\nat all"))
+                .containsExactly("HTTP/1.1 200 OK", "no length", "at all");
     }
 
     @Test
