@@ -152,11 +152,6 @@ public final class ServeBench {
 
     private ServeBench() {}
 
-    /** The random {@code small}-shaped GGUF of {@code type} whose greedy output is printable text (written once). */
-    public static Path printableFile(Path dir, GgmlType type) {
-        return printableFile(dir, "small", type);
-    }
-
     /** The random GGUF of shape {@code shape} ({@link PeerDecodeBench#shapes()}) whose greedy output is printable. */
     public static Path printableFile(Path dir, String shape, GgmlType type) {
         var config = PeerDecodeBench.shapes().get(shape);
