@@ -50,18 +50,24 @@ import java.util.function.LongFunction;
  * normalizes into the output itself. A decode row costs a handful of tasks however long its
  * context: the host builds few, and each does enough work to pay for its scheduling.
  *
- * <p>Each task declares exactly what it touches in request memory, row by row: its rows of the
- * scratch slab of its partition (scores, block stats and partial of the block in hand, the
- * partition's running state; a task whose rows have one partition each keeps those in its
- * core's own scratch instead, {@link #local}, as no other task reads them), its rows of the query,
- * the positions the row attends to in each run of KV blocks
- * adjacent in the cache (one region per run, so a sequence whose blocks are in order costs one
- * read region however long its context; all KV heads of them: a tile of fewer heads reads only its share, strided, which no region can
- * describe; nothing writes those positions while attention reads them, so the wider read costs
- * no parallelism), and its rows of the output. The partitions of one tile and chunk are
- * independent; the combine waits for all of them. The reads of the query and of the KV blocks
- * wait for whoever wrote them last (the program's previous tasks); the scratch and output
- * writes wait for the readers of their previous contents (the layer before).
+ * <p>Each task declares what it touches in request memory, a chunk of rows at a time: its
+ * chunk's rows of the scratch slab of its partition (scores, block stats and partial of the
+ * block in hand, the partition's running state: one region each, a tile's rows being
+ * contiguous; a task whose rows have one partition each keeps those in its core's own scratch
+ * instead, {@link #local}, as no other task reads them), its chunk's rows of the query, the
+ * runs of KV blocks adjacent in the cache that its rows attend to ({@link Runs}: rows of one
+ * sequence share them, so a prompt's chunk of rows reads each block once, and a sequence whose
+ * blocks are in order costs one region however long its context; all KV heads of them: a tile
+ * of fewer heads reads only its share, strided, which no region can describe; nothing writes
+ * those positions while attention reads them, so the wider read costs no parallelism), and each
+ * row's heads of the output (strided too: one region a row, so the tiles of a row write apart).
+ * The kernels find a row's place in a region from its index in the chunk and walk its own
+ * pieces of the runs, so a row computes the same whatever rows share its task. The partitions
+ * of one tile and chunk are independent; the combine waits for all of them. The reads of the
+ * query and of the KV blocks wait for whoever wrote them last (the program's previous tasks);
+ * the scratch and output writes wait for the readers of their previous contents (the layer
+ * before). Declared per row, a 256-row prompt step of a 24-layer model made about half a million
+ * regions, which outlived the young generation and grew the server's heap by hundreds of MB.
  */
 final class PagedAttention {
 
@@ -138,56 +144,69 @@ final class PagedAttention {
         long scoreBytes = blockSize * F;
         long statBytes = STATS * F;
 
-        // Scalars of both kernels: [0] heads of the tile, [1] first head of the tile, [2] for a
-        // partition task whether it also normalizes (its chunk has one partition), then one scalar
-        // per row (its blocks in this partition; for the combine, its partitions), in region order.
+        // Regions of a partition task: unless it normalizes (its chunk has one partition), its
+        // chunk's rows of the five scratch cells of its slab; the chunk's rows of the query; the
+        // task's runs of KV blocks, keys then values (m of each); if it normalizes, one output
+        // region per row. Scalars: [0] heads of the tile, [1] its first head, [2] whether it
+        // normalizes, [3] m, then per row it computes: the row's index in the chunk, its pieces,
+        // and per piece the run it lies in, its byte offset there and its positions.
         this.partition = Kernel.of("attention", c -> {
             int tile = (int) c.scalar(0);
             int h0 = (int) c.scalar(1);
             boolean last = c.scalar(2) != 0;
+            int runs = (int) c.scalar(3);
             // One partition: the running state stays in this core's own scratch (nothing else reads it).
             MemorySegment[] own = last ? local.get() : null;
             int cells = last ? 0 : 5;
-            int at = 0;
-            for (int i = 0; 3 + i < c.scalarCount(); i++) {
-                int runs = (int) c.scalar(3 + i);
-                MemorySegment scores = last ? own[0] : c.region(at);
-                MemorySegment blockStats = last ? own[1] : c.region(at + 1);
-                MemorySegment partial = last ? own[2] : c.region(at + 2);
-                MemorySegment runningStats = last ? own[3] : c.region(at + 3);
-                MemorySegment runningOut = last ? own[4] : c.region(at + 4);
-                MemorySegment q = c.region(at + cells);
-                int keysAt = at + cells + 1;
-                int valuesAt = keysAt + runs;
+            MemorySegment scores = last ? own[0] : c.region(0);
+            MemorySegment blockStats = last ? own[1] : c.region(1);
+            MemorySegment partial = last ? own[2] : c.region(2);
+            MemorySegment runningStats = last ? own[3] : c.region(3);
+            MemorySegment runningOut = last ? own[4] : c.region(4);
+            MemorySegment q = c.region(cells);
+            int keysAt = cells + 1;
+            int valuesAt = keysAt + runs;
+            int outAt = valuesAt + runs;
+            for (int s = 4, row = 0; s < c.scalarCount(); row++) {
+                int i = (int) c.scalar(s++);
+                int pieces = (int) c.scalar(s++);
+                long scoresAt = last ? 0 : (long) i * tile * scoreBytes;
+                long statsAt = last ? 0 : (long) i * tile * statBytes;
+                long headsAt = last ? 0 : (long) i * tile * headBytes;
+                long qAt = ((long) i * heads + h0) * headBytes;
                 for (int hl = 0; hl < tile; hl++) {
-                    ops.onlineInit(runningStats, hl * statBytes, runningOut, hl * headBytes, headDim);
+                    ops.onlineInit(runningStats, statsAt + hl * statBytes, runningOut, headsAt + hl * headBytes,
+                            headDim);
                 }
-                for (int j = 0; j < runs; j++) {
-                    // A run of whole blocks, adjacent in the cache; its last block may be partly valid.
-                    MemorySegment keys = c.region(keysAt + j);
-                    MemorySegment values = c.region(valuesAt + j);
-                    int positions = (int) (keys.byteSize() / (rowStride * F));
+                for (int j = 0; j < pieces; j++, s += 3) {
+                    // A piece of a run of whole blocks adjacent in the cache; its last block may be partly valid.
+                    int run = (int) c.scalar(s);
+                    long pieceAt = c.scalar(s + 1);
+                    int positions = (int) c.scalar(s + 2);
+                    MemorySegment keys = c.region(keysAt + run);
+                    MemorySegment values = c.region(valuesAt + run);
                     for (int p0 = 0; p0 < positions; p0 += blockSize) {
                         int valid = Math.min(blockSize, positions - p0);
-                        long blockAt = p0 * (long) rowStride * F;
+                        long blockAt = pieceAt + p0 * (long) rowStride * F;
                         for (int hl = 0; hl < tile; hl++) {
                             long kvAt = blockAt + (h0 + hl) / group * headBytes;
-                            ops.qk(q, hl * headBytes, keys, kvAt, scores, hl * scoreBytes, headDim, rowStride, valid,
+                            long scoreAt = scoresAt + hl * scoreBytes;
+                            long statAt = statsAt + hl * statBytes;
+                            long headAt = headsAt + hl * headBytes;
+                            ops.qk(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, rowStride, valid,
                                     scale);
                             if (softcap > 0) {
-                                capScores(scores, hl * scoreBytes, valid);
+                                capScores(scores, scoreAt, valid);
                             }
-                            ops.softmaxPrepare(scores, hl * scoreBytes, blockStats, hl * statBytes, valid);
-                            ops.pv(scores, hl * scoreBytes, values, kvAt, partial, hl * headBytes, headDim, rowStride,
-                                    valid);
-                            ops.onlineUpdate(runningStats, hl * statBytes, runningOut, hl * headBytes, blockStats,
-                                    hl * statBytes, partial, hl * headBytes, headDim);
+                            ops.softmaxPrepare(scores, scoreAt, blockStats, statAt, valid);
+                            ops.pv(scores, scoreAt, values, kvAt, partial, headAt, headDim, rowStride, valid);
+                            ops.onlineUpdate(runningStats, statAt, runningOut, headAt, blockStats, statAt, partial,
+                                    headAt, headDim);
                         }
                     }
                 }
-                at = valuesAt + runs;
                 if (last) {
-                    MemorySegment out = c.region(at++);
+                    MemorySegment out = c.region(outAt + row);
                     for (int hl = 0; hl < tile; hl++) {
                         ops.normalize(runningStats, hl * statBytes, runningOut, hl * headBytes, out, hl * headBytes,
                                 headDim);
@@ -195,26 +214,31 @@ final class PagedAttention {
                 }
             }
         });
+        // Regions of a combine task: per slab p below [2], the chunk's rows of its running stats
+        // and running output; then one output region per row. Scalars: [0] heads of the tile,
+        // [1] its first head, [2] the slabs declared, then per row of the chunk its partitions.
         this.combine = Kernel.of("attention_combine", c -> {
             int tile = (int) c.scalar(0);
-            int at = 0;
+            int outAt = 2 * (int) c.scalar(2);
             for (int i = 0; 3 + i < c.scalarCount(); i++) {
                 int parts = (int) c.scalar(3 + i);
-                MemorySegment stats = c.region(at);
-                MemorySegment running = c.region(at + 1);
+                long statsAt = (long) i * tile * statBytes;
+                long headsAt = (long) i * tile * headBytes;
+                MemorySegment stats = c.region(0);
+                MemorySegment running = c.region(1);
                 for (int p = 1; p < parts; p++) {
-                    MemorySegment partStats = c.region(at + 2 * p);
-                    MemorySegment partOut = c.region(at + 2 * p + 1);
+                    MemorySegment partStats = c.region(2 * p);
+                    MemorySegment partOut = c.region(2 * p + 1);
                     for (int hl = 0; hl < tile; hl++) {
-                        ops.onlineUpdate(stats, hl * statBytes, running, hl * headBytes, partStats, hl * statBytes,
-                                partOut, hl * headBytes, headDim);
+                        ops.onlineUpdate(stats, statsAt + hl * statBytes, running, headsAt + hl * headBytes,
+                                partStats, statsAt + hl * statBytes, partOut, headsAt + hl * headBytes, headDim);
                     }
                 }
-                MemorySegment out = c.region(at + 2 * parts);
+                MemorySegment out = c.region(outAt + i);
                 for (int hl = 0; hl < tile; hl++) {
-                    ops.normalize(stats, hl * statBytes, running, hl * headBytes, out, hl * headBytes, headDim);
+                    ops.normalize(stats, statsAt + hl * statBytes, running, headsAt + hl * headBytes, out,
+                            hl * headBytes, headDim);
                 }
-                at += 2 * parts + 1;
             }
         });
     }
@@ -385,96 +409,238 @@ final class PagedAttention {
             partitions = Math.max(partitions, parts[i]);
         }
         boolean single = partitions == 1;
+        Region rowsOfQuery = query.region((long) r0 * heads * headBytes, (long) n * heads * headBytes);
         List<Access> accesses = new ArrayList<>();
-        long[] scalars = new long[3 + n];
+        Runs runs = new Runs(n);
         for (int p = 0; p < partitions; p++) {
-            scalars[0] = tile;
-            scalars[1] = h0;
-            scalars[2] = single ? 1 : 0;
-            int active = 0;
+            if (!single) { // a single partition's running state is its core's own (local)
+                accesses.add(write(cells(s.scores(), maxRows, p, h0, tile, r0, n, blockSize)));
+                accesses.add(write(cells(s.blockStats(), maxRows, p, h0, tile, r0, n, STATS)));
+                accesses.add(write(cells(s.partial(), maxRows, p, h0, tile, r0, n, headDim)));
+                accesses.add(write(cells(s.runningStats(), maxRows, p, h0, tile, r0, n, STATS)));
+                accesses.add(write(cells(s.runningOut(), maxRows, p, h0, tile, r0, n, headDim)));
+            }
+            accesses.add(read(rowsOfQuery));
+            runs.clear();
             for (int i = 0; i < n; i++) {
-                if (p >= parts[i]) {
-                    continue;
+                if (p < parts[i]) {
+                    int j0 = firstBlock[i] + p * per[i];
+                    runs.add(i, tables[r0 + i], j0, Math.min(firstBlock[i] + blocks[i], j0 + per[i]), start[i],
+                            contexts[r0 + i]);
                 }
-                int r = r0 + i;
-                int j0 = firstBlock[i] + p * per[i];
-                int j1 = Math.min(firstBlock[i] + blocks[i], j0 + per[i]);
-                int[] table = tables[r];
-                int runs = 0;
-                for (int j = j0; j < j1; j++) {
-                    if (j == j0 || table[j] != table[j - 1] + 1) {
-                        runs++;
-                    }
+            }
+            long[] scalars = runs.close(tile, h0, single);
+            for (Buffer cache : new Buffer[] {keys, values}) {
+                for (int k = 0; k < runs.count; k++) {
+                    int a = runs.firstBlock[k];
+                    long from = runs.from[k];
+                    accesses.add(read(cache.region(cacheOffset + runs.table[k][a] * blockBytes()
+                            + (from - (long) a * blockSize) * rowStride() * F, (runs.to[k] - from) * rowStride() * F)));
                 }
-                scalars[3 + active++] = runs;
-                if (!single) { // a single partition's running state is its core's own (local)
-                    accesses.add(write(cell(s.scores(), maxRows, p, h0, tile, r, blockSize)));
-                    accesses.add(write(cell(s.blockStats(), maxRows, p, h0, tile, r, STATS)));
-                    accesses.add(write(cell(s.partial(), maxRows, p, h0, tile, r, headDim)));
-                    accesses.add(write(cell(s.runningStats(), maxRows, p, h0, tile, r, STATS)));
-                    accesses.add(write(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
-                }
-                accesses.add(read(query.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
-                addRuns(accesses, keys, cacheOffset, table, j0, j1, start[i], contexts[r]);
-                addRuns(accesses, values, cacheOffset, table, j0, j1, start[i], contexts[r]);
-                if (single) {
+            }
+            if (single) {
+                for (int r = r0; r < r1; r++) {
                     accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
                 }
             }
-            o.submit(partition, Arrays.copyOf(scalars, 3 + active), take(accesses));
+            o.submit(partition, scalars, take(accesses));
         }
         if (single) {
             return;
         }
+        long[] scalars = new long[3 + n];
+        scalars[0] = tile;
+        scalars[1] = h0;
+        scalars[2] = partitions;
+        for (int p = 0; p < partitions; p++) {
+            Region stats = cells(s.runningStats(), maxRows, p, h0, tile, r0, n, STATS);
+            Region running = cells(s.runningOut(), maxRows, p, h0, tile, r0, n, headDim);
+            accesses.add(p == 0 ? readWrite(stats) : read(stats));
+            accesses.add(p == 0 ? readWrite(running) : read(running));
+        }
         for (int i = 0; i < n; i++) {
             int r = r0 + i;
             scalars[3 + i] = parts[i];
-            accesses.add(readWrite(cell(s.runningStats(), maxRows, 0, h0, tile, r, STATS)));
-            accesses.add(readWrite(cell(s.runningOut(), maxRows, 0, h0, tile, r, headDim)));
-            for (int p = 1; p < parts[i]; p++) {
-                accesses.add(read(cell(s.runningStats(), maxRows, p, h0, tile, r, STATS)));
-                accesses.add(read(cell(s.runningOut(), maxRows, p, h0, tile, r, headDim)));
-            }
             accesses.add(write(out.region(((long) r * heads + h0) * headBytes, tile * headBytes)));
         }
-        scalars[2] = 0;
         o.submit(combine, scalars, take(accesses));
     }
 
     /**
-     * The floats of row {@code r}, heads {@code [h0, h0 + tile)} in slab {@code slab} of a scratch
-     * buffer laid out as {@code [slab][tile][row][head of tile][perHead]}: one tile's rows are
-     * contiguous, so every tile and row is one region.
+     * The floats of rows {@code [r0, r0 + n)}, heads {@code [h0, h0 + tile)} in slab {@code slab}
+     * of a scratch buffer laid out as {@code [slab][tile][row][head of tile][perHead]}: one tile's
+     * rows are contiguous, so a chunk's rows of a tile are one region, row {@code r0 + i} at
+     * {@code i * tile * perHead} floats.
      */
-    private Region cell(Buffer buffer, int maxRows, int slab, int h0, int tile, int r, int perHead) {
+    private Region cells(Buffer buffer, int maxRows, int slab, int h0, int tile, int r0, int n, int perHead) {
         long slabFloats = (long) heads * maxRows * perHead;
-        long offset = slab * slabFloats + ((long) h0 * maxRows + (long) r * tile) * perHead;
-        return buffer.region(offset * F, (long) tile * perHead * F);
+        long offset = slab * slabFloats + ((long) h0 * maxRows + (long) r0 * tile) * perHead;
+        return buffer.region(offset * F, (long) n * tile * perHead * F);
     }
 
     /**
-     * Reads of blocks {@code [j0, j1)} of a block table, one region per run of blocks adjacent in
-     * the cache (a sequence whose blocks were handed out in order is one region), each from
-     * position {@code start} (a sliding window's first; 0 otherwise) up to the last position of
-     * {@code context} it holds.
+     * The KV reads of one partition task and its rows' pieces of them. Rows of one sequence (one
+     * block table) read overlapping positions of the same blocks: their reads are merged into
+     * runs of blocks adjacent in the cache, one region each from the first position any of the
+     * rows attends to there to the last, and each row walks its own positions of them as pieces
+     * (a run, a byte offset in it, positions). A row's pieces are the runs of its own blocks
+     * exactly, so it computes the same whatever rows share its task, and a prompt's chunk of
+     * rows costs a few regions a task, not a few a row. One task at a time, program thread only.
      */
-    private void addRuns(List<Access> accesses, Buffer cache, long cacheOffset, int[] table, int j0, int j1,
-            int start, int context) {
-        int first = j0;
-        for (int j = j0 + 1; j <= j1; j++) {
-            if (j == j1 || table[j] != table[j - 1] + 1) {
-                int skip = Math.max(0, start - first * blockSize); // only in the window's first block
-                long positions = (long) (j - 1 - first) * blockSize + validRows(context, j - 1) - skip;
-                accesses.add(read(cache.region(cacheOffset + table[first] * blockBytes() + skip * rowStride() * F,
-                        positions * rowStride() * F)));
-                first = j;
+    private final class Runs {
+        int count;
+        int[][] table;
+        int[] firstBlock;
+        long[] from;
+        long[] to;
+        private int rows;
+        private final int[] index;
+        private final int[][] rowTable;
+        private final int[] rowFirst;
+        private final int[] rowEnd;
+        private final int[] rowStart;
+        private final int[] rowContext;
+        /** Per row, the run of each of its blocks from {@link #runsFrom}'s block on. */
+        private final int[][] runOfBlock;
+        private final int[] runsFrom;
+
+        Runs(int capacity) {
+            index = new int[capacity];
+            rowTable = new int[capacity][];
+            rowFirst = new int[capacity];
+            rowEnd = new int[capacity];
+            rowStart = new int[capacity];
+            rowContext = new int[capacity];
+            runOfBlock = new int[capacity][];
+            runsFrom = new int[capacity];
+            table = new int[capacity][];
+            firstBlock = new int[capacity];
+            from = new long[capacity];
+            to = new long[capacity];
+        }
+
+        void clear() {
+            rows = 0;
+            count = 0;
+        }
+
+        /** Row {@code i} of the chunk reads blocks {@code [j0, j1)} of {@code t}, positions from {@code start} to {@code context}. */
+        void add(int i, int[] t, int j0, int j1, int start, int context) {
+            index[rows] = i;
+            rowTable[rows] = t;
+            rowFirst[rows] = j0;
+            rowEnd[rows] = j1;
+            rowStart[rows] = start;
+            rowContext[rows] = context;
+            runOfBlock[rows] = null;
+            rows++;
+        }
+
+        /**
+         * Merges the rows' blocks into runs, table by table, and returns the task's scalars: tile,
+         * first head, whether it normalizes, the runs, then per row its index, its pieces and
+         * (run, byte offset, positions) per piece.
+         */
+        long[] close(int tile, int h0, boolean normalizes) {
+            for (int x = 0; x < rows; x++) {
+                if (runOfBlock[x] == null) {
+                    group(x);
+                }
+            }
+            int size = 4;
+            for (int x = 0; x < rows; x++) {
+                size += 2 + 3 * pieces(x, null, 0);
+            }
+            long[] scalars = new long[size];
+            scalars[0] = tile;
+            scalars[1] = h0;
+            scalars[2] = normalizes ? 1 : 0;
+            scalars[3] = count;
+            int at = 4;
+            for (int x = 0; x < rows; x++) {
+                scalars[at] = index[x];
+                int pieces = pieces(x, scalars, at + 2);
+                scalars[at + 1] = pieces;
+                at += 2 + 3 * pieces;
+            }
+            return scalars;
+        }
+
+        /** The runs of the rows that share row {@code x}'s block table. */
+        private void group(int x) {
+            int[] t = rowTable[x];
+            int lo = Integer.MAX_VALUE;
+            int hi = 0;
+            for (int y = x; y < rows; y++) {
+                if (rowTable[y] == t) {
+                    lo = Math.min(lo, rowFirst[y]);
+                    hi = Math.max(hi, rowEnd[y]);
+                }
+            }
+            long[] blockFrom = new long[hi - lo];
+            long[] blockTo = new long[hi - lo];
+            Arrays.fill(blockFrom, Long.MAX_VALUE);
+            int[] runs = new int[hi - lo];
+            for (int y = x; y < rows; y++) {
+                if (rowTable[y] == t) {
+                    for (int j = rowFirst[y]; j < rowEnd[y]; j++) {
+                        blockFrom[j - lo] = Math.min(blockFrom[j - lo], Math.max(rowStart[y], (long) j * blockSize));
+                        blockTo[j - lo] = Math.max(blockTo[j - lo], Math.min(rowContext[y], (long) (j + 1) * blockSize));
+                    }
+                    runOfBlock[y] = runs;
+                    runsFrom[y] = lo;
+                }
+            }
+            for (int j = lo; j < hi; j++) {
+                if (blockFrom[j - lo] == Long.MAX_VALUE) {
+                    continue; // no row of this task reads it
+                }
+                boolean extends_ = j > lo && blockFrom[j - lo - 1] != Long.MAX_VALUE && t[j] == t[j - 1] + 1;
+                if (!extends_) {
+                    if (count == table.length) {
+                        grow();
+                    }
+                    table[count] = t;
+                    firstBlock[count] = j;
+                    from[count] = blockFrom[j - lo];
+                    count++;
+                }
+                to[count - 1] = blockTo[j - lo];
+                runs[j - lo] = count - 1;
             }
         }
-    }
 
-    /** Positions of block {@code j} that a context of {@code context} attends to. */
-    private int validRows(int context, int j) {
-        return Math.min(blockSize, context - j * blockSize);
+        private void grow() {
+            int grown = 2 * table.length;
+            table = Arrays.copyOf(table, grown);
+            firstBlock = Arrays.copyOf(firstBlock, grown);
+            from = Arrays.copyOf(from, grown);
+            to = Arrays.copyOf(to, grown);
+        }
+
+        /** Row {@code x}'s pieces, written from {@code at} of {@code scalars} unless it is null; returns how many. */
+        private int pieces(int x, long[] scalars, int at) {
+            int[] t = rowTable[x];
+            int j1 = rowEnd[x];
+            int first = rowFirst[x];
+            int pieces = 0;
+            for (int j = first + 1; j <= j1; j++) {
+                if (j == j1 || t[j] != t[j - 1] + 1) {
+                    if (scalars != null) {
+                        long lo = Math.max(rowStart[x], (long) first * blockSize);
+                        long hi = Math.min(rowContext[x], (long) j * blockSize);
+                        int k = runOfBlock[x][first - runsFrom[x]];
+                        scalars[at] = k;
+                        scalars[at + 1] = (lo - from[k]) * rowStride() * F;
+                        scalars[at + 2] = hi - lo;
+                        at += 3;
+                    }
+                    pieces++;
+                    first = j;
+                }
+            }
+            return pieces;
+        }
     }
 
     private static Access[] take(List<Access> accesses) {
