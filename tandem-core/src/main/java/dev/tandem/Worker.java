@@ -12,7 +12,7 @@ import java.util.concurrent.CompletableFuture;
  * Owns one device and the buffers shared by its requests, and runs requests on it.
  *
  * <pre>{@code
- * try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+ * try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
  *     TokenStream stream = worker.run(program, input, RunOptions.defaults());
  *     for (Token token : stream) { ... }
  * }
@@ -36,7 +36,7 @@ public final class Worker implements AutoCloseable {
     }
 
     /** A worker on {@code device} with the default policy and tracing off. */
-    public static Worker create(CpuDevice device) {
+    public static Worker create(CpuDeviceConfig device) {
         return builder().device(device).build();
     }
 
@@ -46,13 +46,13 @@ public final class Worker implements AutoCloseable {
 
     /** Configuration of a {@link Worker}. */
     public static final class Builder {
-        private CpuDevice device = CpuDevice.defaults();
+        private CpuDeviceConfig device = CpuDeviceConfig.defaults();
         private SchedulingPolicy policy = SchedulingPolicy.FIRST_TOKEN_FIRST;
         private TraceConfig trace;
 
         private Builder() {}
 
-        public Builder device(CpuDevice device) {
+        public Builder device(CpuDeviceConfig device) {
             this.device = Objects.requireNonNull(device, "device");
             return this;
         }
@@ -79,7 +79,7 @@ public final class Worker implements AutoCloseable {
         }
     }
 
-    public CpuDevice device() {
+    public CpuDeviceConfig device() {
         return runtime.device();
     }
 

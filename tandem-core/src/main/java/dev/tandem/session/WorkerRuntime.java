@@ -1,7 +1,7 @@
 package dev.tandem.session;
 
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Program;
 import dev.tandem.RunOptions;
 import dev.tandem.SchedulingPolicy;
@@ -62,7 +62,7 @@ public final class WorkerRuntime {
     private static final AtomicInteger WORKER_IDS = new AtomicInteger();
 
     private final String name;
-    private final CpuDevice deviceConfig;
+    private final CpuDeviceConfig deviceConfig;
     private final SchedulingPolicy policy;
     private final DeviceMemory memory;
     private final TraceRecorder trace;
@@ -84,7 +84,7 @@ public final class WorkerRuntime {
     private final CompletableFuture<Void> terminated = new CompletableFuture<>();
 
     /** Starts a worker's runtime on {@code device}; {@code traceConfig} null turns tracing off. */
-    public WorkerRuntime(CpuDevice device, SchedulingPolicy policy, TraceConfig traceConfig) {
+    public WorkerRuntime(CpuDeviceConfig device, SchedulingPolicy policy, TraceConfig traceConfig) {
         int number = WORKER_IDS.incrementAndGet();
         this.name = "tandem-" + number;
         this.deviceConfig = device;
@@ -128,7 +128,7 @@ public final class WorkerRuntime {
         }
     }
 
-    public CpuDevice device() {
+    public CpuDeviceConfig device() {
         return deviceConfig;
     }
 
