@@ -58,7 +58,8 @@ import org.slf4j.LoggerFactory;
  * sessions call back), the gauges, then close and shutdown.
  */
 public final class WorkerRuntime {
-    private static final Logger log = LoggerFactory.getLogger(WorkerRuntime.class);
+    /** The category {@code dev.tandem.Worker} logged in before the runtime moved here, so configurations still apply. */
+    private static final Logger log = LoggerFactory.getLogger("dev.tandem.Worker");
     private static final AtomicInteger WORKER_IDS = new AtomicInteger();
 
     private final String name;
