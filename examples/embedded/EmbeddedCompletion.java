@@ -1,4 +1,4 @@
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
@@ -16,7 +16,7 @@ public final class EmbeddedCompletion {
     public static void main(String[] args) {
         Path model = args.length > 0 ? Path.of(args[0]) : EmbeddedModel.path();
         String prompt = args.length > 1 ? args[1] : "Once upon a time";
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel lm = LanguageModel.load(worker, model);
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(32).withSampler(SamplerConfig.GREEDY);
             Completion completion = lm.generate(worker, prompt, options);

@@ -10,7 +10,7 @@ import java.util.Objects;
  *
  * <pre>{@code
  * Worker worker = Worker.builder()
- *         .device(CpuDevice.withCores(4))
+ *         .device(CpuDeviceConfig.withCores(4))
  *         .trace(TraceConfig.toFile(Path.of("run.pftrace")))
  *         .build();
  * // ... run requests; close() finishes the file. Open it in ui.perfetto.dev,

@@ -51,7 +51,7 @@ class BadInputTest {
 
     @BeforeEach
     void openWorker() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
     }
 
     @AfterEach

@@ -45,7 +45,7 @@ class CallbackSafetyTest {
     final List<Worker> workers = new CopyOnWriteArrayList<>();
 
     Worker worker(int cores) {
-        Worker worker = Worker.create(CpuDevice.withCores(cores).withMemoryBudget(1 << 20));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(cores).withMemoryBudget(1 << 20));
         workers.add(worker);
         return worker;
     }

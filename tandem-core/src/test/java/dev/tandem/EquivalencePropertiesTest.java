@@ -49,7 +49,7 @@ class EquivalencePropertiesTest {
     private static final Map<Integer, Worker> WORKERS = new ConcurrentHashMap<>();
 
     private static Worker worker(int cores) {
-        return WORKERS.computeIfAbsent(cores, c -> Worker.create(CpuDevice.withCores(c)));
+        return WORKERS.computeIfAbsent(cores, c -> Worker.create(CpuDeviceConfig.withCores(c)));
     }
 
     @AfterContainer

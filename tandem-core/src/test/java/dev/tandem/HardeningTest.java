@@ -49,7 +49,7 @@ class HardeningTest {
 
     @BeforeEach
     void start() {
-        worker = Worker.create(CpuDevice.withCores(2).withMemoryBudget(1 << 20));
+        worker = Worker.create(CpuDeviceConfig.withCores(2).withMemoryBudget(1 << 20));
     }
 
     @AfterEach

@@ -112,7 +112,7 @@ class LessonsTest {
             tokenTaken.await();
             throw boom;
         });
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, in) -> {
                 Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
                 Buffer scratch = o.allocate(8);
@@ -147,7 +147,7 @@ class LessonsTest {
         Kernel trailing = Kernel.of("trailing", c -> {
             throw new IllegalStateException("trailing task failed");
         });
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int round = 0; round < 300; round++) {
                 TokenStream stream = worker.run((o, in) -> {
                     Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
@@ -171,7 +171,7 @@ class LessonsTest {
 
     @Test
     void lesson4_closeFromInsideAProgramReturnsAndTheWorkerShutsDown() throws Exception {
-        Worker worker = Worker.create(CpuDevice.withCores(2));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
         CompletableFuture<Void> closeReturned = new CompletableFuture<>();
         CompletableFuture<RequestTerminatedException> unwound = new CompletableFuture<>();
         TokenStream stream = worker.run((o, in) -> {
@@ -198,7 +198,7 @@ class LessonsTest {
 
     @Test
     void lesson4_closeFromInsideAKernelReturnsAndTheWorkerShutsDown() throws Exception {
-        Worker worker = Worker.create(CpuDevice.withCores(2));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
         CompletableFuture<Void> closeReturned = new CompletableFuture<>();
         Kernel closing = Kernel.of("close-worker", c -> {
             worker.close();
@@ -221,7 +221,7 @@ class LessonsTest {
 
     @Test
     void lesson4_closeFromTheThreadIteratingTokensReturnsAndEndsTheStream() throws Exception {
-        Worker worker = Worker.create(CpuDevice.withCores(2));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
         TokenStream stream = worker.run(counting(INCREMENT), 100_000);
         CompletableFuture<List<Token>> consumer = new CompletableFuture<>();
         AtomicReference<Throwable> end = new AtomicReference<>();
@@ -253,7 +253,7 @@ class LessonsTest {
     @Test
     void lesson4_closeFromSeveralThreadsAtOnceReturnsEverywhere() throws Exception {
         for (int round = 0; round < 20; round++) {
-            Worker worker = Worker.create(CpuDevice.withCores(2));
+            Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
             List<TokenStream> streams = new ArrayList<>();
             for (int r = 0; r < 3; r++) {
                 streams.add(worker.run(counting(INCREMENT), 100_000, RunOptions.defaults().withStreamBuffer(4)));
@@ -291,7 +291,7 @@ class LessonsTest {
     @Test
     void closeReturnsOnlyOnceTheCompletionOfEveryRequestIsDone() {
         for (int round = 0; round < 200; round++) {
-            Worker worker = Worker.create(CpuDevice.withCores(2));
+            Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
             List<TokenStream> streams = new ArrayList<>();
             for (int r = 0; r < 3; r++) {
                 streams.add(worker.run(counting(INCREMENT), 100_000, RunOptions.defaults().withStreamBuffer(4)));
@@ -310,7 +310,7 @@ class LessonsTest {
 
     @Test
     void lesson5_aConsumerThatNeverReadsDoesNotStopCloseFromDraining() throws Exception {
-        Worker worker = Worker.create(CpuDevice.withCores(2));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
         int streamBuffer = 2;
         int runAhead = 2;
         AtomicInteger runs = new AtomicInteger();
@@ -361,7 +361,7 @@ class LessonsTest {
         });
         CompletableFuture<Thread> programThread = new CompletableFuture<>();
         CompletableFuture<Long> programWokeAt = new CompletableFuture<>();
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             try {
                 TokenStream stream = worker.run((o, in) -> {
                     programThread.complete(Thread.currentThread());
@@ -431,7 +431,7 @@ class LessonsTest {
             INCREMENT.run(c);
         });
         IllegalStateException halfway = new IllegalStateException("program failed halfway through step 2");
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream other = worker.run(counting(INCREMENT), 300);
             TokenStream failing = worker.run((o, in) -> {
                 Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
@@ -484,7 +484,7 @@ class LessonsTest {
                 }
             }
         });
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, in) -> {
                 Buffer data = o.allocate(16);
                 o.submit(overreach, write(data.region(4, 4)));
@@ -506,7 +506,7 @@ class LessonsTest {
     void lesson13_aFaultInOneRequestFailsOnlyItWhileThreeOthersRun() throws Exception {
         int steps = 300;
         int failAtStep = 100;
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int faulty = 0; faulty < 4; faulty++) {
                 Kernel fault = Kernel.of("fault-injected", c -> {
                     if (c.step() == failAtStep) {
@@ -569,7 +569,7 @@ class LessonsTest {
         long skippedInAllRounds = 0;
         long seed = new Random().nextLong();
         Random random = new Random(seed);
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             for (int round = 0; round < 20; round++) {
                 int cancelAfterRuns = 1 + random.nextInt(4000);
                 int publishBatch = random.nextBoolean() ? Integer.MAX_VALUE : 1 + random.nextInt(16);
@@ -671,7 +671,7 @@ class LessonsTest {
                 }
             }));
         }
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int round = 0; round < 1000; round++) {
                 int cancelAfterRuns = 1 + random.nextInt(1000);
                 String context = "seed " + seed + ", round " + round + ", cancel after " + cancelAfterRuns + " runs";
@@ -726,7 +726,7 @@ class LessonsTest {
 
     @Test
     void theStreamsEndAndTheCompletionCountTheSameTokens() throws Exception {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int round = 0; round < 400; round++) {
                 TokenStream stream = worker.run(counting(INCREMENT), 1_000_000);
                 Iterator<Token> tokens = stream.iterator();
@@ -761,7 +761,7 @@ class LessonsTest {
             INCREMENT.run(c);
         });
         CompletableFuture<RequestTerminatedException> unwound = new CompletableFuture<>();
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, steps) -> {
                 try {
                     counting(counted).run(o, steps);

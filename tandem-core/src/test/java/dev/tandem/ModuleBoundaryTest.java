@@ -59,7 +59,7 @@ class ModuleBoundaryTest {
         assertThat(core.isExported("dev.tandem.session")).isFalse();
         ClassLoader loader = core.getClassLoader();
 
-        Class<?> cpuDevice = loader.loadClass("dev.tandem.CpuDevice");
+        Class<?> cpuDevice = loader.loadClass("dev.tandem.CpuDeviceConfig");
         Class<?> workerClass = loader.loadClass("dev.tandem.Worker");
         Class<?> program = loader.loadClass("dev.tandem.Program");
         Class<?> kernel = loader.loadClass("dev.tandem.Kernel");

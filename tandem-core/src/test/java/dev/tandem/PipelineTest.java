@@ -30,7 +30,7 @@ class PipelineTest {
 
     @Test
     void tokensArriveInStepOrderWithTheValuesTheStepsComputed() {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             Program<Integer> program = (o, steps) -> {
                 Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
                 Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
@@ -66,7 +66,7 @@ class PipelineTest {
      */
     @Test
     void aProgramMayReuseItsArraysAcrossSubmits() {
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             CountDownLatch built = new CountDownLatch(1);
             Kernel hold = Kernel.of("hold", c -> {
                 try {
@@ -115,7 +115,7 @@ class PipelineTest {
     @Test
     void serialBaselineAndDeepRunAheadGiveTheSameTokens() {
         for (RunOptions options : List.of(RunOptions.serial(), RunOptions.defaults().withRunAhead(4).withPublishBatch(1))) {
-            try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+            try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
                 TokenStream stream = worker.run((o, n) -> {
                     Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
                     for (int i = 0; i < n; i++) {
@@ -134,7 +134,7 @@ class PipelineTest {
 
     @Test
     void workerBuffersAreFrozenAndShared() throws Exception {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             Buffer weights = worker.allocate(4);
             weights.hostSegment().set(ValueLayout.JAVA_INT, 0, 7);
             weights.freeze();
@@ -151,7 +151,7 @@ class PipelineTest {
 
     /** The sizes of one request's publications, step by step, in the order they were made. */
     private static List<List<Long>> publications(RunOptions options, int[] tasksPerStep) {
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(1)).trace(TraceConfig.inMemory()).build()) {
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(1)).trace(TraceConfig.inMemory()).build()) {
             TokenStream stream = worker.run((o, counts) -> {
                 Buffer counter = o.allocate(ValueLayout.JAVA_INT, 1);
                 for (int count : counts) {

@@ -99,7 +99,7 @@ class PublisherStressTest {
     @Test
     void racingRequestsAndCancelsNeverBreakTheSignalProtocol() throws Exception {
         SplittableRandom random = new SplittableRandom(0x5eed_f10eL);
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int round = 0; round < ROUNDS; round++) {
                 int tokens = 1 + random.nextInt(60);
                 int disruption = random.nextInt(3); // 0: none, 1: request(0), 2: cancel

@@ -57,7 +57,7 @@ class ScaleTest {
 
     /** A chain of empty tasks, each READ_WRITE of the same 8 bytes, then one counting task. */
     private static void runEmptyChain(RunOptions options) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, n) -> {
                 Buffer x = o.allocate(ValueLayout.JAVA_LONG, 1);
                 Access same = readWrite(x);
@@ -100,7 +100,7 @@ class ScaleTest {
                 stackDepthAt.put(index, StackWalker.getInstance().walk(Stream::count));
             }
         });
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, n) -> {
                 Buffer x = o.allocate(ValueLayout.JAVA_LONG, 1);
                 Access same = readWrite(x);
@@ -127,7 +127,7 @@ class ScaleTest {
 
     @Test
     void aMillionIncrementsInAChainRunInSubmissionOrder() {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, n) -> {
                 Buffer x = o.allocate(ValueLayout.JAVA_LONG, 1);
                 Access same = readWrite(x);
@@ -151,7 +151,7 @@ class ScaleTest {
             }
             readers.increment();
         });
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, n) -> {
                 Buffer x = o.allocate(ValueLayout.JAVA_LONG, 1);
                 o.submit(SET_42, write(x));
@@ -177,7 +177,7 @@ class ScaleTest {
         // so finishing the writer releases a million successors at once.
         LongAdder readers = new LongAdder();
         Kernel reader = Kernel.of("reader", c -> readers.increment());
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             TokenStream stream = worker.run((o, n) -> {
                 Buffer x = o.allocate(ValueLayout.JAVA_LONG, 1);
                 o.submit(SET_42, write(x));

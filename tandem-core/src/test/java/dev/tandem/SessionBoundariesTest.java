@@ -25,7 +25,7 @@ class SessionBoundariesTest {
 
     @Test
     void theFirstAndLastLanesRunAndOneBeyondEitherFailsTheRequestNamingTheLane() {
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             for (int lane : new int[] {0, SchedulingPolicy.LANES - 1}) {
                 Outcome outcome = runWith(worker, always(lane));
                 assertThat(outcome.status()).as("lane %d", lane).isEqualTo(Status.COMPLETED);
@@ -43,7 +43,7 @@ class SessionBoundariesTest {
     @Test
     void aRequestMayReserveTheWholeBudgetButNotOneByteMore() {
         long budget = 1 << 20;
-        try (Worker worker = Worker.create(CpuDevice.withCores(1).withMemoryBudget(budget))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1).withMemoryBudget(budget))) {
             try (Session<Integer> session = worker.openSession(SessionTest.COUNTER,
                     SessionConfig.defaults().memoryPerRequest(budget))) {
                 TokenStream stream = session.submit(2, RequestOptions.defaults());
@@ -60,7 +60,7 @@ class SessionBoundariesTest {
 
     @Test
     void anOutcomesDurationsAreOrderedFromSubmission() {
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             Outcome outcome = runWith(worker, SchedulingPolicy.FIFO);
             assertThat(outcome.queued()).isGreaterThanOrEqualTo(Duration.ZERO);
             assertThat(outcome.timeToFirstToken()).isGreaterThanOrEqualTo(outcome.queued());

@@ -78,7 +78,7 @@ class SessionSoakTest {
             plans.add(new Plan(tokens, fault, stop, deadline, consumer, cancel));
         }
 
-        Worker worker = Worker.builder().device(CpuDevice.withCores(2).withMemoryBudget(1 << 20)).tracing(true).build();
+        Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(2).withMemoryBudget(1 << 20)).tracing(true).build();
         Session<Plan> session = worker.openSession(PROGRAM,
                 SessionConfig.defaults().maxActive(8).maxQueued(requests).memoryPerRequest(1024).streamBuffer(4));
         List<CompletableFuture<List<Integer>>> received = new ArrayList<>();

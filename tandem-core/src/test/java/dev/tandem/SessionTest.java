@@ -61,7 +61,7 @@ class SessionTest {
 
     @BeforeEach
     void start() {
-        worker = Worker.create(CpuDevice.withCores(2).withMemoryBudget(1 << 20));
+        worker = Worker.create(CpuDeviceConfig.withCores(2).withMemoryBudget(1 << 20));
     }
 
     @AfterEach
@@ -476,7 +476,7 @@ class SessionTest {
     /** LESSONS #6: per-worker state created on first use (the deadline timer) exists once under concurrent first use. */
     @Test
     void concurrentFirstUseOfDeadlinesCreatesOneTimer() throws Exception {
-        try (Worker fresh = Worker.create(CpuDevice.withCores(1));
+        try (Worker fresh = Worker.create(CpuDeviceConfig.withCores(1));
                 Session<Integer> session = fresh.openSession(COUNTER, SessionConfig.defaults().maxActive(64)
                         .memoryPerRequest(1024))) {
             int threads = 16;

@@ -15,7 +15,7 @@ import org.testng.annotations.AfterClass;
 public class TokenFeedTckTest extends SingleSubscriberVerification {
     private static final TestEnvironment ENV = new TestEnvironment(1_000, 50);
 
-    private final Worker worker = Worker.create(CpuDevice.withCores(1));
+    private final Worker worker = Worker.create(CpuDeviceConfig.withCores(1));
 
     public TokenFeedTckTest() {
         super(ENV, 1_000);

@@ -14,7 +14,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 class TokenFeedTest {
-    private final Worker worker = Worker.create(CpuDevice.withCores(1));
+    private final Worker worker = Worker.create(CpuDeviceConfig.withCores(1));
 
     @AfterEach
     void close() {

@@ -48,7 +48,7 @@ public class TokenStreamTckTest extends SingleSubscriberVerification {
         throw new IllegalStateException("the program of a failed publisher");
     };
 
-    private final Worker worker = Worker.create(CpuDevice.withCores(2));
+    private final Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
 
     public TokenStreamTckTest() {
         super(ENV, 1_000);

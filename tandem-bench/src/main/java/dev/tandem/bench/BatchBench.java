@@ -1,6 +1,6 @@
 package dev.tandem.bench;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Batcher;
 import dev.tandem.llm.BatcherConfig;
@@ -43,7 +43,7 @@ public final class BatchBench {
         double[][] shortTtft = new double[orders.length][rounds];
         double[][] longTtft = new double[orders.length][rounds];
         double[][] decode = new double[orders.length][rounds];
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             LanguageModel m = LanguageModel.load(worker, model, Math.max(1024, longPrompt + 256));
             int[] shortTokens = m.encode("Once upon a time");
             int[] longTokens = new int[longPrompt];

@@ -1,6 +1,6 @@
 package dev.tandem.bench;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.RequestOptions;
 import dev.tandem.RunOptions;
@@ -124,7 +124,7 @@ public final class DecodeBench {
     public static Result run(String modelName, int cores, int tokens, int repetitions) {
         LlamaConfig config = LlamaConfig.named(modelName);
         List<Row> rows = new ArrayList<>();
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, SEED));
             // Warm-up, batch 1 and batch 8, for at least WARM_UP_NANOS: C2 needs seconds of
             // wall time on two busy cores to compile the kernels, and a short run measured the
@@ -149,7 +149,7 @@ public final class DecodeBench {
         }
         LlamaConfig f32Config = config.withWeightType(WeightType.F32);
         Row f32;
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(f32Config, SEED));
             measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2)); // warm-up
             f32 = measure(worker, model, 1, 1, 2, tokens);
@@ -263,8 +263,8 @@ public final class DecodeBench {
         PagedAttentionWorkload workload = new PagedAttentionWorkload(shape);
         long bytes = shape.cacheBytesPerLayer() * shape.layers() + (64L << 20);
         double best = Double.MAX_VALUE;
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores).withMemoryBudget(
-                Math.max(CpuDevice.DEFAULT_MEMORY_BUDGET, 2 * bytes)))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores).withMemoryBudget(
+                Math.max(CpuDeviceConfig.DEFAULT_MEMORY_BUDGET, 2 * bytes)))) {
             workload.load(worker);
             for (int i = 0; i <= repetitions; i++) {
                 long start = System.nanoTime();

@@ -2,7 +2,7 @@ package dev.tandem.bench;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -280,7 +280,7 @@ public final class EquivalenceBench {
 
     /** tandem's logits at each of {@link #TOKENS} greedy steps on {@code file}. */
     static float[][] tandem(Path file) {
-        try (GgufModel weights = GgufModel.open(file, CONTEXT); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(file, CONTEXT); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, weights);
             int vocab = weights.config().vocab();
             LlamaRequest request = LlamaRequest.of(PROMPT, TOKENS).withLogits(true);

@@ -1,6 +1,6 @@
 package dev.tandem.bench;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
@@ -106,7 +106,7 @@ public final class GrammarBench {
     }
 
     public static DecodeRow decode(int rounds) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path(), 2048);
             int[] prompt = model.encode("Once upon a time");
             GenerateOptions plain = GenerateOptions.defaults().withMaxTokens(256).withIgnoreEos(true);
@@ -192,7 +192,7 @@ public final class GrammarBench {
     public static Result run(List<Path> vocabularies, int rounds) {
         List<SamplerRow> rows = new ArrayList<>();
         List<String> skipped = new ArrayList<>();
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             Tokenizer embedded = LanguageModel.load(worker, EmbeddedModel.path()).tokenizer();
             rows.add(sampler("stories260K", embedded, Grammar.jsonSchema(SCHEMA), "schema", rounds, 4000));
             rows.add(sampler("stories260K", embedded, Grammar.jsonObject(), "json_object", rounds, 4000));

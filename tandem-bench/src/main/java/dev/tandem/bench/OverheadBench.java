@@ -3,7 +3,7 @@ package dev.tandem.bench;
 import dev.tandem.Access;
 import dev.tandem.AccessMode;
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Outcome;
 import dev.tandem.Program;
@@ -91,12 +91,12 @@ public final class OverheadBench {
                 double[] tbb = new double[rounds];
                 String note = null;
                 WarmUp.run(() -> {
-                    tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, null);
+                    tandemNsPerTask(dag, CpuDeviceConfig.withCores(cores), RUNS_PER_ROUND, null);
                     ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
                 }, warmUpNanos);
                 for (int round = 0; round < rounds; round++) {
                     TraceConfig trace = round == 0 && traceFor != null ? traceFor.apply(dag.shape(), cores) : null;
-                    tandem[round] = tandemNsPerTask(dag, CpuDevice.withCores(cores), RUNS_PER_ROUND, trace);
+                    tandem[round] = tandemNsPerTask(dag, CpuDeviceConfig.withCores(cores), RUNS_PER_ROUND, trace);
                     forkJoin[round] = ForkJoinPeer.nsPerTask(dag, cores, RUNS_PER_ROUND);
                     if (note == null) {
                         TbbPeer.Result result = TbbPeer.run(dag, cores, RUNS_PER_ROUND);
@@ -116,16 +116,16 @@ public final class OverheadBench {
 
     /** Best of {@code repetitions} runs after one warm-up, in ns per task. */
     public static double tandemNsPerTask(SyntheticDag dag, int cores, int repetitions) {
-        return tandemNsPerTask(dag, CpuDevice.withCores(cores), repetitions);
+        return tandemNsPerTask(dag, CpuDeviceConfig.withCores(cores), repetitions);
     }
 
     /** Best of {@code repetitions} runs after one warm-up on {@code device}, in ns per task. */
-    public static double tandemNsPerTask(SyntheticDag dag, CpuDevice device, int repetitions) {
+    public static double tandemNsPerTask(SyntheticDag dag, CpuDeviceConfig device, int repetitions) {
         return tandemNsPerTask(dag, device, repetitions, null);
     }
 
-    /** As {@link #tandemNsPerTask(SyntheticDag, CpuDevice, int)}, tracing as {@code trace} says (null: off). */
-    public static double tandemNsPerTask(SyntheticDag dag, CpuDevice device, int repetitions, TraceConfig trace) {
+    /** As {@link #tandemNsPerTask(SyntheticDag, CpuDeviceConfig, int)}, tracing as {@code trace} says (null: off). */
+    public static double tandemNsPerTask(SyntheticDag dag, CpuDeviceConfig device, int repetitions, TraceConfig trace) {
         long best = Long.MAX_VALUE;
         try (Worker worker = Worker.builder().device(device).trace(trace).build()) {
             for (int run = 0; run <= repetitions; run++) {

@@ -1,6 +1,6 @@
 package dev.tandem.bench;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.TraceConfig;
 import dev.tandem.TraceEvent;
 import dev.tandem.Worker;
@@ -135,7 +135,7 @@ public final class PeerDecodeBench {
         long fileBytes = 0;
         String type;
         WarmUp.Result warmUp;
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores)); GgufModel weights = GgufModel.open(path, 1024)) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores)); GgufModel weights = GgufModel.open(path, 1024)) {
             for (GgufTensor t : weights.file().tensors()) {
                 fileBytes += t.bytes();
             }
@@ -206,7 +206,7 @@ public final class PeerDecodeBench {
     public static TracedRun tracedWarmRun(Path path, int cores, int tokens, int requests, long warmUpNanos,
             Path trace) {
         double[] rates = new double[requests];
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
                 GgufModel weights = GgufModel.open(path, 1024)) {
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
             WarmUp.run(() -> DecodeBench.measure(worker, model, 1, 1, 2, tokens), warmUpNanos);

@@ -3,7 +3,7 @@ package dev.tandem.bench;
 import static dev.tandem.Access.readWrite;
 
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
 import dev.tandem.Outcome;
@@ -84,7 +84,7 @@ public final class PipelineBench {
     /** As {@link #run(int, double, int, int)}, tracing the bench's worker as {@code trace} says (null: off). */
     public static Result run(int steps, double stepMillis, int cores, int repetitions, TraceConfig trace) {
         long perTaskNanos = (long) (stepMillis * 1e6 / TASKS_PER_STEP);
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).trace(trace).build()) {
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(cores)).trace(trace).build()) {
             measure(worker, steps / 4 + 1, perTaskNanos, RunOptions.defaults()); // warm-up
             Measured serial = best(worker, steps, perTaskNanos, RunOptions.serial(), repetitions);
             Measured pipelined = best(worker, steps, perTaskNanos, RunOptions.defaults().withRunAhead(2), repetitions);

@@ -3,7 +3,7 @@ package dev.tandem.bench;
 import static dev.tandem.Access.readWrite;
 
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
 import dev.tandem.Outcome;
@@ -95,7 +95,7 @@ public final class RequestsBench {
 
     /** How long one request takes with the device to itself (after a warm-up). */
     static double aloneMillis(Shape shape, int cores) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores));
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores));
                 Session<Integer> session = worker.openSession(program(shape), SessionConfig.defaults())) {
             double best = Double.MAX_VALUE;
             for (int i = 0; i < 3; i++) {
@@ -119,7 +119,7 @@ public final class RequestsBench {
         List<dev.tandem.TraceEvent> events;
         long start;
         long end;
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(cores)).tracing(true).build();
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(cores)).tracing(true).build();
                 Session<Integer> session = worker.openSession(program(shape), config)) {
             CountDownLatch done = new CountDownLatch(total);
             TokenStream[] streams = new TokenStream[total];

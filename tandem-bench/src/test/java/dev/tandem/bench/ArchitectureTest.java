@@ -1,6 +1,7 @@
 package dev.tandem.bench;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
@@ -36,5 +37,11 @@ class ArchitectureTest {
     @Test
     void doesNotDependOnTheCli() {
         noClasses().should().dependOnClassesThat().resideInAPackage("dev.tandem.cli..").check(CLASSES);
+    }
+
+    @Test
+    void packagesAreFreeOfCycles() {
+        // Each package of the module is a slice, dev.tandem.bench itself one of them.
+        slices().matching("dev.tandem.(**)").namingSlices("$1").should().beFreeOfCycles().check(CLASSES);
     }
 }

@@ -1,6 +1,6 @@
 package dev.tandem.cli;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.Status;
 import dev.tandem.Token;
@@ -90,7 +90,7 @@ public final class DemoCommand implements Runnable {
         String batching;
         Outcome[] outcomes = new Outcome[requests];
         TraceConfig traceConfig = trace == null ? TraceConfig.inMemory() : TraceConfig.toFile(trace).withRetainEvents(true);
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(coreCount)).trace(traceConfig).build();
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(coreCount)).trace(traceConfig).build();
                 demo) {
             demo.start(worker, requests);
             CountDownLatch done = new CountDownLatch(requests);

@@ -1,6 +1,6 @@
 package dev.tandem.cli;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RequestOptions;
 import dev.tandem.Session;
 import dev.tandem.SessionConfig;
@@ -119,7 +119,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
      */
     static void warmUp(int cores) {
         LlamaConfig tiny = LlamaConfig.named("tiny");
-        try (Worker worker = Worker.create(CpuDevice.withCores(cores))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(tiny, 1));
             String prompt = "a warm-up prompt as long as the demo's prompts";
             for (int i = 0; i < 8; i++) {
@@ -423,7 +423,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         void start(Worker worker, int count) {
-            try (Worker warm = Worker.create(CpuDevice.withCores(worker.device().cores()))) {
+            try (Worker warm = Worker.create(CpuDeviceConfig.withCores(worker.device().cores()))) {
                 PagedAttentionWorkload small = new PagedAttentionWorkload(
                         new PagedAttentionWorkload.Shape(8, 32, 16, new int[] {40, 70}, 64, 1, 1)).load(warm);
                 drain(warm.run(small.program(), PagedAttentionWorkload.Readback.DIGEST));

@@ -2,7 +2,7 @@ package dev.tandem.cli;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
@@ -85,7 +85,7 @@ public final class GenerateCommand implements Runnable {
                 .withStop(stop);
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
-        try (Worker worker = Worker.create(CpuDevice.withCores(coreCount))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(coreCount))) {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model));
             int[] promptTokens;
             if (chat) {

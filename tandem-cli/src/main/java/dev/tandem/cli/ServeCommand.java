@@ -1,6 +1,6 @@
 package dev.tandem.cli;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
@@ -137,7 +137,7 @@ public final class ServeCommand implements Runnable {
         }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
-        Worker worker = Worker.create(CpuDevice.withCores(coreCount));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(coreCount));
         try {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize);
             Engine engine = noBatching

@@ -1,6 +1,7 @@
 package dev.tandem.cli;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
@@ -24,5 +25,11 @@ class ArchitectureTest {
                         com.tngtech.archunit.core.domain.JavaClass.Predicates.resideInAPackage("dev.tandem.*..")
                                 .and(com.tngtech.archunit.core.domain.JavaClass.Predicates.resideOutsideOfPackages("dev.tandem.cli..", "dev.tandem.server..", "dev.tandem.bench..", "dev.tandem.llm..", "dev.tandem.kernels..")))
                 .check(CLASSES);
+    }
+
+    @Test
+    void packagesAreFreeOfCycles() {
+        // Each package of the module is a slice, dev.tandem.cli itself one of them.
+        slices().matching("dev.tandem.(**)").namingSlices("$1").should().beFreeOfCycles().check(CLASSES);
     }
 }

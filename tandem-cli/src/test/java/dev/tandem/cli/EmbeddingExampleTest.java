@@ -2,7 +2,7 @@ package dev.tandem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
@@ -50,7 +50,7 @@ class EmbeddingExampleTest {
         assertThat(process.exitValue()).as(out).isZero();
 
         String expected;
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
             expected = model.generate(worker, "Once upon a time",
                     GenerateOptions.defaults().withMaxTokens(32).withSampler(SamplerConfig.GREEDY)).await();

@@ -10,8 +10,8 @@ import picocli.CommandLine;
 /** {@code bench overhead} measures in a child JVM with a fixed, pre-touched heap and conditional card marks. */
 class OverheadChildTest {
 
-    private static BenchCommand.Overhead parsed(String... args) {
-        BenchCommand.Overhead overhead = new BenchCommand.Overhead();
+    private static BenchOverheadCommand parsed(String... args) {
+        BenchOverheadCommand overhead = new BenchOverheadCommand();
         new CommandLine(overhead).parseArgs(args);
         return overhead;
     }
@@ -23,7 +23,7 @@ class OverheadChildTest {
                         "a.jar:b.jar");
         assertThat(command).containsExactly("/jdk/bin/java", "-Xms2g", "-Xmx2g", "-XX:+AlwaysPreTouch",
                 "-XX:+UseCondCardMark", "--add-modules", "jdk.incubator.vector", "-XX:AOTCache=c.aot",
-                "-D" + BenchCommand.Overhead.CHILD_PROPERTY + "=true", "-cp", "a.jar:b.jar", Main.class.getName(),
+                "-D" + BenchOverheadCommand.CHILD_PROPERTY + "=true", "-cp", "a.jar:b.jar", Main.class.getName(),
                 "bench", "overhead", "--tasks", "500", "--seed", "9", "--quick", "--json", "--trace",
                 Path.of("t.pftrace").toString());
     }

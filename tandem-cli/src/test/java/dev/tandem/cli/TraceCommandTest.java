@@ -4,7 +4,7 @@ import static dev.tandem.Access.readWrite;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Program;
 import dev.tandem.Token;
@@ -50,7 +50,7 @@ class TraceCommandTest {
     }
 
     static void traceRun(Path file, int steps) {
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(2)).trace(TraceConfig.toFile(file)).build()) {
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(2)).trace(TraceConfig.toFile(file)).build()) {
             Program<Integer> program = (o, n) -> {
                 Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
                 for (int i = 0; i < n; i++) {
@@ -116,7 +116,7 @@ class TraceCommandTest {
         Path stub = dir.resolve("stub.pftrace");
         Files.write(stub, Arrays.copyOf(Files.readAllBytes(trace), 9));
         Path noTasks = dir.resolve("no-tasks.pftrace");
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(1)).trace(TraceConfig.toFile(noTasks)).build()) {
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(1)).trace(TraceConfig.toFile(noTasks)).build()) {
             worker.run((o, in) -> { }, 0).completion().join();
         }
         record Case(String file, String message) {}

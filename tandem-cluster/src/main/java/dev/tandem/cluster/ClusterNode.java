@@ -2,7 +2,7 @@ package dev.tandem.cluster;
 
 import com.typesafe.config.Config;
 import com.typesafe.config.ConfigFactory;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.LanguageModel;
@@ -116,12 +116,12 @@ public final class ClusterNode implements AutoCloseable {
         try {
             LanguageModel model = null;
             if (options.role().worker()) {
-                device = Worker.create(CpuDevice.withCores(options.cores()));
+                device = Worker.create(CpuDeviceConfig.withCores(options.cores()));
                 model = LanguageModel.load(device, options.model());
                 engine = BatcherEngine.start(device, model, options.batcher());
             }
             if (options.role().gateway() && model == null) {
-                gatewayDevice = Worker.create(CpuDevice.withCores(1)); // holds the model for its tokenizer only
+                gatewayDevice = Worker.create(CpuDeviceConfig.withCores(1)); // holds the model for its tokenizer only
                 model = LanguageModel.load(gatewayDevice, options.model());
             }
             WorkerDirectory directory = new WorkerDirectory();

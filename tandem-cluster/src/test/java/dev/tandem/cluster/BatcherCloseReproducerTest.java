@@ -2,7 +2,7 @@ package dev.tandem.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.Completion;
@@ -52,7 +52,7 @@ class BatcherCloseReproducerTest {
     }
 
     private void closeOnce(Close how) throws Exception {
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
             BatcherEngine engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(8).build());
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(400).withIgnoreEos(true);

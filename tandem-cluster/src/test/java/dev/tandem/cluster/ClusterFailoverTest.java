@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.EmbeddedModel;
@@ -298,7 +298,7 @@ class ClusterFailoverTest {
         // those, from the old one), and prompts the old one keeps; sent while the load streams.
         List<String> toNew = new ArrayList<>();
         List<String> toOld = new ArrayList<>();
-        try (Worker w = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker w = Worker.create(CpuDeviceConfig.withCores(1))) {
             LanguageModel model = LanguageModel.load(w, EmbeddedModel.path());
             for (int i = 0; toNew.size() < 3 || toOld.size() < 1; i++) {
                 String p = "Lily found a shell number " + i + ".";
@@ -516,7 +516,7 @@ class ClusterFailoverTest {
 
     /** What one node yields for each prompt: the same greedy generation on a batcher in this JVM. */
     private static Map<String, String> singleNodeTexts(String[] prompts, int maxTokens) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
             // One batch for all prompts: with 32 prompts in batches of 8, this batcher's close() was seen to
             // wait forever after every member had ended (a follow-up for tandem-llm).

@@ -1,6 +1,6 @@
 package dev.tandem.cluster;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.EmbeddedModel;
@@ -21,7 +21,7 @@ final class DirectServer {
     public static void main(String[] args) throws InterruptedException {
         int cores = Integer.parseInt(args[0]);
         int maxBatch = Integer.parseInt(args[1]);
-        Worker worker = Worker.create(CpuDevice.withCores(cores));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(cores));
         LanguageModel model = LanguageModel.load(worker, EmbeddedModel.resolve(args[2]));
         BatcherEngine engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(maxBatch).build());
         TandemServer server = TandemServer.start(engine, ServerConfig.builder().port(0).build());

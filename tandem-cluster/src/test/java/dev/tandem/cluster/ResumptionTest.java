@@ -3,7 +3,7 @@ package dev.tandem.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.Completion;
@@ -34,7 +34,7 @@ class ResumptionTest {
 
     @BeforeAll
     static void start() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path());
         engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(4).maxQueued(16).build());
     }

@@ -1,6 +1,6 @@
 package dev.tandem.device;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.SchedulingPolicy;
 import dev.tandem.TraceEvent;
@@ -79,7 +79,7 @@ final class CpuCores implements Device {
     /** The CPU index (into the allowed set) the next pinned device starts at. */
     private static final AtomicInteger NEXT_CPU = new AtomicInteger();
 
-    CpuCores(CpuDevice config, TraceRecorder trace, String name) {
+    CpuCores(CpuDeviceConfig config, TraceRecorder trace, String name) {
         this(config.cores(), config.spinNanos(), config.memoryBudget(), config.pinCores(), trace, name);
     }
 

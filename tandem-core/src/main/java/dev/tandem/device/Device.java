@@ -1,6 +1,6 @@
 package dev.tandem.device;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.trace.TraceRecorder;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -105,7 +105,7 @@ import java.lang.foreign.MemorySegment;
 public interface Device extends AutoCloseable {
 
     /** The CPU device: {@code config.cores()} platform threads named {@code name-core-N}. */
-    static Device cpu(CpuDevice config, TraceRecorder trace, String name) {
+    static Device cpu(CpuDeviceConfig config, TraceRecorder trace, String name) {
         return new CpuCores(config, trace, name);
     }
 

@@ -8,7 +8,7 @@ import dev.tandem.trace.TraceRecorder;
  * trace (null when tracing is off) and the registry of the virtual threads it runs user code
  * on. Sessions and requests reach the device through the {@link Device} interface only.
  */
-public record DeviceParts(Device device, TraceRecorder trace, RuntimeThreads threads) {
+record DeviceParts(Device device, TraceRecorder trace, RuntimeThreads threads) {
 
     /** Whether the calling thread belongs to the worker: a device thread or one of its virtual threads. */
     public boolean isOwnThread() {

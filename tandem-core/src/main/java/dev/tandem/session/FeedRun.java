@@ -62,7 +62,7 @@ public final class FeedRun implements StreamOwner {
      * @param onChange   runs after each end decision and each token a reader takes; never blocks
      * @param onReleased runs once, when the producer released the feed, before its completion
      */
-    public FeedRun(long id, String name, RuntimeThreads threads, Runnable onChange, Consumer<FeedRun> onReleased) {
+    FeedRun(long id, String name, RuntimeThreads threads, Runnable onChange, Consumer<FeedRun> onReleased) {
         this.id = id;
         this.name = name;
         this.threads = threads;
@@ -72,7 +72,7 @@ public final class FeedRun implements StreamOwner {
     }
 
     /** Arms a deadline {@code after} from now on {@code timer}; a passed deadline ends the feed at once. */
-    public void armDeadline(ScheduledExecutorService timer, Duration after) {
+    void armDeadline(ScheduledExecutorService timer, Duration after) {
         long delay = submittedAt + after.toNanos() - System.nanoTime();
         deadlineTimer = timer.schedule(() -> terminate(Status.DEADLINE_EXCEEDED, null), Math.max(0, delay),
                 TimeUnit.NANOSECONDS);

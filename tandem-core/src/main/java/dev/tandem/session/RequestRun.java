@@ -74,7 +74,7 @@ import java.util.function.Consumer;
  * and unpark. All are volatile, so one side always sees the other: no lost wake-up, and no
  * wait relies on a timeout. Termination wakes (and interrupts) the program too.
  */
-public final class RequestRun implements StepOwner, SchedulingPolicy.RequestView, StreamOwner {
+final class RequestRun implements StepOwner, SchedulingPolicy.RequestView, StreamOwner {
 
     /** How the request ended. */
     record Ending(Status status, Throwable cause) {}

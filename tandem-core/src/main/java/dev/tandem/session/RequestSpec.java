@@ -20,7 +20,7 @@ import java.util.function.Predicate;
  *                    allocations must fit in; negative: allocations draw on the device budget
  *                    directly
  */
-public record RequestSpec(
+record RequestSpec(
         String name, RunOptions run, Predicate<Token> stopWhen, Duration deadline, int priority,
         SchedulingPolicy policy, long memoryQuota) {
 

@@ -14,7 +14,7 @@ import java.util.concurrent.ConcurrentHashMap;
  * so {@link #isRuntimeThread} is exact for the calling thread and {@link #live} holds every
  * thread that may still run runtime or user code.
  */
-public final class RuntimeThreads {
+final class RuntimeThreads {
     private final String prefix;
     private final Set<Thread> live = ConcurrentHashMap.newKeySet();
 

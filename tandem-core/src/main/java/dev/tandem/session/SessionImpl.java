@@ -42,11 +42,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * never waits — the last request to drain completes the close — and every other caller waits
  * for the drain, without bound or up to its timeout.
  */
-public final class SessionImpl<I> implements Session<I> {
+final class SessionImpl<I> implements Session<I> {
     /** The default predicate, which never matches: such a request has no stopWhen to run. */
     private static final Object NO_STOP = RequestOptions.defaults().stopWhen();
 
-    private final RequestHost host;
+    private final WorkerRuntime host;
     private final Program<I> program;
     private final SessionConfig config;
     private final RunOptions runOptions;
@@ -56,7 +56,7 @@ public final class SessionImpl<I> implements Session<I> {
     private final AtomicLong tokensDelivered = new AtomicLong();
     private final Set<RequestRun> unfinished = ConcurrentHashMap.newKeySet();
 
-    public SessionImpl(RequestHost host, Program<I> program, SessionConfig config) {
+    SessionImpl(WorkerRuntime host, Program<I> program, SessionConfig config) {
         this.host = Objects.requireNonNull(host, "host");
         this.program = Objects.requireNonNull(program, "program");
         this.config = Objects.requireNonNull(config, "config");
@@ -66,7 +66,7 @@ public final class SessionImpl<I> implements Session<I> {
                 .withMaxPublishBatch(config.maxPublishBatch())
                 .withStreamBuffer(config.streamBuffer())
                 .withMaxTasksInFlight(config.maxTasksInFlight());
-        var memory = host.device().device().memory();
+        var memory = host.parts().device().memory();
         this.admission = new Admission<>(config.maxActive(), config.maxQueued(), config.memoryPerRequest(),
                 memory::tryReserve, memory::release);
         for (Status status : Status.values()) {
@@ -78,14 +78,14 @@ public final class SessionImpl<I> implements Session<I> {
     public TokenStream submit(I input, RequestOptions options) {
         Objects.requireNonNull(input, "input");
         Objects.requireNonNull(options, "options");
-        long budget = host.device().device().memory().budget();
+        long budget = host.parts().device().memory().budget();
         if (config.memoryPerRequest() > budget) {
             throw new AdmissionRejectedException(Reason.TOO_LARGE, "a request needs " + config.memoryPerRequest()
                     + " bytes (memoryPerRequest) but the device budget is " + budget + " bytes");
         }
         RequestSpec spec = new RequestSpec(options.id(), runOptions.withMaxTokens(options.maxTokens()),
                 options.stopWhen() == NO_STOP ? null : options.stopWhen(), options.deadline(), options.priority(), config.policy(), config.memoryPerRequest());
-        RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.device(),
+        RequestRun request = new RequestRun(host.nextRequestId(), program, input, spec, host.parts(),
                 this::requestReleased, this::requestFinished);
         admission.offer(request, options.id()); // throws with the reason; nothing was started
         unfinished.add(request);
@@ -96,7 +96,7 @@ public final class SessionImpl<I> implements Session<I> {
     }
 
     /** Starts queued requests, head first, while slots and memory are free. Any thread. */
-    public void admit() {
+    void admit() {
         for (RequestRun request : admission.admitReady()) {
             request.start(); // refused if it ended meanwhile; it then finishes
         }
@@ -136,11 +136,11 @@ public final class SessionImpl<I> implements Session<I> {
             }
         });
         return new SessionStats(admission.queued(), running.size(), Map.copyOf(finished), tokensDelivered.get() + live,
-                host.device().device().busyFraction(), (long) running.size() * config.memoryPerRequest());
+                host.parts().device().busyFraction(), (long) running.size() * config.memoryPerRequest());
     }
 
     /** Stops admission and cancels everything live; returns without waiting. */
-    public void shutdown() {
+    void shutdown() {
         List<RequestRun> live = admission.close();
         for (RequestRun request : live) {
             request.terminate(Status.CANCELLED, null);
@@ -153,7 +153,7 @@ public final class SessionImpl<I> implements Session<I> {
     @Override
     public void close() {
         shutdown();
-        if (host.device().isOwnThread()) {
+        if (host.parts().isOwnThread()) {
             return; // never wait on ourselves: the last request to drain completes the close
         }
         drained.join();
@@ -163,7 +163,7 @@ public final class SessionImpl<I> implements Session<I> {
     public List<Long> close(Duration timeout) {
         Objects.requireNonNull(timeout, "timeout");
         shutdown();
-        if (!host.device().isOwnThread()) {
+        if (!host.parts().isOwnThread()) {
             awaitBounded(drained, timeout);
         }
         return drained.isDone() ? List.of() : unfinished.stream().map(RequestRun::id).sorted().toList();
@@ -180,11 +180,6 @@ public final class SessionImpl<I> implements Session<I> {
         } catch (ExecutionException e) {
             throw new IllegalStateException("the drain failed", e.getCause());
         }
-    }
-
-    /** Completes when the session is closed and every request of it has drained. */
-    public CompletableFuture<Void> drained() {
-        return drained.copy();
     }
 
     @Override

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import dev.tandem.Access;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.TaskContext;
 import java.io.IOException;
@@ -43,7 +43,7 @@ class AffinityTest {
         assumeTrue(pinningAllowed(), "threads may be pinned here (Linux, and not refused)");
         int[] allowed = Affinity.allowed();
         assumeTrue(allowed.length >= 2, "needs two CPUs");
-        CpuCores device = (CpuCores) Device.cpu(CpuDevice.withCores(2).withPinnedCores(true), null, "pinned");
+        CpuCores device = (CpuCores) Device.cpu(CpuDeviceConfig.withCores(2).withPinnedCores(true), null, "pinned");
         try {
             // Enough tasks that both cores take some: each waits until the other core has run one.
             Map<Integer, int[]> seen = new ConcurrentHashMap<>();
@@ -86,8 +86,8 @@ class AffinityTest {
     void oneCoreDevicesMadeInTurnStartAtSuccessiveCpus() throws InterruptedException {
         assumeTrue(pinningAllowed(), "threads may be pinned here (Linux, and not refused)");
         assumeTrue(Affinity.allowed().length >= 2, "needs two CPUs");
-        CpuCores first = (CpuCores) Device.cpu(CpuDevice.withCores(1).withPinnedCores(true), null, "first");
-        CpuCores second = (CpuCores) Device.cpu(CpuDevice.withCores(1).withPinnedCores(true), null, "second");
+        CpuCores first = (CpuCores) Device.cpu(CpuDeviceConfig.withCores(1).withPinnedCores(true), null, "first");
+        CpuCores second = (CpuCores) Device.cpu(CpuDeviceConfig.withCores(1).withPinnedCores(true), null, "second");
         try {
             long deadline = System.nanoTime() + 5_000_000_000L;
             while ((first.pinnedCpus()[0] < 0 || second.pinnedCpus()[0] < 0) && System.nanoTime() < deadline) {
@@ -142,8 +142,8 @@ class AffinityTest {
     @Test
     void unpinnedCoresKeepTheProcessMaskAndMoreCoresThanCpusAreNotPinned() throws InterruptedException {
         int cpus = Affinity.allowed().length;
-        for (CpuDevice config : new CpuDevice[] {CpuDevice.withCores(2),
-                CpuDevice.withCores(Math.max(1, cpus) + 1).withPinnedCores(true)}) {
+        for (CpuDeviceConfig config : new CpuDeviceConfig[] {CpuDeviceConfig.withCores(2),
+                CpuDeviceConfig.withCores(Math.max(1, cpus) + 1).withPinnedCores(true)}) {
             CpuCores device = (CpuCores) Device.cpu(config, null, "unpinned");
             try {
                 assertThat(device.pinnedCpus()).containsOnly(-1);
@@ -152,6 +152,6 @@ class AffinityTest {
                 device.join();
             }
         }
-        assertThat(CpuDevice.withCores(2).pinCores()).as("off by default").isFalse();
+        assertThat(CpuDeviceConfig.withCores(2).pinCores()).as("off by default").isFalse();
     }
 }

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.Access;
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Region;
 import java.lang.foreign.Arena;
@@ -79,7 +79,7 @@ class DeviceContractTest {
 
     @BeforeEach
     void start() {
-        device = Device.cpu(new CpuDevice(2, 1 << 20, 1_000), null, "contract");
+        device = Device.cpu(new CpuDeviceConfig(2, 1 << 20, 1_000), null, "contract");
     }
 
     @AfterEach
@@ -161,7 +161,7 @@ class DeviceContractTest {
     void eachTaskSeesItsOwnRegionsAndEveryPartTheSame() throws InterruptedException {
         device.close();
         device.join();
-        device = Device.cpu(new CpuDevice(1, 1 << 20, 1_000), null, "contract-1");
+        device = Device.cpu(new CpuDeviceConfig(1, 1 << 20, 1_000), null, "contract-1");
         int chain = 6;
         int parts = 5;
         DeviceBuffer[] buffers = new DeviceBuffer[chain];
@@ -401,7 +401,7 @@ class DeviceContractTest {
     @Test
     void eachCoreThatRanPartsOfATaskRecordsOneSpanOfIt() throws InterruptedException {
         dev.tandem.trace.TraceRecorder recorder = new dev.tandem.trace.TraceRecorder(true, false);
-        Device traced = Device.cpu(new CpuDevice(2, 1 << 20, 1_000), recorder, "traced");
+        Device traced = Device.cpu(new CpuDeviceConfig(2, 1 << 20, 1_000), recorder, "traced");
         Kernel meet = meetingParts(new ConcurrentLinkedQueue<>());
         Group group = new Group(1);
         submit(traced, new TaskNode(meet, new Access[0], new long[0], group, 5, null));

@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -223,7 +223,7 @@ class RecycledMemoryTest {
 
     @Test
     void theCpuDeviceLendsAnEndedRequestsMemoryToTheNext() {
-        CpuCores device = new CpuCores(CpuDevice.withCores(1), null, "recycle");
+        CpuCores device = new CpuCores(CpuDeviceConfig.withCores(1), null, "recycle");
         try {
             long address;
             try (Arena request = Arena.ofShared()) {

@@ -9,7 +9,7 @@ import static org.assertj.core.api.Assertions.tuple;
 import com.google.protobuf.ByteString;
 import com.google.protobuf.UnknownFieldSet;
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Program;
 import dev.tandem.Status;
@@ -291,7 +291,7 @@ class PerfettoTraceWriterTest {
     void aWorkerStreamsItsTraceWhileItRunsAndCloseFinishesTheFile() throws Exception {
         Path file = dir.resolve("worker.pftrace");
         List<TraceEvent> events;
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(2))
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(2))
                 .trace(TraceConfig.toFile(file).withRetainEvents(true).withJfr(false)).build()) {
             Program<Integer> program = (o, steps) -> {
                 Buffer state = o.allocate(ValueLayout.JAVA_INT, 1);
@@ -370,7 +370,7 @@ class PerfettoTraceWriterTest {
     @Test
     void aTraceFileThatCannotBeOpenedFailsTheBuildWithItsPath() {
         Path file = dir.resolve("no/such/dir/t.pftrace");
-        assertThatThrownBy(() -> Worker.builder().device(CpuDevice.withCores(1)).trace(TraceConfig.toFile(file)).build())
+        assertThatThrownBy(() -> Worker.builder().device(CpuDeviceConfig.withCores(1)).trace(TraceConfig.toFile(file)).build())
                 .isInstanceOf(UncheckedIOException.class).hasMessageContaining(file.toString());
     }
 
@@ -383,7 +383,7 @@ class PerfettoTraceWriterTest {
             recording.enable("dev.tandem.StepBuild");
             recording.enable("dev.tandem.TokenDelivered");
             recording.start();
-            try (Worker worker = Worker.builder().device(CpuDevice.withCores(1)).trace(TraceConfig.inMemory()).build()) {
+            try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(1)).trace(TraceConfig.inMemory()).build()) {
                 Program<Integer> program = (o, steps) -> {
                     Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
                     for (int i = 0; i < steps; i++) {

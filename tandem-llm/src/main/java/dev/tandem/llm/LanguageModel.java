@@ -26,7 +26,7 @@ import java.util.List;
  * Thread-safe: many requests may use one model at once.
  *
  * <pre>{@code
- * try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+ * try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
  *     LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
  *     Completion completion = model.generate(worker, "Once upon a time", GenerateOptions.defaults().withMaxTokens(64));
  *     for (Completion.Delta d : completion) System.out.print(d.text());

@@ -3,7 +3,7 @@ package dev.tandem.llm;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.RunOptions;
 import dev.tandem.Status;
@@ -82,7 +82,7 @@ class BadInputTest {
                 return bytes;
             }
         };
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             assertThatThrownBy(() -> LlamaModel.load(worker, poisoned))
                     .isInstanceOf(IllegalArgumentException.class)
                     .hasMessage("weights: W2 of layer 1: interleaveF16: row 7, column 9 is NaN (0x7e00); f16_x16"
@@ -101,7 +101,7 @@ class BadInputTest {
     @Test
     void requestsPastTheContextAreRejectedByCheckAndByTheProgram() {
         LlamaConfig config = LlamaConfig.named("tiny").withContextLength(16);
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 1));
             LlamaRequest longPrompt = LlamaRequest.of(new int[17], 1);
             assertThatThrownBy(() -> model.check(longPrompt))

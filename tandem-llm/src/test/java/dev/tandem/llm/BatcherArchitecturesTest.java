@@ -2,7 +2,7 @@ package dev.tandem.llm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufCheckpointWriter;
@@ -31,7 +31,7 @@ class BatcherArchitecturesTest {
         new GgufCheckpointWriter(new RandomWeights(shape, 9)).architecture("gemma2").matrixType(GgmlType.Q8_0)
                 .metadata("gemma2.attention.sliding_window", 6).metadata("gemma2.attn_logit_softcapping", 5f)
                 .metadata("gemma2.final_logit_softcapping", 10f).vocabularyFrom(EmbeddedModel.path()).write(file);
-        try (Worker w = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker w = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel model = LanguageModel.load(w, file, 256);
             assertThat(model.config().architecture()).isEqualTo(gemma2);
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(20).withIgnoreEos(true);

@@ -3,7 +3,7 @@ package dev.tandem.llm;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.AdmissionRejectedException;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.Status;
 import dev.tandem.StreamTerminatedException;
@@ -52,7 +52,7 @@ class BatcherStressTest {
 
     @BeforeAll
     static void load() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path(), 512);
         prompts = new int[BatcherTest.PROMPTS.length][];
         references = new int[prompts.length][];

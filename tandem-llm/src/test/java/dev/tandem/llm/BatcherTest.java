@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.AdmissionRejectedException;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.Status;
 import dev.tandem.Token;
@@ -44,7 +44,7 @@ class BatcherTest {
 
     @BeforeAll
     static void load() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path(), 512);
         idleMemory = worker.memoryInUse();
     }
@@ -201,7 +201,7 @@ class BatcherTest {
 
     @Test
     void aMemberAtTheEndOfTheContextFinishesWithLength() throws Exception {
-        try (Worker small = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker small = Worker.create(CpuDeviceConfig.withCores(1))) {
             LanguageModel shortModel = LanguageModel.load(small, EmbeddedModel.path(), 48);
             try (Batcher batcher = Batcher.start(small, shortModel, BatcherConfig.builder().maxBatch(2).build())) {
                 int[] prompt = shortModel.encode(PROMPTS[1]);
@@ -378,7 +378,7 @@ class BatcherTest {
         java.nio.file.Path file = dir.resolve("q8.gguf");
         new dev.tandem.llm.gguf.GgufCheckpointWriter(new RandomWeights(shape, 5))
                 .matrixType(dev.tandem.llm.gguf.GgmlType.Q8_0).vocabularyFrom(EmbeddedModel.path()).write(file);
-        try (Worker w = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker w = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel q8 = LanguageModel.load(w, file, 256);
             assertThat(q8.config().weightType()).isEqualTo(WeightType.Q8_0);
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(24).withIgnoreEos(true);

@@ -8,7 +8,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.networknt.schema.JsonSchemaFactory;
 import com.networknt.schema.SpecVersion;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -58,7 +58,7 @@ class ConstrainedGenerationTest {
 
     @BeforeAll
     static void load() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path(), 2048);
     }
 
@@ -243,7 +243,7 @@ class ConstrainedGenerationTest {
             Path file = dir.resolve("random-" + weights + ".gguf");
             new GgufCheckpointWriter(RandomWeights.forText(model.config(), weights)).vocabularyFrom(EmbeddedModel.path())
                     .write(file);
-            try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+            try (Worker own = Worker.create(CpuDeviceConfig.withCores(2))) {
                 LanguageModel random = LanguageModel.load(own, file, 2048);
                 try (Batcher batcher = Batcher.start(own, random, BatcherConfig.builder().maxBatch(4).build())) {
                     List<String> schemas = new ArrayList<>();
@@ -290,7 +290,7 @@ class ConstrainedGenerationTest {
 
     @Test
     void aMemberWhoseGrammarTheVocabularyCannotContinueFailsAloneInTheBatch(@TempDir Path dir) throws Exception {
-        try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker own = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel m = LanguageModel.load(own, withoutByte01(dir), 512);
             Grammar needs01 = Grammar.literal("a\u0001b");
             try (Batcher batcher = Batcher.start(own, m, BatcherConfig.builder().maxBatch(4).build())) {

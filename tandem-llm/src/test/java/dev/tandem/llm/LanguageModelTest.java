@@ -3,7 +3,7 @@ package dev.tandem.llm;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -33,7 +33,7 @@ class LanguageModelTest {
 
     @BeforeAll
     static void load() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path(), 512);
     }
 
@@ -112,7 +112,7 @@ class LanguageModelTest {
     void endsAtEosWithStopAndAtTheLimitWithLength(@TempDir Path dir) throws IOException {
         String greedy = run("Once upon a time", GenerateOptions.defaults().withMaxTokens(40)).await();
         int period = model.tokenizer().id(".").orElseThrow();
-        try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker own = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel m = LanguageModel.load(own, withEos(dir, period), 512);
             int[] prompt = m.encode("Once upon a time");
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(40);
@@ -159,7 +159,7 @@ class LanguageModelTest {
             }
             w.write(copy);
         }
-        try (Worker own = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker own = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel m = LanguageModel.load(own, copy, 512);
             assertThat(m.endsGeneration(period)).isTrue();
             assertThat(m.eos()).isEqualTo(2);

@@ -2,7 +2,7 @@ package dev.tandem.llm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.RequestOptions;
 import dev.tandem.RunOptions;
@@ -54,7 +54,7 @@ class LlamaModelTest {
     }
 
     static Streamed run(LlamaConfig config, long seed, LlamaRequest request, LlamaModel.Options options) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, seed), Ops.preferred(), options);
             TokenStream stream = worker.run(model.program(), request,
                     RunOptions.defaults().withMaxTokens(request.maxTokens()));
@@ -176,7 +176,7 @@ class LlamaModelTest {
         int stop = first[at];
         var request = base.withStopToken(stop);
         int[][] expected = {reference.generate(request, 0).tokens(), reference.generate(request, 1).tokens()};
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, seed));
             TokenStream stream = worker.run(model.program(), request,
                     RunOptions.defaults().withMaxTokens(request.maxTokens()));
@@ -186,7 +186,7 @@ class LlamaModelTest {
             assertThat(streamed.tokens().get(0)).hasSize(at + 1).last().isEqualTo(stop);
             assertThat(streamed.tokens().get(1)).containsExactly(box(expected[1]));
         }
-        try (Worker worker = Worker.create(CpuDevice.withCores(2));
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
                 Session<LlamaRequest> session = worker.openSession(
                         LlamaModel.load(worker, new RandomWeights(config, seed)).program(), SessionConfig.defaults())) {
             TokenStream stream = session.submit(request,
@@ -217,7 +217,7 @@ class LlamaModelTest {
         var config = LlamaConfig.named("tiny");
         long seed = 17;
         LlamaReference reference = new LlamaReference(new RandomWeights(config, seed));
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, seed));
             List<LlamaRequest> requests = new ArrayList<>();
             long memory = 0;
@@ -246,7 +246,7 @@ class LlamaModelTest {
     void scalarKernelsGiveTheSameTokens() {
         var config = LlamaConfig.named("tiny");
         var request = LlamaRequest.of(ByteTokenizer.encode("scalar"), 12);
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 18), Ops.scalar(),
                     LlamaModel.Options.defaults());
             Streamed streamed = collect(worker.run(model.program(), request,
@@ -264,7 +264,7 @@ class LlamaModelTest {
     @Test
     void activationAccessesAreMadeOnceAndAlwaysWhatWasAskedFor() {
         var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, WeightType.F32);
-        try (Worker worker = Worker.create(CpuDevice.withCores(1))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 3));
             LlamaModel.Activations a = model.new Activations(4, 1, worker::allocate);
             dev.tandem.Access first = a.read(a.x, 0, 64);

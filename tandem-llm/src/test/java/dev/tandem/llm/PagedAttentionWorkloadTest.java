@@ -3,7 +3,7 @@ package dev.tandem.llm;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Outcome;
 import dev.tandem.RunOptions;
 import dev.tandem.Status;
@@ -20,7 +20,7 @@ class PagedAttentionWorkloadTest {
 
     private static List<float[]> run(PagedAttentionWorkload workload, PagedAttentionWorkload.Readback readback,
             RunOptions options) {
-        try (Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             workload.load(worker);
             TokenStream stream = worker.run(workload.program(), readback, options);
             List<float[]> tokens = new ArrayList<>();

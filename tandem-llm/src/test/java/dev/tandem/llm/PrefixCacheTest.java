@@ -2,7 +2,7 @@ package dev.tandem.llm;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Status;
 import dev.tandem.Worker;
 import dev.tandem.llm.sampling.SamplerConfig;
@@ -31,7 +31,7 @@ class PrefixCacheTest {
 
     @BeforeAll
     static void load() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path(), 1024);
         blockSize = model.model().options().kvBlockSize();
     }

@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
  * llama-server's do.
  *
  * <pre>{@code
- * try (Worker worker = Worker.create(CpuDevice.withCores(2));
+ * try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
  *      SessionEngine engine = SessionEngine.builder(worker, LanguageModel.load(worker, EmbeddedModel.path())).build();
  *      TandemServer server = TandemServer.start(engine, ServerConfig.builder().port(0).build())) {
  *     System.out.println("listening on http://127.0.0.1:" + server.port());

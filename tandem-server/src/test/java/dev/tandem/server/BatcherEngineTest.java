@@ -11,7 +11,7 @@ import com.openai.client.okhttp.OpenAIOkHttpClient;
 import com.openai.core.http.StreamResponse;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.BatcherStats;
@@ -52,7 +52,7 @@ class BatcherEngineTest {
 
     @BeforeAll
     static void start() {
-        worker = Worker.create(CpuDevice.withCores(2));
+        worker = Worker.create(CpuDeviceConfig.withCores(2));
         model = LanguageModel.load(worker, EmbeddedModel.path());
         long weights = worker.memoryInUse();
         engine = BatcherEngine.start(worker, model, BatcherConfig.builder().maxBatch(8).maxQueued(64).build());
@@ -200,7 +200,7 @@ class BatcherEngineTest {
 
     @Test
     void anOverloadAnswers429AndLosesNoStream() throws Exception {
-        try (Worker small = Worker.create(CpuDevice.withCores(2))) {
+        try (Worker small = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel m = LanguageModel.load(small, EmbeddedModel.path());
             try (BatcherEngine tight = BatcherEngine.start(small, m, BatcherConfig.builder().maxBatch(2).maxQueued(2)
                     .build()); TandemServer s = TandemServer.start(tight, ServerConfig.builder().port(0).build())) {

@@ -1,6 +1,6 @@
 package dev.tandem.server;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
@@ -33,7 +33,7 @@ final class Served implements AutoCloseable {
 
     static Served start(ServerConfig.Builder config, java.util.function.UnaryOperator<SessionEngine.Builder> engine,
             java.util.function.UnaryOperator<dev.tandem.TokenStream> streams) {
-        Worker worker = Worker.create(CpuDevice.withCores(2));
+        Worker worker = Worker.create(CpuDeviceConfig.withCores(2));
         LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
         SessionEngine sessionEngine = engine.apply(SessionEngine.builder(worker, model)).build(streams);
         TandemServer server = TandemServer.start(sessionEngine, config.port(0).build());

@@ -14,7 +14,7 @@ import com.openai.models.chat.completions.ChatCompletion;
 import com.openai.models.chat.completions.ChatCompletionChunk;
 import com.openai.models.chat.completions.ChatCompletionCreateParams;
 import com.openai.models.chat.completions.ChatCompletionFunctionTool;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.TokenFeed;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
@@ -85,7 +85,7 @@ class ToolCallsTest {
 
     @BeforeAll
     static void start() {
-        worker = Worker.create(CpuDevice.withCores(1));
+        worker = Worker.create(CpuDeviceConfig.withCores(1));
         model = LanguageModel.load(worker, EmbeddedModel.path());
         server = TandemServer.start(new ScriptedEngine(), ServerConfig.builder().port(0).build());
         client = OpenAIOkHttpClient.builder().baseUrl("http://127.0.0.1:" + server.port() + "/v1").apiKey("unused")

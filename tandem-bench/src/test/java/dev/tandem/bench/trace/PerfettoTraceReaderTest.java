@@ -7,7 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.Buffer;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Kernel;
 import dev.tandem.Program;
 import dev.tandem.Token;
@@ -50,7 +50,7 @@ class PerfettoTraceReaderTest {
     @BeforeAll
     static void runATracedWorker() {
         traceFile = dir.resolve("run.pftrace");
-        try (Worker worker = Worker.builder().device(CpuDevice.withCores(2))
+        try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(2))
                 .trace(TraceConfig.toFile(traceFile).withRetainEvents(true)).build()) {
             Program<Integer> program = (o, steps) -> {
                 Buffer a = o.allocate(ValueLayout.JAVA_INT, 1);

@@ -3,7 +3,7 @@ package dev.tandem.llm.gguf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Architecture;
 import dev.tandem.llm.LlamaConfig;
@@ -38,7 +38,7 @@ class GgufArchitecturesTest {
         Path p = dir.resolve("gemma2.gguf");
         new GgufCheckpointWriter(new RandomWeights(expected, 5)).architecture("gemma2").matrixType(GgmlType.Q8_0)
                 .write(p);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.config()).isEqualTo(expected.withWeightType(WeightType.Q8_0));
             GgufTensorTypesTest.checkAgainstTheReference(worker, weights);
         }
@@ -53,7 +53,7 @@ class GgufArchitecturesTest {
                 .metadata("gemma3.attention.sliding_window", 4)
                 .metadata("gemma3.rope.scaling.type", "linear").metadata("gemma3.rope.scaling.factor", 8f)
                 .write(p);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.config()).isEqualTo(expected);
             assertThat(weights.config().architecture().sliding(5)).isFalse();
             GgufTensorTypesTest.checkAgainstTheReference(worker, weights);
@@ -72,7 +72,7 @@ class GgufArchitecturesTest {
         new GgufCheckpointWriter(random).architecture("phi3").fusedLikePhi3(longFactors)
                 .metadata("phi3.rope.scaling.original_context_length", 32)
                 .metadata("phi3.rope.scaling.attn_factor", 1.19f).write(p);
-        try (GgufModel weights = GgufModel.open(p, 32); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p, 32); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.config()).isEqualTo(expected.withContextLength(32));
             assertThat(weights.file().tensor("blk.0.attn_q.weight")).isEmpty();
             for (Tensor t : new Tensor[] {Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.W1, Tensor.W3, Tensor.ROPE_FREQS}) {

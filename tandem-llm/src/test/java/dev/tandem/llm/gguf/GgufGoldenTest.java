@@ -4,7 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -57,7 +57,7 @@ class GgufGoldenTest {
     @CsvSource({"stories260K.gguf, stories260K.greedy.json, 96", "llama-2-tiny-random.gguf, llama-2-tiny-random.greedy.json, 1"})
     void greedyTokensMatchLlamaCpp(String model, String json, int minAgreement) throws IOException {
         Path path = SharedModels.file(model);
-        try (GgufModel weights = GgufModel.open(path, 512); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(path, 512); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel llama = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
             int vocab = weights.config().vocab();
             for (Case c : cases(json)) {
@@ -108,7 +108,7 @@ class GgufGoldenTest {
     @CsvSource({"stories260K.gguf", "llama-2-tiny-random.gguf"})
     void theModelMatchesTheScalarReferenceOnTheRealWeights(String model) {
         try (GgufModel weights = GgufModel.open(SharedModels.file(model), 64);
-                Worker worker = Worker.create(CpuDevice.withCores(2))) {
+                Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel llama = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
             LlamaReference reference = new LlamaReference(weights);
             LlamaRequest request = LlamaRequest.of(new int[] {1, 403, 407, 261, 378}, 24);

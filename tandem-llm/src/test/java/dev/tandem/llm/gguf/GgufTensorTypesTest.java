@@ -3,7 +3,7 @@ package dev.tandem.llm.gguf;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -63,7 +63,7 @@ class GgufTensorTypesTest {
     void everyTensorTypeDecodesAsTheReferenceOnTheSameWeights(String typeName) throws IOException {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             WeightType expected = WeightType.valueOf(typeName);
             assertThat(weights.config().weightType()).isEqualTo(expected);
             assertThat(weights.file().tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(type);
@@ -198,7 +198,7 @@ class GgufTensorTypesTest {
                 .type("blk.0.attn_v.weight", GgmlType.Q6_K)
                 .type("blk.1.ffn_down.weight", GgmlType.Q6_K)
                 .write(p);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.config().weightType()).isEqualTo(WeightType.Q8_0);
             long matrixBytes = 0;
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
@@ -238,7 +238,7 @@ class GgufTensorTypesTest {
             writer.type("blk." + l + ".ffn_down.weight", l == 0 ? GgmlType.Q6_K : GgmlType.Q4_K);
         }
         writer.write(p);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.type(Tensor.TOKEN_EMBEDDING, 0)).isEqualTo(WeightType.Q5_0);
             assertThat(weights.type(Tensor.WQ, 1)).isEqualTo(WeightType.Q5_0);
             assertThat(weights.type(Tensor.W2, 1)).isEqualTo(WeightType.Q4_K);
@@ -269,7 +269,7 @@ class GgufTensorTypesTest {
             writer.type("blk." + l + ".ffn_up.weight", GgmlType.Q8_0);
         }
         writer.write(p);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int l = 0; l < SHAPE.layers(); l++) {
                 assertThat(weights.type(Tensor.W1, l)).isEqualTo(WeightType.Q4_K);
                 assertThat(weights.type(Tensor.W3, l)).isEqualTo(WeightType.Q8_0);
@@ -283,7 +283,7 @@ class GgufTensorTypesTest {
     void tiedEmbeddingsServeAsTheClassifierWhenTheFileHasNoOutputWeight() throws IOException {
         LlamaConfig tied = SHAPE.withVariants(false, false, true);
         Path p = write("tied", tied, GgmlType.Q8_0);
-        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDevice.withCores(2))) {
+        try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(weights.file().tensor("output.weight")).isEmpty();
             assertThat(weights.config().tiedEmbeddings()).isTrue();
             assertThat(weights.tensor(Tensor.OUTPUT, 0).toArray(ValueLayout.JAVA_BYTE))

@@ -2,7 +2,7 @@ package dev.tandem.llm.safetensors;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.CpuDevice;
+import dev.tandem.CpuDeviceConfig;
 import dev.tandem.RunOptions;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
@@ -89,7 +89,7 @@ class CheckpointConsistencyTest {
         Path hfDir = h.write(dir.resolve(variant));
 
         try (GgufModel a = GgufModel.open(gguf); SafetensorsModel b = SafetensorsModel.open(hfDir);
-                Worker worker = Worker.create(CpuDevice.withCores(2))) {
+                Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             assertThat(a.config().ropeStyle()).isEqualTo(interleaved ? RopeStyle.INTERLEAVED : RopeStyle.NEOX);
             assertThat(b.config().ropeStyle()).isEqualTo(RopeStyle.NEOX);
             assertThat(a.config().withRope(RopeStyle.NEOX, b.config().ropeFactors())).isEqualTo(b.config());
@@ -149,7 +149,7 @@ class CheckpointConsistencyTest {
         new GgufCheckpointWriter(weights).architecture("llama").fromHuggingFace(false).write(gguf);
         Path hfDir = new HuggingFaceDirectoryWriter(weights).write(dir.resolve("hf"));
         try (GgufModel a = GgufModel.open(gguf); SafetensorsModel b = SafetensorsModel.open(hfDir);
-                Worker worker = Worker.create(CpuDevice.withCores(2))) {
+                Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             Run ra = run(worker, LlamaModel.load(worker, a), PROMPTS[0], 2);
             Run rb = run(worker, LlamaModel.load(worker, b), PROMPTS[0], 2);
             double worst = 0;

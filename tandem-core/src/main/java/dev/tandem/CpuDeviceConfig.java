@@ -1,8 +1,8 @@
 package dev.tandem;
 
 /**
- * A CPU device: compute cores (platform threads) plus off-heap device memory with a byte
- * budget. Immutable configuration; a {@link Worker} brings it to life.
+ * The configuration of a CPU device: compute cores (platform threads) plus off-heap device
+ * memory with a byte budget. Immutable; a {@link Worker} brings the device to life.
  *
  * @param cores        core threads that run ready tasks
  * @param memoryBudget bytes of device memory all buffers together may use
@@ -20,7 +20,7 @@ package dev.tandem;
  *                     Devices made one after another start at successive CPUs, so several
  *                     one-core devices spread over the machine.
  */
-public record CpuDevice(int cores, long memoryBudget, long spinNanos, boolean pinCores) {
+public record CpuDeviceConfig(int cores, long memoryBudget, long spinNanos, boolean pinCores) {
 
     public static final long DEFAULT_MEMORY_BUDGET = 4L << 30;
     /**
@@ -33,11 +33,11 @@ public record CpuDevice(int cores, long memoryBudget, long spinNanos, boolean pi
     public static final long DEFAULT_SPIN_NANOS = 250_000;
 
     /** A device whose cores are not pinned. */
-    public CpuDevice(int cores, long memoryBudget, long spinNanos) {
+    public CpuDeviceConfig(int cores, long memoryBudget, long spinNanos) {
         this(cores, memoryBudget, spinNanos, false);
     }
 
-    public CpuDevice {
+    public CpuDeviceConfig {
         if (cores < 1) {
             throw new IllegalArgumentException("cores must be >= 1, was " + cores);
         }
@@ -50,23 +50,23 @@ public record CpuDevice(int cores, long memoryBudget, long spinNanos, boolean pi
     }
 
     /** One core per available processor, the default budget. */
-    public static CpuDevice defaults() {
+    public static CpuDeviceConfig defaults() {
         return withCores(Runtime.getRuntime().availableProcessors());
     }
 
-    public static CpuDevice withCores(int cores) {
-        return new CpuDevice(cores, DEFAULT_MEMORY_BUDGET, DEFAULT_SPIN_NANOS);
+    public static CpuDeviceConfig withCores(int cores) {
+        return new CpuDeviceConfig(cores, DEFAULT_MEMORY_BUDGET, DEFAULT_SPIN_NANOS);
     }
 
-    public CpuDevice withMemoryBudget(long bytes) {
-        return new CpuDevice(cores, bytes, spinNanos, pinCores);
+    public CpuDeviceConfig withMemoryBudget(long bytes) {
+        return new CpuDeviceConfig(cores, bytes, spinNanos, pinCores);
     }
 
-    public CpuDevice withSpinNanos(long nanos) {
-        return new CpuDevice(cores, memoryBudget, nanos, pinCores);
+    public CpuDeviceConfig withSpinNanos(long nanos) {
+        return new CpuDeviceConfig(cores, memoryBudget, nanos, pinCores);
     }
 
-    public CpuDevice withPinnedCores(boolean pin) {
-        return new CpuDevice(cores, memoryBudget, spinNanos, pin);
+    public CpuDeviceConfig withPinnedCores(boolean pin) {
+        return new CpuDeviceConfig(cores, memoryBudget, spinNanos, pin);
     }
 }
