@@ -668,13 +668,26 @@ public final class LlamaModel {
         addBlockReads(a, accesses, a.outputs.get(Tensor.WV), kvSplit, rows, r0, n);
         int qDim = config.qDim();
         accesses.add(a.write(a.q, (long) r0 * qDim * F, (long) n * qDim * F));
+        // The rows' cache slots, one region per run of slots adjacent in the cache (a prompt's
+        // rows fill their blocks in order): the run lengths follow the positions in the scalars.
         long slotBytes = (long) config.kvDim() * F;
         int bs = options.kvBlockSize();
+        int[] runRows = new int[n];
+        long[] runSlot = new long[n];
+        int runs = 0;
+        for (int r = r0; r < r1; r++) {
+            int p = position[r];
+            long slot = (long) rowTables[r][p / bs] * bs + p % bs;
+            if (runs > 0 && slot == runSlot[runs - 1] + runRows[runs - 1]) {
+                runRows[runs - 1]++;
+            } else {
+                runSlot[runs] = slot;
+                runRows[runs++] = 1;
+            }
+        }
         for (Buffer cache : new Buffer[] {keyCache, valueCache}) {
-            for (int r = r0; r < r1; r++) {
-                int p = position[r];
-                long slot = (long) rowTables[r][p / bs] * bs + p % bs;
-                accesses.add(write(cache.region(slot * slotBytes, slotBytes)));
+            for (int k = 0; k < runs; k++) {
+                accesses.add(write(cache.region(runSlot[k] * slotBytes, runRows[k] * slotBytes)));
             }
         }
         if (config.attentionBias()) {
@@ -686,7 +699,7 @@ public final class LlamaModel {
             accesses.add(weightRead(Tensor.Q_NORM, layer));
             accesses.add(weightRead(Tensor.K_NORM, layer));
         }
-        long[] scalars = new long[6 + n];
+        long[] scalars = new long[7 + n + runs];
         scalars[0] = n;
         scalars[1] = qBlocks;
         scalars[2] = kvBlocks;
@@ -695,6 +708,10 @@ public final class LlamaModel {
         scalars[5] = architecture.sliding(layer) ? 1 : 0;
         for (int i = 0; i < n; i++) {
             scalars[6 + i] = position[r0 + i];
+        }
+        scalars[6 + n] = runs;
+        for (int k = 0; k < runs; k++) {
+            scalars[7 + n + k] = runRows[k];
         }
         o.submit(ropeStore, scalars, accesses.toArray(Access[]::new));
     }
@@ -1025,11 +1042,12 @@ public final class LlamaModel {
     }
 
     /**
-     * Regions: the n rows of each q block, k block and v block (read), q rows (write), the n key
-     * slots, the n value slots (write); then, with biases, bq, bk, bv (read); then, with q/k norms,
-     * the q and k norm weights (read). Scalars: n, q blocks, kv blocks, heads, kvHeads, whether the
-     * layer slides (1: {@link #slidingRope}, 0: {@link #rope}; each holds its frequencies), the n
-     * positions.
+     * Regions: the n rows of each q block, k block and v block (read), q rows (write), the m runs
+     * of key slots, the m runs of value slots (write; a run is rows whose slots are adjacent in the
+     * cache); then, with biases, bq, bk, bv (read); then, with q/k norms, the q and k norm weights
+     * (read). Scalars: n, q blocks, kv blocks, heads, kvHeads, whether the layer slides (1:
+     * {@link #slidingRope}, 0: {@link #rope}; each holds its frequencies), the n positions, m, and
+     * the rows of each run.
      *
      * <p>Per row: gather q, k, v from the block-major matmul outputs; add the biases; rmsnorm each
      * head of q and k; rotate q and k; store k and v in their cache slots.
@@ -1049,20 +1067,28 @@ public final class LlamaModel {
             int kvHeads = (int) c.scalar(4);
             Rope layerRope = c.scalar(5) != 0 ? slidingRope : rope;
             int qRows = qBlocks + 2 * kvBlocks;
-            int extra = qRows + 1 + 2 * n;
+            int runs = (int) c.scalar(6 + n);
+            int extra = qRows + 1 + 2 * runs;
             MemorySegment q = c.region(qRows);
+            int run = 0;
+            int runStart = 0; // the chunk's row at the start of the run
             for (int i = 0; i < n; i++) {
+                if (i - runStart == c.scalar(7 + n + run)) {
+                    runStart = i;
+                    run++;
+                }
                 int position = (int) c.scalar(6 + i);
                 long qAt = (long) i * qDim * F;
-                MemorySegment key = c.region(qRows + 1 + i);
-                MemorySegment value = c.region(qRows + 1 + n + i);
+                long kvAt = (long) (i - runStart) * kvDim * F;
+                MemorySegment key = c.region(qRows + 1 + run);
+                MemorySegment value = c.region(qRows + 1 + runs + run);
                 gatherRow(c, 0, qBlocks, n, i, q, qAt);
-                gatherRow(c, qBlocks, kvBlocks, n, i, key, 0);
-                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, value, 0);
+                gatherRow(c, qBlocks, kvBlocks, n, i, key, kvAt);
+                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, value, kvAt);
                 if (bias) {
                     ops.residualAdd(q, qAt, c.region(extra), 0, qDim);
-                    ops.residualAdd(key, 0, c.region(extra + 1), 0, kvDim);
-                    ops.residualAdd(value, 0, c.region(extra + 2), 0, kvDim);
+                    ops.residualAdd(key, kvAt, c.region(extra + 1), 0, kvDim);
+                    ops.residualAdd(value, kvAt, c.region(extra + 2), 0, kvDim);
                 }
                 if (qkNorm) {
                     int normAt = extra + (bias ? 3 : 0);
@@ -1071,13 +1097,13 @@ public final class LlamaModel {
                         ops.rmsnorm(q, at, c.region(normAt), 0, q, at, headDim, eps);
                     }
                     for (int h = 0; h < kvHeads; h++) {
-                        long at = (long) h * headDim * F;
+                        long at = kvAt + (long) h * headDim * F;
                         ops.rmsnorm(key, at, c.region(normAt + 1), 0, key, at, headDim, eps);
                     }
                 }
                 Rope.Angles angles = layerRope.angles(position);
                 layerRope.apply(q, qAt, heads, angles);
-                layerRope.apply(key, 0, kvHeads, angles);
+                layerRope.apply(key, kvAt, kvHeads, angles);
             }
         });
     }
