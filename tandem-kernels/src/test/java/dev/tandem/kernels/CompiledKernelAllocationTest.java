@@ -157,6 +157,51 @@ class CompiledKernelAllocationTest {
     }
 
     /**
+     * The rest of attention's per-block work: the block's softmax (its exponentials), the
+     * probabilities times the values, the online merge and the final normalization. Each runs per
+     * row, head and KV block, so a boxed vector in any of them is gigabytes a minute of serving.
+     */
+    @ParameterizedTest(name = "{0} positions")
+    @CsvSource({"7", "64"})
+    void warmAttentionBlockStepsAllocateNothing(int n) {
+        if (!Ops.preferred().name().startsWith("vector")) {
+            return;
+        }
+        int headDim = 64;
+        try (Arena arena = Arena.ofConfined()) {
+            Random random = new Random(10);
+            MemorySegment scores = arena.allocate((long) n * Float.BYTES, 64);
+            MemorySegment values = arena.allocate((long) n * headDim * Float.BYTES, 64);
+            for (int i = 0; i < n * headDim; i++) {
+                values.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
+            }
+            MemorySegment stats = arena.allocate(2L * AttentionOps.STATS_FLOATS * Float.BYTES, 64);
+            MemorySegment partial = arena.allocate((long) headDim * Float.BYTES, 64);
+            MemorySegment running = arena.allocate((long) headDim * Float.BYTES, 64);
+            MemorySegment out = arena.allocate((long) headDim * Float.BYTES, 64);
+            long statBytes = AttentionOps.STATS_FLOATS * Float.BYTES;
+            KernelOps ops = Ops.preferred();
+            Runnable fill = () -> {
+                for (int i = 0; i < n; i++) {
+                    scores.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, 4 * (random.nextFloat() - 0.5f));
+                }
+            };
+            fill.run();
+            assertThat(leastBytesPerCall(() -> {
+                fill.run();
+                ops.softmaxPrepare(scores, 0, stats, statBytes, n);
+            })).as("bytes per warm softmaxPrepare call over %d positions", n).isZero();
+            assertThat(leastBytesPerCall(() -> ops.pv(scores, 0, values, 0, partial, 0, headDim, headDim, n)))
+                    .as("bytes per warm pv call over %d positions", n).isZero();
+            assertThat(leastBytesPerCall(() -> {
+                ops.onlineInit(stats, 0, running, 0, headDim);
+                ops.onlineUpdate(stats, 0, running, 0, stats, statBytes, partial, 0, headDim);
+                ops.normalize(stats, 0, running, 0, out, 0, headDim);
+            })).as("bytes per warm online init, update and normalize").isZero();
+        }
+    }
+
+    /**
      * The fewest bytes a call allocated, per round of calls: rounds until one allocates nothing, or
      * 20 s. C2 compiles the loops within a few thousand calls, after which a boxing kernel allocates
      * kilobytes to megabytes a call; the first round also grows the thread's scratch.

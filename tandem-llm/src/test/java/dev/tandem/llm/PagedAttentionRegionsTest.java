@@ -4,11 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.Access;
 import dev.tandem.Buffer;
-import dev.tandem.Kernel;
-import dev.tandem.Orchestrator;
 import dev.tandem.Region;
 import dev.tandem.kernels.Ops;
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -21,38 +18,14 @@ import org.junit.jupiter.api.Test;
  */
 class PagedAttentionRegionsTest {
 
-    private record Submitted(String kernel, long[] scalars, Access[] accesses) {}
-
-    /** Records what is submitted; runs nothing. */
-    private static final class Recording implements Orchestrator {
-        final List<Submitted> tasks = new ArrayList<>();
-
-        @Override public long requestId() { return 1; }
-        @Override public long step() { return 0; }
-        @Override public Buffer allocate(long bytes) { return new Plain("request", bytes); }
-        @Override public Buffer allocateStep(long bytes) { return new Plain("step", bytes); }
-        @Override public void submit(Kernel kernel, long[] scalars, Access... accesses) {
-            tasks.add(new Submitted(kernel.name(), scalars, accesses));
-        }
-        @Override public void upload(Region target, MemorySegment data) { throw new UnsupportedOperationException(); }
-        @Override public void endStep(Region tokenRegion) { throw new UnsupportedOperationException(); }
-    }
-
-    private record Plain(String name, long byteSize) implements Buffer {
-        @Override public Scope scope() { return Scope.REQUEST; }
-        @Override public MemorySegment hostSegment() { throw new UnsupportedOperationException(); }
-        @Override public Buffer freeze() { return this; }
-        @Override public boolean isFrozen() { return false; }
-    }
-
     private static final int HEADS = 4;
     private static final int KV_HEADS = 2;
     private static final int HEAD_DIM = 8;
     private static final int BLOCK = 4;
 
     /** A prompt's rows at positions {@code [first, first + rows)} of one sequence whose table is {@code table}. */
-    private static Recording prompt(PagedAttention attention, int first, int rows, int[] table, int window) {
-        Recording o = new Recording();
+    private static RecordingOrchestrator prompt(PagedAttention attention, int first, int rows, int[] table, int window) {
+        RecordingOrchestrator o = new RecordingOrchestrator();
         int[] contexts = new int[rows];
         int[][] tables = new int[rows][];
         for (int r = 0; r < rows; r++) {
@@ -61,13 +34,13 @@ class PagedAttentionRegionsTest {
         }
         long cache = 1024L * BLOCK * KV_HEADS * HEAD_DIM * Float.BYTES;
         attention.submit(o, attention.allocateScratch(o::allocate, rows), rows,
-                new Plain("q", (long) rows * HEADS * HEAD_DIM * Float.BYTES), new Plain("keys", cache),
-                new Plain("values", cache), 0, contexts, tables,
-                new Plain("out", (long) rows * HEADS * HEAD_DIM * Float.BYTES), window);
+                new RecordingOrchestrator.Plain("q", (long) rows * HEADS * HEAD_DIM * Float.BYTES), new RecordingOrchestrator.Plain("keys", cache),
+                new RecordingOrchestrator.Plain("values", cache), 0, contexts, tables,
+                new RecordingOrchestrator.Plain("out", (long) rows * HEADS * HEAD_DIM * Float.BYTES), window);
         return o;
     }
 
-    private static List<Region> reads(Submitted task, String buffer) {
+    private static List<Region> reads(RecordingOrchestrator.Submitted task, String buffer) {
         List<Region> regions = new ArrayList<>();
         for (Access a : task.accesses()) {
             if (a.region().buffer().name().equals(buffer)) {
@@ -91,10 +64,10 @@ class PagedAttentionRegionsTest {
         var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8);
         for (boolean adjacent : new boolean[] {true, false}) {
             int[] table = table(200, adjacent);
-            Recording o = prompt(attention, 100, 48, table, 0); // contexts 101..148: up to 37 blocks, 1 partition
+            RecordingOrchestrator o = prompt(attention, 100, 48, table, 0); // contexts 101..148: up to 37 blocks, 1 partition
             assertThat(o.tasks).hasSize(3); // one task per chunk of 16 rows
             for (int c = 0; c < o.tasks.size(); c++) {
-                Submitted task = o.tasks.get(c);
+                RecordingOrchestrator.Submitted task = o.tasks.get(c);
                 int blocks = Math.ceilDiv(100 + 16 * (c + 1), BLOCK); // the chunk's last row's context
                 for (String cache : new String[] {"keys", "values"}) {
                     List<Region> regions = reads(task, cache);
@@ -114,13 +87,13 @@ class PagedAttentionRegionsTest {
     @Test
     void rowsOfSeveralPartitionsShareTheirScratchCellsAndRuns() {
         var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, 2, 16, 8);
-        Recording o = prompt(attention, 400, 16, table(200, true), 0); // 101-104 blocks: 2 partitions each
+        RecordingOrchestrator o = prompt(attention, 400, 16, table(200, true), 0); // 101-104 blocks: 2 partitions each
         // per tile of 2 heads: 2 partition tasks and a combine
-        assertThat(o.tasks).extracting(Submitted::kernel)
+        assertThat(o.tasks).extracting(RecordingOrchestrator.Submitted::name)
                 .containsExactly("attention", "attention", "attention_combine", "attention", "attention",
                         "attention_combine");
-        for (Submitted task : o.tasks) {
-            if (task.kernel().equals("attention")) {
+        for (RecordingOrchestrator.Submitted task : o.tasks) {
+            if (task.name().equals("attention")) {
                 // 5 scratch cells of the chunk's rows, the query's, 1 run of keys, 1 of values
                 assertThat(task.accesses()).hasSize(5 + 1 + 2);
             } else {
@@ -134,7 +107,7 @@ class PagedAttentionRegionsTest {
     void aSlidingWindowReadsFromItsFirstPositionOnly() {
         var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8);
         long row = (long) KV_HEADS * HEAD_DIM * Float.BYTES;
-        Recording o = prompt(attention, 50, 16, table(200, true), 6); // rows at 50..65, each sees 6 positions
+        RecordingOrchestrator o = prompt(attention, 50, 16, table(200, true), 6); // rows at 50..65, each sees 6 positions
         List<Region> keys = reads(o.tasks.getFirst(), "keys");
         assertThat(keys).hasSize(1);
         // positions 45 (the first row's window: 51 - 6) to 66 (the last row's context), blocks from 3
