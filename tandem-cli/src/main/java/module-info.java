@@ -8,6 +8,7 @@ module dev.tandem.cli {
     requires com.fasterxml.jackson.databind;
     requires java.logging; // to quiet Helidon's java.util.logging output in serve
     requires java.management; // bench first-run and overhead start children with this JVM's flags
+    requires java.net.http; // the AOT cache's training run asks a server what clients ask
 
     opens dev.tandem.cli to info.picocli;
 }

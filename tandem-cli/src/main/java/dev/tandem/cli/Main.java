@@ -10,7 +10,7 @@ import picocli.CommandLine.Command;
         version = "tandem 0.1.0",
         description = "A runtime for step-wise streaming inference that pipelines host build and device run.",
         subcommands = {DemoCommand.class, GenerateCommand.class, TokenizeCommand.class, InspectCommand.class,
-            BenchCommand.class, TraceCommand.class, ServeCommand.class})
+            BenchCommand.class, TraceCommand.class, ServeCommand.class, AotTrainingCommand.class})
 public final class Main implements Runnable {
 
     @CommandLine.Spec

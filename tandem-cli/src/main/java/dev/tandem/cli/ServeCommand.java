@@ -35,7 +35,7 @@ public final class ServeCommand implements Runnable {
     /** Helidon logs through java.util.logging; held so that the level set here sticks. */
     private static final java.util.logging.Logger HELIDON = java.util.logging.Logger.getLogger("io.helidon");
 
-    /** For tests: told of the server once it accepts requests. */
+    /** Told of the server once it accepts requests: by tests, and by the ahead-of-time cache's training run. */
     static volatile Consumer<TandemServer> onStart;
 
     @Spec
