@@ -101,7 +101,6 @@ public final class ClusterNode implements AutoCloseable {
 
     private final ActorSystem<Void> system;
     private final Worker device;
-    private final Worker gatewayDevice;
     private final BatcherEngine engine;
     private final ClusterEngine gatewayEngine;
     private final TandemServer server;
@@ -110,7 +109,6 @@ public final class ClusterNode implements AutoCloseable {
 
     private ClusterNode(Options options) {
         Worker device = null;
-        Worker gatewayDevice = null;
         BatcherEngine engine = null;
         ActorSystem<Void> system = null;
         try {
@@ -121,8 +119,7 @@ public final class ClusterNode implements AutoCloseable {
                 engine = BatcherEngine.start(device, model, options.batcher());
             }
             if (options.role().gateway() && model == null) {
-                gatewayDevice = Worker.create(CpuDeviceConfig.withCores(1)); // holds the model for its tokenizer only
-                model = LanguageModel.load(gatewayDevice, options.model());
+                model = LanguageModel.loadText(options.model()); // its tokenizer and template; no weights
             }
             WorkerDirectory directory = new WorkerDirectory();
             BatcherEngine workerEngine = engine;
@@ -140,7 +137,6 @@ public final class ClusterNode implements AutoCloseable {
             }), "tandem", config(options));
             this.system = system;
             this.device = device;
-            this.gatewayDevice = gatewayDevice;
             this.engine = engine;
             if (options.role().gateway()) {
                 gatewayEngine = new ClusterEngine(model, directory, system,
@@ -160,9 +156,6 @@ public final class ClusterNode implements AutoCloseable {
             }
             if (device != null) {
                 device.close();
-            }
-            if (gatewayDevice != null) {
-                gatewayDevice.close();
             }
             throw e;
         }
@@ -239,9 +232,6 @@ public final class ClusterNode implements AutoCloseable {
         }
         if (device != null) {
             device.close();
-        }
-        if (gatewayDevice != null) {
-            gatewayDevice.close();
         }
     }
 

@@ -413,18 +413,22 @@ class ClusterFailoverTest {
         Map<String, String> expected = singleNodeTexts(onSecond, MAX_TOKENS);
         int cancelledBefore = workerNode.lines(l -> l.contains(" ended: CANCELLED")).size();
         HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
-        CountDownLatch streaming = new CountDownLatch(onFirst.length + onSecond.length);
-        List<CompletableFuture<Stream>> firstClients = new ArrayList<>();
-        for (String p : onFirst) {
-            firstClients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, p, streaming),
-                    r -> Thread.ofVirtual().start(r)));
-        }
+        // The second gateway's clients start first: the first gateway's streams have only begun when it
+        // dies (started together, a stream of the first could finish before the last client began).
+        CountDownLatch secondStreaming = new CountDownLatch(onSecond.length);
         List<CompletableFuture<Stream>> secondClients = new ArrayList<>();
         for (String p : onSecond) {
-            secondClients.add(CompletableFuture.supplyAsync(() -> stream(http, secondPort, p, streaming),
+            secondClients.add(CompletableFuture.supplyAsync(() -> stream(http, secondPort, p, secondStreaming),
                     r -> Thread.ofVirtual().start(r)));
         }
-        assertThat(streaming.await(60, TimeUnit.SECONDS)).as("every client streaming").isTrue();
+        assertThat(secondStreaming.await(60, TimeUnit.SECONDS)).as("the second gateway's clients streaming").isTrue();
+        CountDownLatch firstStreaming = new CountDownLatch(onFirst.length);
+        List<CompletableFuture<Stream>> firstClients = new ArrayList<>();
+        for (String p : onFirst) {
+            firstClients.add(CompletableFuture.supplyAsync(() -> stream(http, httpPort, p, firstStreaming),
+                    r -> Thread.ofVirtual().start(r)));
+        }
+        assertThat(firstStreaming.await(60, TimeUnit.SECONDS)).as("the first gateway's clients streaming").isTrue();
 
         gateway.kill();
         for (CompletableFuture<Stream> c : firstClients) {

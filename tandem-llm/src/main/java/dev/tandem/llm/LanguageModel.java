@@ -36,6 +36,8 @@ import java.util.List;
 public final class LanguageModel {
     private final String name;
     private final String architecture;
+    private final LlamaConfig config;
+    /** Null when loaded for its text only ({@link #loadText}). */
     private final LlamaModel model;
     private final Tokenizer tokenizer;
     private final ChatTemplate template;
@@ -45,9 +47,11 @@ public final class LanguageModel {
     private final SequenceLimits limits;
     private volatile GrammarVocabulary grammarVocabulary;
 
-    private LanguageModel(String name, String architecture, LlamaModel model, Tokenizer tokenizer, String template) {
+    private LanguageModel(String name, String architecture, LlamaConfig config, LlamaModel model, Tokenizer tokenizer,
+            String template) {
         this.name = name;
         this.architecture = architecture;
+        this.config = config;
         this.model = model;
         this.tokenizer = tokenizer;
         this.hasTemplate = template != null && !template.isBlank();
@@ -68,7 +72,7 @@ public final class LanguageModel {
                 }
             });
         }
-        this.limits = new SequenceLimits(model.config().contextLength(), endOfGeneration);
+        this.limits = new SequenceLimits(config.contextLength(), endOfGeneration);
     }
 
     /** When a generation of this model ends: the context room, token limits, end-of-generation tokens. */
@@ -98,8 +102,30 @@ public final class LanguageModel {
      * @param maxContext caps the context length (0: the file's)
      */
     public static LanguageModel load(Worker worker, Path path, int maxContext) {
+        return read(java.util.Objects.requireNonNull(worker, "worker"), path, maxContext);
+    }
+
+    /**
+     * Reads a checkpoint's text side only: its name, configuration, tokenizer, chat template and
+     * limits, not its weights (no worker, no memory for them). For a process that renders and
+     * tokenizes prompts and turns token streams decoded elsewhere into text, such as a cluster's
+     * gateway; {@link #model}, {@link #program} and {@link #generate} throw on such a model.
+     *
+     * @param maxContext caps the context length (0: the file's), as {@link #load(Worker, Path, int)} does
+     */
+    public static LanguageModel loadText(Path path, int maxContext) {
+        return read(null, path, maxContext);
+    }
+
+    /** {@link #loadText(Path, int)} with the context {@link #load(Worker, Path)} takes. */
+    public static LanguageModel loadText(Path path) {
+        return loadText(path, 4096);
+    }
+
+    /** A checkpoint with its weights on {@code worker}, or its text side only when {@code worker} is null. */
+    private static LanguageModel read(Worker worker, Path path, int maxContext) {
         if (Files.isDirectory(path)) {
-            return loadDirectory(worker, path, maxContext);
+            return readDirectory(worker, path, maxContext);
         }
         try (GgufModel weights = GgufModel.open(path, maxContext)) {
             Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(weights.file().metadata()));
@@ -107,17 +133,17 @@ public final class LanguageModel {
                 throw new IllegalArgumentException(path + ": the vocabulary has " + tokenizer.vocabSize()
                         + " tokens but the embedding has " + weights.config().vocab() + " rows");
             }
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+            LlamaModel model = worker == null ? null : LlamaModel.load(worker, weights, Ops.preferred(),
                     LlamaModel.Options.forModel(weights.config()));
             String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME
                     : weights.file().metadata().string("general.name")
                             .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
-            return new LanguageModel(name, weights.architecture(), model, tokenizer,
+            return new LanguageModel(name, weights.architecture(), weights.config(), model, tokenizer,
                     weights.file().metadata().string("tokenizer.chat_template").orElse(null));
         }
     }
 
-    private static LanguageModel loadDirectory(Worker worker, Path dir, int maxContext) {
+    private static LanguageModel readDirectory(Worker worker, Path dir, int maxContext) {
         try (SafetensorsModel weights = SafetensorsModel.open(dir, maxContext)) {
             Path config = dir.resolve("tokenizer_config.json");
             Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromHuggingFace(dir.resolve("tokenizer.json"),
@@ -131,9 +157,10 @@ public final class LanguageModel {
                     throw new IllegalArgumentException(config + ": " + e.getMessage(), e);
                 }
             }
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+            LlamaModel model = worker == null ? null : LlamaModel.load(worker, weights, Ops.preferred(),
                     LlamaModel.Options.forModel(weights.config()));
-            return new LanguageModel(dir.getFileName().toString(), weights.modelType(), model, tokenizer, template);
+            return new LanguageModel(dir.getFileName().toString(), weights.modelType(), weights.config(), model,
+                    tokenizer, template);
         }
     }
 
@@ -145,12 +172,21 @@ public final class LanguageModel {
         return architecture;
     }
 
+    /** The weights and the graph that decodes them. */
     public LlamaModel model() {
+        if (model == null) {
+            throw new IllegalStateException(name + " was loaded for its text only (loadText): it has no weights");
+        }
         return model;
     }
 
+    /** Whether this model has its weights (loaded by {@code load}, not {@link #loadText}). */
+    public boolean hasWeights() {
+        return model != null;
+    }
+
     public LlamaConfig config() {
-        return model.config();
+        return config;
     }
 
     public Tokenizer tokenizer() {
@@ -169,7 +205,7 @@ public final class LanguageModel {
 
     /** The program that decodes this model's requests. */
     public Program<LlamaRequest> program() {
-        return model.program();
+        return model().program();
     }
 
     /** The tokens of a plain prompt: BOS first when the vocabulary adds one, special-token text parsed. */

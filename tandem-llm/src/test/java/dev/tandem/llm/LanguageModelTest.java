@@ -48,6 +48,33 @@ class LanguageModelTest {
                 tokens, options);
     }
 
+    /**
+     * A model read for its text only is the loaded model less its weights: the same name,
+     * configuration, tokens, chat rendering and limits, and text from a stream decoded by the
+     * loaded one; asking it to decode says why it cannot.
+     */
+    @Test
+    void aModelReadForItsTextOnlyTokenizesRendersAndDetokenizesAsTheLoadedOne() {
+        LanguageModel text = LanguageModel.loadText(EmbeddedModel.path(), 512);
+        assertThat(text.hasWeights()).isFalse();
+        assertThat(model.hasWeights()).isTrue();
+        assertThat(text.name()).isEqualTo(model.name());
+        assertThat(text.config()).isEqualTo(model.config());
+        assertThat(text.encode("Once upon a time")).containsExactly(model.encode("Once upon a time"));
+        List<ChatMessage> chat = List.of(ChatMessage.user("Tell me a story"));
+        assertThat(text.encodeChat(chat)).containsExactly(model.encodeChat(chat));
+        assertThat(text.limits().maxTokens(500, 100)).isEqualTo(model.limits().maxTokens(500, 100));
+        int[] prompt = model.encode("Once upon a time");
+        GenerateOptions options = GenerateOptions.defaults().withMaxTokens(24);
+        String loaded = model.generate(worker, prompt, options).await();
+        String throughText = text.start(worker.run(model.program(), model.request(prompt, options),
+                model.runOptions(options)), prompt, options).await();
+        assertThat(throughText).isEqualTo(loaded);
+        assertThatThrownBy(text::model).isInstanceOf(IllegalStateException.class).hasMessageContaining("loadText");
+        assertThatThrownBy(() -> text.generate(worker, prompt, options))
+                .isInstanceOf(IllegalStateException.class).hasMessageContaining("no weights");
+    }
+
     @Test
     void theDeviceSamplerDrawsWhatTheReferenceSamplerDrawsFromTheSameLogits() {
         SamplerConfig config = SamplerConfig.builder().temperature(0.9f).topK(40).topP(0.95f).minP(0.05f)
