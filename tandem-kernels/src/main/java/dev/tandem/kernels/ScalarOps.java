@@ -918,7 +918,11 @@ final class ScalarOps implements KernelOps {
         ArgumentChecks.onlineInit(runningStats, runningStatsOffset, runningOut, runningOutOffset, headDim);
         runningStats.set(F32, runningStatsOffset, Float.NEGATIVE_INFINITY);
         runningStats.set(F32, runningStatsOffset + F, 0f);
-        runningOut.asSlice(runningOutOffset, headDim * F).fill((byte) 0);
+        // Stores, not asSlice(...).fill: inlined into attention's task body the slice was not
+        // scalar-replaced, an object per row, head and block.
+        for (int k = 0; k < headDim; k++) {
+            runningOut.set(F32, runningOutOffset + k * F, 0f);
+        }
     }
 
     @Override
