@@ -234,3 +234,137 @@ void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
         }
     }
 }
+
+/*
+ * q5_0_x16: a group's block of 16 rows is 352 bytes: 16 f16 scales, the 16 rows' 32 fifth bits
+ * (qh, 4 bytes a row, at 32), then 8 x 32 nibble bytes as q4_0_x16's (at 96). See SmallBlocksX16.
+ */
+#define Q5_0_GROUP_BLOCK 352
+
+/*
+ * One block of a q5_0_x16 group decoded for the products: vector v (0 to 15) holds, for the 16
+ * rows side by side, the pair of values (2v, 2v + 1) of the low nibbles (v < 8) or
+ * (16 + 2(v - 8), 17 + 2(v - 8)) of the high ones, as signed w - 16 in s[v] and as |w - 16| in
+ * a[v]: vpmaddubsw takes a[v] unsigned and the input quants with w's sign (vpsignb), so a pair of
+ * products is at most 2 * 16 * 127 and eight of them stay within int16.
+ */
+static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *block, __m256i a[16], __m256i s[16]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    const __m256i odd = _mm256_set1_epi16((short) 0xff00);
+    /* Byte c of each row's qh, for rows 0-15 side by side, twice (bytes 2r and 2r + 1): per 128-bit
+     * lane (four rows), bytes 0-7 take byte c of each row, bytes 8-15 byte c + 1. */
+    const __m256i pick01 = _mm256_setr_epi8(0, 0, 4, 4, 8, 8, 12, 12, 1, 1, 5, 5, 9, 9, 13, 13,
+            0, 0, 4, 4, 8, 8, 12, 12, 1, 1, 5, 5, 9, 9, 13, 13);
+    const __m256i pick23 = _mm256_setr_epi8(2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15,
+            2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15);
+    __m256i qa = _mm256_loadu_si256((const __m256i *) (block + 32));
+    __m256i qb = _mm256_loadu_si256((const __m256i *) (block + 64));
+    __m256i y[4];
+    for (int h = 0; h < 2; h++) {
+        __m256i pick = h == 0 ? pick01 : pick23;
+        __m256i sa = _mm256_shuffle_epi8(qa, pick);
+        __m256i sb = _mm256_shuffle_epi8(qb, pick);
+        __m256i x0 = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(sa, sb), 0xd8);
+        __m256i x1 = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(sa, sb), 0xd8);
+        /* the odd byte of each row shifted down by one: value 2j + 1's bit where value 2j's is */
+        y[2 * h] = _mm256_blendv_epi8(x0, _mm256_srli_epi16(x0, 1), odd);
+        y[2 * h + 1] = _mm256_blendv_epi8(x1, _mm256_srli_epi16(x1, 1), odd);
+    }
+    for (int j = 0; j < 8; j++) {
+        __m256i w = _mm256_loadu_si256((const __m256i *) (block + 96 + 32 * j));
+        __m256i n[2] = {_mm256_and_si256(w, nibble), _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble)};
+        for (int half = 0; half < 2; half++) {
+            /* bit 2j (mod 8) of each byte of y to bit 4 (a 16-bit shift: no bit crosses into bit 4 or 12) */
+            __m256i c = y[2 * half + j / 4];
+            __m256i b;
+            switch (j % 4) {
+            case 0: b = _mm256_slli_epi16(c, 4); break;
+            case 1: b = _mm256_slli_epi16(c, 2); break;
+            case 2: b = c; break;
+            default: b = _mm256_srli_epi16(c, 2); break;
+            }
+            __m256i v = _mm256_sub_epi8(_mm256_or_si256(n[half], _mm256_and_si256(b, bit4)), sixteen);
+            s[8 * half + j] = v;
+            a[8 * half + j] = _mm256_abs_epi8(v);
+        }
+    }
+}
+
+/*
+ * Block b of a q5_0_x16 group (decoded in a, s) against n inputs, added to their accumulators in
+ * out, as SmallBlocksX16.row: per row and input, isum = sum of (w - 16) q over the block's 32
+ * values, then acc = fma((float) isum, dw * dx, acc).
+ */
+static inline __attribute__((always_inline)) void q5_0_x16_tile(
+        const __m256i a[16], const __m256i s[16], __m256 dw0, __m256 dw1, int b, int n, const uint32_t *pairs,
+        int64_t pairStride, const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    __m256i low[4];
+    __m256i high[4];
+    for (int i = 0; i < n; i++) {
+        low[i] = _mm256_setzero_si256();
+        high[i] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; j++) {
+        __m256i al = a[j];
+        __m256i ah = a[8 + j];
+        __m256i sl = s[j];
+        __m256i sh = s[8 + j];
+        for (int i = 0; i < n; i++) {
+            const uint32_t *p = pairs + i * pairStride + (int64_t) b * 16;
+            /* at most 2 * 16 * 127 a product pair, 8 of them: within int16 */
+            low[i] = _mm256_add_epi16(low[i], _mm256_maddubs_epi16(al,
+                    _mm256_sign_epi8(_mm256_set1_epi32((int) p[j]), sl)));
+            high[i] = _mm256_add_epi16(high[i], _mm256_maddubs_epi16(ah,
+                    _mm256_sign_epi8(_mm256_set1_epi32((int) p[8 + j]), sh)));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low[i])),
+                _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high[i])));
+        __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low[i], 1)),
+                _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high[i], 1)));
+        __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
+        float *o = out + i * outStride;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
+        _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw1, dx),
+                _mm256_loadu_ps(o + 8)));
+    }
+}
+
+/*
+ * As tandem_q4_0_x16, for q5_0_x16, the blocks outermost: each block's weights are decoded once
+ * for all the inputs (four at a time, then one at a time), whose accumulators wait in out.
+ */
+void tandem_q5_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int blocks,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i a[16];
+    __m256i s[16];
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        for (int i = 0; i < inputs; i++) {
+            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < blocks; b++) {
+            const uint8_t *block = group + (int64_t) b * Q5_0_GROUP_BLOCK;
+            q5_0_decode(block, a, s);
+            __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) block));
+            __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q5_0_x16_tile(a, s, dw0, dw1, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q5_0_x16_tile(a, s, dw0, dw1, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+        }
+    }
+}

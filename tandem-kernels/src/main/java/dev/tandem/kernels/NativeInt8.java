@@ -20,14 +20,14 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The native int8 kernels ({@code src/main/c/tandem_int8.c}), called through the FFM API: the
- * integer dot products of q4_0_x16 and q4_K_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
+ * integer dot products of q4_0_x16, q4_K_x16 and q5_0_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
  * that the Vector API has no operation for. {@link #available()} when the build compiled the
  * library (gcc on the path), the CPU lists {@code avx2}, {@code fma} and {@code f16c}, and the
  * system property {@value #PROPERTY} is not {@code false}; otherwise the Java kernels run, after
  * one INFO line through SLF4J that says why.
  *
  * <p>Each native kernel equals its Java scalar twin bit for bit ({@link Q4_0X16#row},
- * {@link Q4_KX16#row}: the integer
+ * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}: the integer
  * sums are exact, the float steps the twin's in its order), so a machine with the library and one
  * without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call; each
  * stages its inputs in native memory of its own.
@@ -48,9 +48,13 @@ final class NativeInt8 {
     /** {@code tandem_q4_k_x16}, or {@code null} where the native kernels do not run. */
     private static final MethodHandle Q4_K_X16;
 
+    /** {@code tandem_q5_0_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q5_0_X16;
+
     static {
         MethodHandle q4_0 = null;
         MethodHandle q4_K = null;
+        MethodHandle q5_0 = null;
         String reason = reasonNotToLoad(System.getProperty(PROPERTY), System.getProperty("os.arch"), cpuFlags());
         if (reason == null) {
             try {
@@ -68,13 +72,16 @@ final class NativeInt8 {
                             Linker.Option.critical(true));
                     q4_K = linker.downcallHandle(lookup.findOrThrow("tandem_q4_k_x16"), groups,
                             Linker.Option.critical(true));
+                    q5_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q5_0_x16"), groups,
+                            Linker.Option.critical(true));
                 }
             } catch (IOException | RuntimeException e) {
                 reason = "the library did not load (" + e + ")";
             }
         }
-        Q4_0_X16 = q4_0 != null && q4_K != null ? q4_0 : null;
+        Q4_0_X16 = q4_0 != null && q4_K != null && q5_0 != null ? q4_0 : null;
         Q4_K_X16 = Q4_0_X16 != null ? q4_K : null;
+        Q5_0_X16 = Q4_0_X16 != null ? q5_0 : null;
         if (reason != null) {
             LOG.info("native int8 kernels off, the Java kernels run: {}", reason);
         } else {
@@ -151,16 +158,8 @@ final class NativeInt8 {
      */
     static void q4_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
             Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        Staged staged = Staged.of(in, batch, cols);
-        long groupBytes = 16L * blocks * 18;
-        try {
-            Q4_0_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
-                    batch,
-                    staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
-                    out, outOffset + (long) first * Float.BYTES, (long) rows);
-        } catch (Throwable e) {
-            throw new IllegalStateException("native q4_0_x16 kernel failed", e);
-        }
+        groups(Q4_0_X16, 16L * blocks * 18, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
+                outOffset, rows);
     }
 
     /**
@@ -170,15 +169,33 @@ final class NativeInt8 {
      */
     static void q4_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
             Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        groups(Q4_K_X16, 16L * supers * 144, weights, weightsOffset, first, groups, supers, in, batch, cols, out,
+                outOffset, rows);
+    }
+
+    /**
+     * Full groups {@code [first, first + groups)} of 16 rows of a q5_0_x16 matrix of
+     * {@code blocks} blocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link SmallBlocksX16#row}
+     * bit for bit).
+     */
+    static void q5_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        groups(Q5_0_X16, 16L * blocks * 22, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
+                outOffset, rows);
+    }
+
+    /** Calls {@code kernel} (one of the native functions over groups of 16 rows) on the staged inputs. */
+    private static void groups(MethodHandle kernel, long groupBytes, MemorySegment weights, long weightsOffset,
+            int first, int groups, int blocks, Q4_0X16.Inputs in, int batch, int cols, MemorySegment out,
+            long outOffset, int rows) {
         Staged staged = Staged.of(in, batch, cols);
-        long groupBytes = 16L * supers * 144;
         try {
-            Q4_K_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, supers,
+            kernel.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
                     batch,
                     staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
                     out, outOffset + (long) first * Float.BYTES, (long) rows);
         } catch (Throwable e) {
-            throw new IllegalStateException("native q4_K_x16 kernel failed", e);
+            throw new IllegalStateException("native int8 kernel failed", e);
         }
     }
 

@@ -2819,8 +2819,9 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
-     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link #x16SmallBlocksGroup} or
-     * {@link #x16Q5KGroup}, one input at a time (each part's weights stay in the caches from input
+     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link NativeInt8} (q5_0_x16, where it
+     * runs), {@link #x16SmallBlocksGroup} or {@link #x16Q5KGroup}, one input at a time (each
+     * part's weights stay in the caches from input
      * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
      * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
      * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
@@ -2855,9 +2856,14 @@ final class VectorOps implements KernelOps {
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        boolean nativeKernel = NATIVE_INT8 && type == TensorType.Q5_0_X16;
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.q5_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;

@@ -22,7 +22,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class FiveBitsX16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 17};
 
     private static MemorySegment interleaved(Tensors t, TensorType type, MemorySegment q5, int rows, int cols) {
         MemorySegment x16 = t.allocate(type.rowBytes(cols) * rows);
@@ -127,6 +127,32 @@ class FiveBitsX16Test {
                 Tensors.assertIdentical(type + " rows " + rows + " cols " + cols + " batch " + batch,
                         run(t, VECTOR, type, x16, x, rows, cols, batch, rowStart, rowEnd),
                         run(t, SCALAR, type, x16, x, rows, cols, batch, rowStart, rowEnd));
+            }
+        }
+    }
+
+    /**
+     * Scales of every kind (zeros, subnormals, the largest finite, infinities, NaN) widen in the
+     * vector kernel (the native one where it runs) as in the scalar twin, at every batch.
+     */
+    @Test
+    void everyKindOfScaleWidensAsTheScalarTwin() {
+        short[] scales = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00, (short) 0xbc00,
+            0x7bff, (short) 0xfbff, 0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, (short) 0xfe00, 0x2e66};
+        int rows = 37;
+        int cols = 96;
+        try (Tensors t = new Tensors(29)) {
+            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    q5.set(LittleEndian.F16, PAD + r * TensorType.Q5_0.rowBytes(cols) + b * 22L, scales[(r + 5 * b) % 16]);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
             }
         }
     }
