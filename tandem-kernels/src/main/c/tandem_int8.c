@@ -368,3 +368,228 @@ void tandem_q5_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
         }
     }
 }
+
+/*
+ * q8_0_x16: blocks lie in pairs (b even, b + 1) of 1088 bytes: block b's 16 f16 scales, block
+ * b + 1's, then for each k from 0 to 31 quant k of block b of the 16 rows and quant k of block
+ * b + 1 (16 bytes each); a last odd block takes 544 bytes alone: its scales, then quant k at
+ * 32 + 16 k. See Q8_0X16.scaleAt/quantAt.
+ */
+#define Q8_0_GROUP_BLOCK 544
+
+/*
+ * Block b's quants as int16 for vpmaddwd: w[2j] holds rows 0-7, w[2j + 1] rows 8-15, each row's
+ * quants 2j and 2j + 1 side by side (a product pair is at most 2 * 128 * 127, within int32 with
+ * room: the block's sum is exact).
+ */
+static inline __attribute__((always_inline)) void q8_0_decode(const uint8_t *quants, int64_t stride, __m256i w[32]) {
+    for (int j = 0; j < 16; j++) {
+        __m128i a = _mm_loadu_si128((const __m128i *) (quants + stride * 2 * j));
+        __m128i c = _mm_loadu_si128((const __m128i *) (quants + stride * (2 * j + 1)));
+        w[2 * j] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c));
+        w[2 * j + 1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, c));
+    }
+}
+
+/*
+ * Block b of a q8_0_x16 group (decoded in w) against n inputs, added to their accumulators in
+ * out, as Q8_0X16.row: per row and input, isum = sum of w q over the block's 32 values, then
+ * acc = fma((float) isum, dw * dx, acc). Here pairs are the inputs' quants as int16 pairs
+ * (quant 2m in the low half of word m, 2m + 1 in the high half).
+ */
+static inline __attribute__((always_inline)) void q8_0_x16_tile(
+        const __m256i w[32], __m256 dw0, __m256 dw1, int b, int n, const uint32_t *pairs, int64_t pairStride,
+        const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    __m256i low[4];
+    __m256i high[4];
+    for (int i = 0; i < n; i++) {
+        low[i] = _mm256_setzero_si256();
+        high[i] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 16; j++) {
+        for (int i = 0; i < n; i++) {
+            __m256i q = _mm256_set1_epi32((int) pairs[i * pairStride + (int64_t) b * 16 + j]);
+            low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(w[2 * j], q));
+            high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(w[2 * j + 1], q));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
+        float *o = out + i * outStride;
+        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(low[i]), _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
+        _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(high[i]), _mm256_mul_ps(dw1, dx),
+                _mm256_loadu_ps(o + 8)));
+    }
+}
+
+/*
+ * As tandem_q5_0_x16, for q8_0_x16 with int8 inputs (as int16 pairs, see q8_0_x16_tile): each
+ * block's quants widened once for all the inputs.
+ */
+void tandem_q8_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int blocks,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i w[32];
+    int paired = blocks - blocks % 2;
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        for (int i = 0; i < inputs; i++) {
+            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < blocks; b++) {
+            int odd = b % 2;
+            const uint8_t *pair = group + (int64_t) (b - odd) * Q8_0_GROUP_BLOCK;
+            const uint8_t *scales = b < paired ? pair + 32 * odd : pair;
+            if (b < paired) {
+                q8_0_decode(pair + 64 + 16 * odd, 32, w);
+            } else {
+                q8_0_decode(pair + 32, 16, w);
+            }
+            __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) scales));
+            __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (scales + 16)));
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q8_0_x16_tile(w, dw0, dw1, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q8_0_x16_tile(w, dw0, dw1, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+        }
+    }
+}
+
+/*
+ * q6_K_x16: a group's superblock of 16 rows is 3360 bytes: 16 f16 d, the rows' 16 int8 scales
+ * (scale s of the 16 rows at 32 + 16 s), then 32 runs of 96 bytes at 288: run p = 16 h + 8 s' + t
+ * holds, for the 16 rows side by side, the pair of ql bytes (l, l + 1), the pair (l + 32, l + 33)
+ * and the pair of qh bytes (l, l + 1) of half h, l = 16 s' + 2 t. See Q6_KX16.byteAt.
+ */
+#define Q6_K_GROUP_BLOCK 3360
+
+/*
+ * A superblock's quants as int16 for vpmaddwd: w[(8 * n + t) * 2 + e] for sub-block set n = 4 * h
+ * + ... (see below), rows 0-7 (e = 0) or 8-15 (e = 1), each row's values (l, l + 1) side by side
+ * as q - 32. Indexed by q6_k_at(h, s', k, t): the run p = 16 h + 8 s' + t, quarter k of the half.
+ */
+static inline int q6_k_at(int h, int s, int k, int t) {
+    return ((((h * 2 + s) * 4 + k) * 8) + t) * 2;
+}
+
+static inline __attribute__((always_inline)) void q6_k_decode(const uint8_t *super, __m256i *w) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i two = _mm256_set1_epi8(0x30);
+    const __m256i offset = _mm256_set1_epi8(32);
+    for (int p = 0; p < 32; p++) {
+        const uint8_t *run = super + 288 + 96 * p;
+        __m256i a = _mm256_loadu_si256((const __m256i *) run);
+        __m256i c = _mm256_loadu_si256((const __m256i *) (run + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *) (run + 64));
+        __m256i q[4];
+        /* bits 2k, 2k + 1 of qh to bits 4, 5 (16-bit shifts, masked per byte) */
+        q[0] = _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 4), two));
+        q[1] = _mm256_or_si256(_mm256_and_si256(c, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 2), two));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(hb, two));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), nibble),
+                _mm256_and_si256(_mm256_srli_epi16(hb, 2), two));
+        int h = p / 16;
+        int s = (p / 8) % 2;
+        int t = p % 8;
+        for (int k = 0; k < 4; k++) {
+            __m256i v = _mm256_sub_epi8(q[k], offset);
+            int at = q6_k_at(h, s, k, t);
+            w[at] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));
+            w[at + 1] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));
+        }
+    }
+}
+
+/*
+ * Superblock b of a q6_K_x16 group (decoded in w, row factors d * sc in f) against n inputs,
+ * added to their accumulators in out, as Q6_KX16.row: per sub-block in its order (per half h,
+ * per s', k from 0 to 3: sub-block 8 h + 2 k + s') isum = sum of (q - 32) x over its 16 values,
+ * then acc = fma((float) isum, (d * sc) * dx, acc). pairs as for q8_0_x16 (int16 pairs).
+ */
+static inline __attribute__((always_inline)) void q6_k_x16_tile(
+        const __m256i *w, float f[16][16], int b, int n, const uint32_t *pairs, int64_t pairStride,
+        const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    for (int h = 0; h < 2; h++) {
+        for (int s = 0; s < 2; s++) {
+            for (int k = 0; k < 4; k++) {
+                __m256i low[4];
+                __m256i high[4];
+                for (int i = 0; i < n; i++) {
+                    low[i] = _mm256_setzero_si256();
+                    high[i] = _mm256_setzero_si256();
+                }
+                const __m256i *v = w + q6_k_at(h, s, k, 0);
+                /* word of values (l, l + 1), l = 16 s + 2 t, of quarter k of half h */
+                int64_t word = (int64_t) b * 128 + 64 * h + 16 * k + 8 * s;
+                for (int t = 0; t < 8; t++) {
+                    for (int i = 0; i < n; i++) {
+                        __m256i q = _mm256_set1_epi32((int) pairs[i * pairStride + word + t]);
+                        low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(v[2 * t], q));
+                        high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(v[2 * t + 1], q));
+                    }
+                }
+                int sub = 8 * h + 2 * k + s;
+                __m256 f0 = _mm256_loadu_ps(f[sub]);
+                __m256 f1 = _mm256_loadu_ps(f[sub] + 8);
+                for (int i = 0; i < n; i++) {
+                    __m256 dx = _mm256_set1_ps(ds[i * dStride + b * 8 + 4 * h + k]);
+                    float *o = out + i * outStride;
+                    _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(low[i]), _mm256_mul_ps(f0, dx),
+                            _mm256_loadu_ps(o)));
+                    _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(high[i]), _mm256_mul_ps(f1, dx),
+                            _mm256_loadu_ps(o + 8)));
+                }
+            }
+        }
+    }
+}
+
+/*
+ * As tandem_q5_0_x16, for q6_K_x16 (supers superblocks of 256 values a row): each superblock's
+ * quants widened once for all the inputs. pairs as for q8_0_x16.
+ */
+void tandem_q6_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int supers,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i w[2 * 128];
+    float f[16][16];
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        for (int i = 0; i < inputs; i++) {
+            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+        }
+        for (int b = 0; b < supers; b++) {
+            const uint8_t *super = group + (int64_t) b * Q6_K_GROUP_BLOCK;
+            q6_k_decode(super, w);
+            __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) super));
+            __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (super + 16)));
+            for (int sub = 0; sub < 16; sub++) {
+                __m128i sc = _mm_loadu_si128((const __m128i *) (super + 32 + 16 * sub));
+                _mm256_storeu_ps(f[sub], _mm256_mul_ps(d0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+                _mm256_storeu_ps(f[sub] + 8, _mm256_mul_ps(d1,
+                        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+            }
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q6_k_x16_tile(w, f, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q6_k_x16_tile(w, f, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+        }
+    }
+}

@@ -21,13 +21,14 @@ import org.slf4j.LoggerFactory;
 /**
  * The native int8 kernels ({@code src/main/c/tandem_int8.c}), called through the FFM API: the
  * integer dot products of q4_0_x16, q4_K_x16 and q5_0_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
- * that the Vector API has no operation for. {@link #available()} when the build compiled the
+ * that the Vector API has no operation for, and of q8_0_x16 and q6_K_x16 with {@code vpmaddwd}
+ * (the quants widened to int16 once per block for all the inputs). {@link #available()} when the build compiled the
  * library (gcc on the path), the CPU lists {@code avx2}, {@code fma} and {@code f16c}, and the
  * system property {@value #PROPERTY} is not {@code false}; otherwise the Java kernels run, after
  * one INFO line through SLF4J that says why.
  *
  * <p>Each native kernel equals its Java scalar twin bit for bit ({@link Q4_0X16#row},
- * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}: the integer
+ * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}, {@link Q8_0X16#row}, {@link Q6_KX16#row}: the integer
  * sums are exact, the float steps the twin's in its order), so a machine with the library and one
  * without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call; each
  * stages its inputs in native memory of its own.
@@ -51,10 +52,18 @@ final class NativeInt8 {
     /** {@code tandem_q5_0_x16}, or {@code null} where the native kernels do not run. */
     private static final MethodHandle Q5_0_X16;
 
+    /** {@code tandem_q8_0_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q8_0_X16;
+
+    /** {@code tandem_q6_k_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q6_K_X16;
+
     static {
         MethodHandle q4_0 = null;
         MethodHandle q4_K = null;
         MethodHandle q5_0 = null;
+        MethodHandle q8_0 = null;
+        MethodHandle q6_K = null;
         String reason = reasonNotToLoad(System.getProperty(PROPERTY), System.getProperty("os.arch"), cpuFlags());
         if (reason == null) {
             try {
@@ -74,14 +83,20 @@ final class NativeInt8 {
                             Linker.Option.critical(true));
                     q5_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q5_0_x16"), groups,
                             Linker.Option.critical(true));
+                    q8_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q8_0_x16"), groups,
+                            Linker.Option.critical(true));
+                    q6_K = linker.downcallHandle(lookup.findOrThrow("tandem_q6_k_x16"), groups,
+                            Linker.Option.critical(true));
                 }
             } catch (IOException | RuntimeException e) {
                 reason = "the library did not load (" + e + ")";
             }
         }
-        Q4_0_X16 = q4_0 != null && q4_K != null && q5_0 != null ? q4_0 : null;
+        Q4_0_X16 = q4_0 != null && q4_K != null && q5_0 != null && q8_0 != null && q6_K != null ? q4_0 : null;
         Q4_K_X16 = Q4_0_X16 != null ? q4_K : null;
         Q5_0_X16 = Q4_0_X16 != null ? q5_0 : null;
+        Q8_0_X16 = Q4_0_X16 != null ? q8_0 : null;
+        Q6_K_X16 = Q4_0_X16 != null ? q6_K : null;
         if (reason != null) {
             LOG.info("native int8 kernels off, the Java kernels run: {}", reason);
         } else {
@@ -184,11 +199,33 @@ final class NativeInt8 {
                 outOffset, rows);
     }
 
+    /**
+     * Full groups {@code [first, first + groups)} of 16 rows of a q8_0_x16 matrix of
+     * {@code blocks} blocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q8_0X16#row}
+     * bit for bit).
+     */
+    static void q8_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        groups(Q8_0_X16, 16L * blocks * 34, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
+                outOffset, rows);
+    }
+
+    /**
+     * Full groups {@code [first, first + groups)} of 16 rows of a q6_K_x16 matrix of
+     * {@code supers} superblocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q6_KX16#row}
+     * bit for bit).
+     */
+    static void q6_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
+            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
+        groups(Q6_K_X16, 16L * supers * 210, weights, weightsOffset, first, groups, supers, in, batch, cols, out,
+                outOffset, rows);
+    }
+
     /** Calls {@code kernel} (one of the native functions over groups of 16 rows) on the staged inputs. */
     private static void groups(MethodHandle kernel, long groupBytes, MemorySegment weights, long weightsOffset,
             int first, int groups, int blocks, Q4_0X16.Inputs in, int batch, int cols, MemorySegment out,
             long outOffset, int rows) {
-        Staged staged = Staged.of(in, batch, cols);
+        Staged staged = Staged.of(in, batch, cols, kernel == Q8_0_X16 || kernel == Q6_K_X16);
         try {
             kernel.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
                     batch,
@@ -201,7 +238,8 @@ final class NativeInt8 {
 
     /**
      * One thread's inputs in native memory: the pairs of quants as the native kernels broadcast
-     * them (two int8 in 16 bits, twice in a word), the factors and {@code 8 * sum q}.
+     * them (two int8 in 16 bits, twice in a word; for q8_0_x16 and q6_K_x16 two int16 in a word, as
+     * {@link Q4_0X16.Inputs#pairs} holds them), the factors and {@code 8 * sum q}.
      */
     private static final class Staged {
         private static final ThreadLocal<Staged> OF_THREAD = ThreadLocal.withInitial(Staged::new);
@@ -210,7 +248,7 @@ final class NativeInt8 {
         private MemorySegment ds = MemorySegment.NULL;
         private MemorySegment sum8 = MemorySegment.NULL;
 
-        static Staged of(Q4_0X16.Inputs in, int batch, int cols) {
+        static Staged of(Q4_0X16.Inputs in, int batch, int cols, boolean shortPairs) {
             Staged staged = OF_THREAD.get();
             int pairCount = batch * cols / 2;
             int blocks = batch * (cols / 32);
@@ -221,10 +259,14 @@ final class NativeInt8 {
                 staged.sum8 = arena.allocate(blocks * 4L, 64);
             }
             int[] p = in.pairs();
-            for (int m = 0; m < pairCount; m++) {
-                int pair = p[m];
-                int bytes = (pair & 0xff) | (pair >>> 8 & 0xff00);
-                staged.pairs.setAtIndex(ValueLayout.JAVA_INT, m, bytes | bytes << 16);
+            if (shortPairs) {
+                MemorySegment.copy(p, 0, staged.pairs, ValueLayout.JAVA_INT, 0, pairCount);
+            } else {
+                for (int m = 0; m < pairCount; m++) {
+                    int pair = p[m];
+                    int bytes = (pair & 0xff) | (pair >>> 8 & 0xff00);
+                    staged.pairs.setAtIndex(ValueLayout.JAVA_INT, m, bytes | bytes << 16);
+                }
             }
             MemorySegment.copy(in.d(), 0, staged.ds, ValueLayout.JAVA_FLOAT, 0, blocks);
             MemorySegment.copy(in.sum8(), 0, staged.sum8, ValueLayout.JAVA_INT, 0, blocks);

@@ -23,8 +23,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q6_KX16Test {
 
-    // 8 and more: eight inputs a pass, then one at a time (20 = 8 + 8 + 4).
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 20};
+    // 8 and more: eight inputs a pass, then one at a time (20 = 8 + 8 + 4); the native kernel four
+    // at a time, then one (17 = 4 * 4 + 1).
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 20};
 
     static MemorySegment interleaved(Tensors t, MemorySegment q6k, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q6_K.rowBytes(cols) * rows);
@@ -165,6 +166,33 @@ class Q6_KX16Test {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * Factors {@code d} of every kind (zeros, subnormals, the largest finite, infinities, NaN)
+     * widen in the vector kernel (the native one where it runs) as in the scalar twin.
+     */
+    @Test
+    void everyKindOfFactorWidensAsTheScalarTwin() {
+        short[] factors = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00, (short) 0xbc00,
+            0x7bff, (short) 0xfbff, 0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, (short) 0xfe00, 0x2e66};
+        int rows = 37;
+        int cols = 512;
+        try (Tensors t = new Tensors(53)) {
+            long rowBytes = TensorType.Q6_K.rowBytes(cols);
+            MemorySegment q6k = GgufBlocks.random(t, TensorType.Q6_K, (long) rows * cols);
+            for (int r = 0; r < rows; r++) {
+                for (int s = 0; s < cols / 256; s++) {
+                    q6k.set(LittleEndian.F16, PAD + r * rowBytes + s * 210L + 208, factors[(r + 7 * s) % 16]);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q6k, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
             }
         }
     }
