@@ -473,13 +473,16 @@ void tandem_q8_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
 #define Q6_K_GROUP_BLOCK 3360
 
 /*
- * A superblock's quants as int16 for vpmaddwd: w[(8 * n + t) * 2 + e] for sub-block set n = 4 * h
- * + ... (see below), rows 0-7 (e = 0) or 8-15 (e = 1), each row's values (l, l + 1) side by side
- * as q - 32. Indexed by q6_k_at(h, s', k, t): the run p = 16 h + 8 s' + t, quarter k of the half.
+ * Where a decoded superblock (q6_k_decode) keeps the values of run p = 16 h + 8 s + t that lie
+ * in quarter k of half h (sub-block 8 h + 2 k + s): w[q6_k_at(h, s, k, t)] for rows 0-7 and the
+ * next for rows 8-15, each row's values (l, l + 1), l = 16 s + 2 t, side by side as int16 q - 32.
+ * A sub-block's eight runs lie one after another, in the order its sum takes them.
  */
 static inline int q6_k_at(int h, int s, int k, int t) {
     return ((((h * 2 + s) * 4 + k) * 8) + t) * 2;
 }
+
+/* A superblock's 256 quants of the 16 rows decoded as q6_k_at places them (8 KB). */
 
 static inline __attribute__((always_inline)) void q6_k_decode(const uint8_t *super, __m256i *w) {
     const __m256i nibble = _mm256_set1_epi8(0x0f);

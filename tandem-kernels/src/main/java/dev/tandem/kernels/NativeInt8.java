@@ -20,18 +20,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The native int8 kernels ({@code src/main/c/tandem_int8.c}), called through the FFM API: the
- * integer dot products of q4_0_x16, q4_K_x16 and q5_0_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
- * that the Vector API has no operation for, and of q8_0_x16 and q6_K_x16 with {@code vpmaddwd}
- * (the quants widened to int16 once per block for all the inputs). {@link #available()} when the build compiled the
- * library (gcc on the path), the CPU lists {@code avx2}, {@code fma} and {@code f16c}, and the
- * system property {@value #PROPERTY} is not {@code false}; otherwise the Java kernels run, after
- * one INFO line through SLF4J that says why.
+ * integer dot products of q4_0_x16, q4_K_x16 and q5_0_x16 with AVX2's {@code vpmaddubsw}, a
+ * multiply-add of byte pairs that the Vector API has no operation for, and of q8_0_x16 and
+ * q6_K_x16 with {@code vpmaddwd} (the quants widened to int16 once per block for all the inputs).
+ * {@link #available()} when the build compiled the library (gcc on the path), the CPU lists
+ * {@code avx2}, {@code fma} and {@code f16c}, and the system property {@value #PROPERTY} is not
+ * {@code false}; otherwise the Java kernels run, after one INFO line through SLF4J that says why.
  *
  * <p>Each native kernel equals its Java scalar twin bit for bit ({@link Q4_0X16#row},
- * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}, {@link Q8_0X16#row}, {@link Q6_KX16#row}: the integer
- * sums are exact, the float steps the twin's in its order), so a machine with the library and one
- * without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call; each
- * stages its inputs in native memory of its own.
+ * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}, {@link Q8_0X16#row}, {@link Q6_KX16#row}: the
+ * integer sums are exact, the float steps the twin's in its order), so a machine with the library
+ * and one without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call;
+ * each stages its inputs in native memory of its own.
  */
 final class NativeInt8 {
 
