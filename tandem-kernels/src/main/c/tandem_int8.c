@@ -17,6 +17,33 @@
 /* Bytes of one block of a q4_0_x16 group: 16 f16 scales, then 8 x 32 nibble bytes. */
 #define Q4_0_GROUP_BLOCK 288
 
+/* Zeroes the 16 float accumulators of each of n inputs at o, outStride floats apart. */
+static inline __attribute__((always_inline)) void zero_rows(float *o, int n, int64_t outStride) {
+    for (int i = 0; i < n; i++) {
+        _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+        _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+    }
+}
+
+/*
+ * One block's integer sums of 16 rows (s0 rows 0-7, s1 rows 8-15) added to their float
+ * accumulators at o as the Java twins add them: acc = fma((float) sum, f * dx, acc), with f the
+ * rows' factors (f0, f1) and dx the input's.
+ */
+static inline __attribute__((always_inline)) void fma_rows(float *o, __m256i s0, __m256i s1, __m256 f0, __m256 f1,
+        __m256 dx) {
+    _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(f0, dx), _mm256_loadu_ps(o)));
+    _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(f1, dx), _mm256_loadu_ps(o + 8)));
+}
+
+/* The int16 sums of a row's two halves of a block (low, high: a lane per row) added as int32: rows 0-7, 8-15. */
+static inline __attribute__((always_inline)) void widen_rows(__m256i low, __m256i high, __m256i *s0, __m256i *s1) {
+    *s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low)),
+            _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high)));
+    *s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low, 1)),
+            _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high, 1)));
+}
+
 /*
  * One group of 16 rows of q4_0_x16 against N inputs, blocks in order from 0, as Q4_0X16.row:
  * per block and row, isum = sum of (nibble * q) over the block's 32 values, then
@@ -33,10 +60,7 @@ static inline __attribute__((always_inline)) void q4_0_x16_tile(
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     /* The accumulators live in out (zeroed here): in registers, four inputs' float and int16
      * accumulators were more than AVX2's 16 and gcc spilled them in the inner loop. */
-    for (int i = 0; i < n; i++) {
-        _mm256_storeu_ps(out + i * outStride, _mm256_setzero_ps());
-        _mm256_storeu_ps(out + i * outStride + 8, _mm256_setzero_ps());
-    }
+    zero_rows(out, n, outStride);
     for (int b = 0; b < blocks; b++) {
         const uint8_t *block = group + (int64_t) b * Q4_0_GROUP_BLOCK;
         __m256i low[4];
@@ -62,16 +86,11 @@ static inline __attribute__((always_inline)) void q4_0_x16_tile(
         __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
         for (int i = 0; i < n; i++) {
             __m256i s8 = _mm256_set1_epi32(sum8[i * dStride + b]);
-            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low[i])),
-                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high[i])));
-            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low[i], 1)),
-                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high[i], 1)));
-            __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
-            float *o = out + i * outStride;
-            _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s0, s8)),
-                    _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
-            _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s1, s8)),
-                    _mm256_mul_ps(dw1, dx), _mm256_loadu_ps(o + 8)));
+            __m256i s0;
+            __m256i s1;
+            widen_rows(low[i], high[i], &s0, &s1);
+            fma_rows(out + i * outStride, _mm256_sub_epi32(s0, s8), _mm256_sub_epi32(s1, s8), dw0, dw1,
+                    _mm256_set1_ps(ds[i * dStride + b]));
         }
     }
 }
@@ -188,10 +207,9 @@ static inline __attribute__((always_inline)) void q4_k_x16_tile(
         __m256 g0 = _mm256_loadu_ps(g[t]);
         __m256 g1 = _mm256_loadu_ps(g[t] + 8);
         for (int i = 0; i < n; i++) {
-            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(first[i])),
-                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(second[i])));
-            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(first[i], 1)),
-                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(second[i], 1)));
+            __m256i s0;
+            __m256i s1;
+            widen_rows(first[i], second[i], &s0, &s1);
             int block = b * 8 + t;
             __m256 dx = _mm256_set1_ps(ds[i * dStride + block]);
             __m256 sum = _mm256_set1_ps((float) (sum8[i * dStride + block] / 8));
@@ -215,10 +233,7 @@ void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
     for (int gr = 0; gr < groups; gr++) {
         const uint8_t *group = weights + offset + gr * groupBytes;
         float *o = (float *) ((uint8_t *) out + outOffset) + 16 * gr;
-        for (int i = 0; i < inputs; i++) {
-            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
-            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
-        }
+        zero_rows(o, inputs, outStride);
         for (int b = 0; b < supers; b++) {
             q4_k_factors(group + q4_k_header_at(b), f, g);
             const uint8_t *nibbles = group + q4_k_nibbles_at(b, supers);
@@ -322,15 +337,10 @@ static inline __attribute__((always_inline)) void q5_0_x16_tile(
         }
     }
     for (int i = 0; i < n; i++) {
-        __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low[i])),
-                _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high[i])));
-        __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low[i], 1)),
-                _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high[i], 1)));
-        __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
-        float *o = out + i * outStride;
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
-        _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(dw1, dx),
-                _mm256_loadu_ps(o + 8)));
+        __m256i s0;
+        __m256i s1;
+        widen_rows(low[i], high[i], &s0, &s1);
+        fma_rows(out + i * outStride, s0, s1, dw0, dw1, _mm256_set1_ps(ds[i * dStride + b]));
     }
 }
 
@@ -347,10 +357,7 @@ void tandem_q5_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
     for (int g = 0; g < groups; g++) {
         const uint8_t *group = weights + offset + g * groupBytes;
         float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
-        for (int i = 0; i < inputs; i++) {
-            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
-            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
-        }
+        zero_rows(o, inputs, outStride);
         for (int b = 0; b < blocks; b++) {
             const uint8_t *block = group + (int64_t) b * Q5_0_GROUP_BLOCK;
             q5_0_decode(block, a, s);
@@ -415,11 +422,7 @@ static inline __attribute__((always_inline)) void q8_0_x16_tile(
         }
     }
     for (int i = 0; i < n; i++) {
-        __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
-        float *o = out + i * outStride;
-        _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(low[i]), _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
-        _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(high[i]), _mm256_mul_ps(dw1, dx),
-                _mm256_loadu_ps(o + 8)));
+        fma_rows(out + i * outStride, low[i], high[i], dw0, dw1, _mm256_set1_ps(ds[i * dStride + b]));
     }
 }
 
@@ -436,10 +439,7 @@ void tandem_q8_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
     for (int g = 0; g < groups; g++) {
         const uint8_t *group = weights + offset + g * groupBytes;
         float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
-        for (int i = 0; i < inputs; i++) {
-            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
-            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
-        }
+        zero_rows(o, inputs, outStride);
         for (int b = 0; b < blocks; b++) {
             int odd = b % 2;
             const uint8_t *pair = group + (int64_t) (b - odd) * Q8_0_GROUP_BLOCK;
@@ -544,12 +544,8 @@ static inline __attribute__((always_inline)) void q6_k_x16_tile(
                 __m256 f0 = _mm256_loadu_ps(f[sub]);
                 __m256 f1 = _mm256_loadu_ps(f[sub] + 8);
                 for (int i = 0; i < n; i++) {
-                    __m256 dx = _mm256_set1_ps(ds[i * dStride + b * 8 + 4 * h + k]);
-                    float *o = out + i * outStride;
-                    _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(low[i]), _mm256_mul_ps(f0, dx),
-                            _mm256_loadu_ps(o)));
-                    _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(high[i]), _mm256_mul_ps(f1, dx),
-                            _mm256_loadu_ps(o + 8)));
+                    fma_rows(out + i * outStride, low[i], high[i], f0, f1,
+                            _mm256_set1_ps(ds[i * dStride + b * 8 + 4 * h + k]));
                 }
             }
         }
@@ -569,10 +565,7 @@ void tandem_q6_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
     for (int g = 0; g < groups; g++) {
         const uint8_t *group = weights + offset + g * groupBytes;
         float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
-        for (int i = 0; i < inputs; i++) {
-            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
-            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
-        }
+        zero_rows(o, inputs, outStride);
         for (int b = 0; b < supers; b++) {
             const uint8_t *super = group + (int64_t) b * Q6_K_GROUP_BLOCK;
             q6_k_decode(super, w);

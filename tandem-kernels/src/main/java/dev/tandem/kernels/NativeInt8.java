@@ -167,72 +167,33 @@ final class NativeInt8 {
     }
 
     /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q4_0_x16 matrix of
-     * {@code blocks} blocks a row, against the {@code batch} inputs {@code in} quantized (each
-     * {@code cols} values), into {@code out} as {@link MatmulOps#matmulQ4_0_X16} writes it.
+     * Full groups {@code [first, first + groups)} of 16 rows of a matrix of {@code type}
+     * ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q5_0_X16},
+     * {@link TensorType#Q8_0_X16} or {@link TensorType#Q6_K_X16}) of {@code blocks} blocks a row
+     * (superblocks for the K types), against the {@code batch} inputs {@code in} quantized (each
+     * {@code cols} values), into {@code out} as {@link MatmulOps#matmul} writes it: the type's
+     * scalar twin's results bit for bit.
      */
-    static void q4_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+    static void x16(TensorType type, MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
             Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        groups(Q4_0_X16, 16L * blocks * 18, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
-                outOffset, rows);
-    }
-
-    /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q4_K_x16 matrix of
-     * {@code supers} superblocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q4_KX16#row}
-     * bit for bit).
-     */
-    static void q4_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
-            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        groups(Q4_K_X16, 16L * supers * 144, weights, weightsOffset, first, groups, supers, in, batch, cols, out,
-                outOffset, rows);
-    }
-
-    /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q5_0_x16 matrix of
-     * {@code blocks} blocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link SmallBlocksX16#row}
-     * bit for bit).
-     */
-    static void q5_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
-            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        groups(Q5_0_X16, 16L * blocks * 22, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
-                outOffset, rows);
-    }
-
-    /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q8_0_x16 matrix of
-     * {@code blocks} blocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q8_0X16#row}
-     * bit for bit).
-     */
-    static void q8_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
-            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        groups(Q8_0_X16, 16L * blocks * 34, weights, weightsOffset, first, groups, blocks, in, batch, cols, out,
-                outOffset, rows);
-    }
-
-    /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q6_K_x16 matrix of
-     * {@code supers} superblocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q6_KX16#row}
-     * bit for bit).
-     */
-    static void q6_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
-            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        groups(Q6_K_X16, 16L * supers * 210, weights, weightsOffset, first, groups, supers, in, batch, cols, out,
-                outOffset, rows);
-    }
-
-    /** Calls {@code kernel} (one of the native functions over groups of 16 rows) on the staged inputs. */
-    private static void groups(MethodHandle kernel, long groupBytes, MemorySegment weights, long weightsOffset,
-            int first, int groups, int blocks, Q4_0X16.Inputs in, int batch, int cols, MemorySegment out,
-            long outOffset, int rows) {
-        Staged staged = Staged.of(in, batch, cols, kernel == Q8_0_X16 || kernel == Q6_K_X16);
+        MethodHandle kernel = switch (type) {
+            case Q4_0_X16 -> Q4_0_X16;
+            case Q4_K_X16 -> Q4_K_X16;
+            case Q5_0_X16 -> Q5_0_X16;
+            case Q8_0_X16 -> Q8_0_X16;
+            case Q6_K_X16 -> Q6_K_X16;
+            default -> throw new IllegalArgumentException("no native kernel for " + type);
+        };
+        long groupBytes = 16L * blocks * type.blockBytes();
+        // q8_0 and q6_K widen the quants to int16 pairs, the others multiply bytes
+        Staged staged = Staged.of(in, batch, cols, type == TensorType.Q8_0_X16 || type == TensorType.Q6_K_X16);
         try {
             kernel.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
                     batch,
                     staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
                     out, outOffset + (long) first * Float.BYTES, (long) rows);
         } catch (Throwable e) {
-            throw new IllegalStateException("native int8 kernel failed", e);
+            throw new IllegalStateException("native " + type + " kernel failed", e);
         }
     }
 

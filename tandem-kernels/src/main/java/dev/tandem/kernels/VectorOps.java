@@ -1084,7 +1084,8 @@ final class VectorOps implements KernelOps {
             if (NATIVE_INT8 && batch >= NATIVE_Q4_0_BATCH && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q4_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q4_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
@@ -1188,7 +1189,8 @@ final class VectorOps implements KernelOps {
         while (r < rowEnd) {
             if (NATIVE_INT8 && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q8_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q8_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 if (qs == null) {
@@ -2292,7 +2294,8 @@ final class VectorOps implements KernelOps {
             if (NATIVE_INT8 && batch >= NATIVE_Q4_K_BATCH && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q4_K_x16(weights, weightsOffset, r, groups, supers, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q4_K_X16, weights, weightsOffset, r, groups, supers, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
@@ -2872,7 +2875,8 @@ final class VectorOps implements KernelOps {
         while (r < rowEnd) {
             if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q5_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q5_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
@@ -3297,7 +3301,8 @@ final class VectorOps implements KernelOps {
         while (r < rowEnd) {
             if (NATIVE_INT8 && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q6_K_x16(weights, weightsOffset, r, groups, supers, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q6_K_X16, weights, weightsOffset, r, groups, supers, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
