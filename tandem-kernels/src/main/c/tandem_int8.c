@@ -17,6 +17,33 @@
 /* Bytes of one block of a q4_0_x16 group: 16 f16 scales, then 8 x 32 nibble bytes. */
 #define Q4_0_GROUP_BLOCK 288
 
+/* Zeroes the 16 float accumulators of each of n inputs at o, outStride floats apart. */
+static inline __attribute__((always_inline)) void zero_rows(float *o, int n, int64_t outStride) {
+    for (int i = 0; i < n; i++) {
+        _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
+        _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
+    }
+}
+
+/*
+ * One block's integer sums of 16 rows (s0 rows 0-7, s1 rows 8-15) added to their float
+ * accumulators at o as the Java twins add them: acc = fma((float) sum, f * dx, acc), with f the
+ * rows' factors (f0, f1) and dx the input's.
+ */
+static inline __attribute__((always_inline)) void fma_rows(float *o, __m256i s0, __m256i s1, __m256 f0, __m256 f1,
+        __m256 dx) {
+    _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(f0, dx), _mm256_loadu_ps(o)));
+    _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(f1, dx), _mm256_loadu_ps(o + 8)));
+}
+
+/* The int16 sums of a row's two halves of a block (low, high: a lane per row) added as int32: rows 0-7, 8-15. */
+static inline __attribute__((always_inline)) void widen_rows(__m256i low, __m256i high, __m256i *s0, __m256i *s1) {
+    *s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low)),
+            _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high)));
+    *s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low, 1)),
+            _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high, 1)));
+}
+
 /*
  * One group of 16 rows of q4_0_x16 against N inputs, blocks in order from 0, as Q4_0X16.row:
  * per block and row, isum = sum of (nibble * q) over the block's 32 values, then
@@ -33,10 +60,7 @@ static inline __attribute__((always_inline)) void q4_0_x16_tile(
     const __m256i nibble = _mm256_set1_epi8(0x0f);
     /* The accumulators live in out (zeroed here): in registers, four inputs' float and int16
      * accumulators were more than AVX2's 16 and gcc spilled them in the inner loop. */
-    for (int i = 0; i < n; i++) {
-        _mm256_storeu_ps(out + i * outStride, _mm256_setzero_ps());
-        _mm256_storeu_ps(out + i * outStride + 8, _mm256_setzero_ps());
-    }
+    zero_rows(out, n, outStride);
     for (int b = 0; b < blocks; b++) {
         const uint8_t *block = group + (int64_t) b * Q4_0_GROUP_BLOCK;
         __m256i low[4];
@@ -62,16 +86,11 @@ static inline __attribute__((always_inline)) void q4_0_x16_tile(
         __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
         for (int i = 0; i < n; i++) {
             __m256i s8 = _mm256_set1_epi32(sum8[i * dStride + b]);
-            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(low[i])),
-                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(high[i])));
-            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(low[i], 1)),
-                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(high[i], 1)));
-            __m256 dx = _mm256_set1_ps(ds[i * dStride + b]);
-            float *o = out + i * outStride;
-            _mm256_storeu_ps(o, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s0, s8)),
-                    _mm256_mul_ps(dw0, dx), _mm256_loadu_ps(o)));
-            _mm256_storeu_ps(o + 8, _mm256_fmadd_ps(_mm256_cvtepi32_ps(_mm256_sub_epi32(s1, s8)),
-                    _mm256_mul_ps(dw1, dx), _mm256_loadu_ps(o + 8)));
+            __m256i s0;
+            __m256i s1;
+            widen_rows(low[i], high[i], &s0, &s1);
+            fma_rows(out + i * outStride, _mm256_sub_epi32(s0, s8), _mm256_sub_epi32(s1, s8), dw0, dw1,
+                    _mm256_set1_ps(ds[i * dStride + b]));
         }
     }
 }
@@ -188,10 +207,9 @@ static inline __attribute__((always_inline)) void q4_k_x16_tile(
         __m256 g0 = _mm256_loadu_ps(g[t]);
         __m256 g1 = _mm256_loadu_ps(g[t] + 8);
         for (int i = 0; i < n; i++) {
-            __m256i s0 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_castsi256_si128(first[i])),
-                    _mm256_cvtepi16_epi32(_mm256_castsi256_si128(second[i])));
-            __m256i s1 = _mm256_add_epi32(_mm256_cvtepi16_epi32(_mm256_extracti128_si256(first[i], 1)),
-                    _mm256_cvtepi16_epi32(_mm256_extracti128_si256(second[i], 1)));
+            __m256i s0;
+            __m256i s1;
+            widen_rows(first[i], second[i], &s0, &s1);
             int block = b * 8 + t;
             __m256 dx = _mm256_set1_ps(ds[i * dStride + block]);
             __m256 sum = _mm256_set1_ps((float) (sum8[i * dStride + block] / 8));
@@ -215,10 +233,7 @@ void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
     for (int gr = 0; gr < groups; gr++) {
         const uint8_t *group = weights + offset + gr * groupBytes;
         float *o = (float *) ((uint8_t *) out + outOffset) + 16 * gr;
-        for (int i = 0; i < inputs; i++) {
-            _mm256_storeu_ps(o + i * outStride, _mm256_setzero_ps());
-            _mm256_storeu_ps(o + i * outStride + 8, _mm256_setzero_ps());
-        }
+        zero_rows(o, inputs, outStride);
         for (int b = 0; b < supers; b++) {
             q4_k_factors(group + q4_k_header_at(b), f, g);
             const uint8_t *nibbles = group + q4_k_nibbles_at(b, supers);
@@ -230,6 +245,346 @@ void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
             for (; i < inputs; i++) {
                 q4_k_x16_tile(nibbles, b, f, g, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
                         sum8 + i * dStride, dStride, o + i * outStride, outStride);
+            }
+        }
+    }
+}
+
+/*
+ * q5_0_x16: a group's block of 16 rows is 352 bytes: 16 f16 scales, the 16 rows' 32 fifth bits
+ * (qh, 4 bytes a row, at 32), then 8 x 32 nibble bytes as q4_0_x16's (at 96). See SmallBlocksX16.
+ */
+#define Q5_0_GROUP_BLOCK 352
+
+/*
+ * One block of a q5_0_x16 group decoded for the products: vector v (0 to 15) holds, for the 16
+ * rows side by side, the pair of values (2v, 2v + 1) of the low nibbles (v < 8) or
+ * (16 + 2(v - 8), 17 + 2(v - 8)) of the high ones, as signed w - 16 in s[v] and as |w - 16| in
+ * a[v]: vpmaddubsw takes a[v] unsigned and the input quants with w's sign (vpsignb), so a pair of
+ * products is at most 2 * 16 * 127 and eight of them stay within int16.
+ */
+static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *block, __m256i a[16], __m256i s[16]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    const __m256i odd = _mm256_set1_epi16((short) 0xff00);
+    /* Byte c of each row's qh, for rows 0-15 side by side, twice (bytes 2r and 2r + 1): per 128-bit
+     * lane (four rows), bytes 0-7 take byte c of each row, bytes 8-15 byte c + 1. */
+    const __m256i pick01 = _mm256_setr_epi8(0, 0, 4, 4, 8, 8, 12, 12, 1, 1, 5, 5, 9, 9, 13, 13,
+            0, 0, 4, 4, 8, 8, 12, 12, 1, 1, 5, 5, 9, 9, 13, 13);
+    const __m256i pick23 = _mm256_setr_epi8(2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15,
+            2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15);
+    __m256i qa = _mm256_loadu_si256((const __m256i *) (block + 32));
+    __m256i qb = _mm256_loadu_si256((const __m256i *) (block + 64));
+    __m256i y[4];
+    for (int h = 0; h < 2; h++) {
+        __m256i pick = h == 0 ? pick01 : pick23;
+        __m256i sa = _mm256_shuffle_epi8(qa, pick);
+        __m256i sb = _mm256_shuffle_epi8(qb, pick);
+        __m256i x0 = _mm256_permute4x64_epi64(_mm256_unpacklo_epi64(sa, sb), 0xd8);
+        __m256i x1 = _mm256_permute4x64_epi64(_mm256_unpackhi_epi64(sa, sb), 0xd8);
+        /* the odd byte of each row shifted down by one: value 2j + 1's bit where value 2j's is */
+        y[2 * h] = _mm256_blendv_epi8(x0, _mm256_srli_epi16(x0, 1), odd);
+        y[2 * h + 1] = _mm256_blendv_epi8(x1, _mm256_srli_epi16(x1, 1), odd);
+    }
+    for (int j = 0; j < 8; j++) {
+        __m256i w = _mm256_loadu_si256((const __m256i *) (block + 96 + 32 * j));
+        __m256i n[2] = {_mm256_and_si256(w, nibble), _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble)};
+        for (int half = 0; half < 2; half++) {
+            /* bit 2j (mod 8) of each byte of y to bit 4 (a 16-bit shift: no bit crosses into bit 4 or 12) */
+            __m256i c = y[2 * half + j / 4];
+            __m256i b;
+            switch (j % 4) {
+            case 0: b = _mm256_slli_epi16(c, 4); break;
+            case 1: b = _mm256_slli_epi16(c, 2); break;
+            case 2: b = c; break;
+            default: b = _mm256_srli_epi16(c, 2); break;
+            }
+            __m256i v = _mm256_sub_epi8(_mm256_or_si256(n[half], _mm256_and_si256(b, bit4)), sixteen);
+            s[8 * half + j] = v;
+            a[8 * half + j] = _mm256_abs_epi8(v);
+        }
+    }
+}
+
+/*
+ * Block b of a q5_0_x16 group (decoded in a, s) against n inputs, added to their accumulators in
+ * out, as SmallBlocksX16.row: per row and input, isum = sum of (w - 16) q over the block's 32
+ * values, then acc = fma((float) isum, dw * dx, acc).
+ */
+static inline __attribute__((always_inline)) void q5_0_x16_tile(
+        const __m256i a[16], const __m256i s[16], __m256 dw0, __m256 dw1, int b, int n, const uint32_t *pairs,
+        int64_t pairStride, const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    __m256i low[4];
+    __m256i high[4];
+    for (int i = 0; i < n; i++) {
+        low[i] = _mm256_setzero_si256();
+        high[i] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 1
+    for (int j = 0; j < 8; j++) {
+        __m256i al = a[j];
+        __m256i ah = a[8 + j];
+        __m256i sl = s[j];
+        __m256i sh = s[8 + j];
+        for (int i = 0; i < n; i++) {
+            const uint32_t *p = pairs + i * pairStride + (int64_t) b * 16;
+            /* at most 2 * 16 * 127 a product pair, 8 of them: within int16 */
+            low[i] = _mm256_add_epi16(low[i], _mm256_maddubs_epi16(al,
+                    _mm256_sign_epi8(_mm256_set1_epi32((int) p[j]), sl)));
+            high[i] = _mm256_add_epi16(high[i], _mm256_maddubs_epi16(ah,
+                    _mm256_sign_epi8(_mm256_set1_epi32((int) p[8 + j]), sh)));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        __m256i s0;
+        __m256i s1;
+        widen_rows(low[i], high[i], &s0, &s1);
+        fma_rows(out + i * outStride, s0, s1, dw0, dw1, _mm256_set1_ps(ds[i * dStride + b]));
+    }
+}
+
+/*
+ * As tandem_q4_0_x16, for q5_0_x16, the blocks outermost: each block's weights are decoded once
+ * for all the inputs (four at a time, then one at a time), whose accumulators wait in out.
+ */
+void tandem_q5_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int blocks,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i a[16];
+    __m256i s[16];
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        zero_rows(o, inputs, outStride);
+        for (int b = 0; b < blocks; b++) {
+            const uint8_t *block = group + (int64_t) b * Q5_0_GROUP_BLOCK;
+            q5_0_decode(block, a, s);
+            __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) block));
+            __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q5_0_x16_tile(a, s, dw0, dw1, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q5_0_x16_tile(a, s, dw0, dw1, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+        }
+    }
+}
+
+/*
+ * q8_0_x16: blocks lie in pairs (b even, b + 1) of 1088 bytes: block b's 16 f16 scales, block
+ * b + 1's, then for each k from 0 to 31 quant k of block b of the 16 rows and quant k of block
+ * b + 1 (16 bytes each); a last odd block takes 544 bytes alone: its scales, then quant k at
+ * 32 + 16 k. See Q8_0X16.scaleAt/quantAt.
+ */
+#define Q8_0_GROUP_BLOCK 544
+
+/*
+ * Block b's quants as int16 for vpmaddwd: w[2j] holds rows 0-7, w[2j + 1] rows 8-15, each row's
+ * quants 2j and 2j + 1 side by side (a product pair is at most 2 * 128 * 127, within int32 with
+ * room: the block's sum is exact).
+ */
+static inline __attribute__((always_inline)) void q8_0_decode(const uint8_t *quants, int64_t stride, __m256i w[32]) {
+    for (int j = 0; j < 16; j++) {
+        __m128i a = _mm_loadu_si128((const __m128i *) (quants + stride * 2 * j));
+        __m128i c = _mm_loadu_si128((const __m128i *) (quants + stride * (2 * j + 1)));
+        w[2 * j] = _mm256_cvtepi8_epi16(_mm_unpacklo_epi8(a, c));
+        w[2 * j + 1] = _mm256_cvtepi8_epi16(_mm_unpackhi_epi8(a, c));
+    }
+}
+
+/*
+ * Block b of a q8_0_x16 group (decoded in w) against n inputs, added to their accumulators in
+ * out, as Q8_0X16.row: per row and input, isum = sum of w q over the block's 32 values, then
+ * acc = fma((float) isum, dw * dx, acc). Here pairs are the inputs' quants as int16 pairs
+ * (quant 2m in the low half of word m, 2m + 1 in the high half).
+ */
+static inline __attribute__((always_inline)) void q8_0_x16_tile(
+        const __m256i w[32], __m256 dw0, __m256 dw1, int b, int n, const uint32_t *pairs, int64_t pairStride,
+        const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    __m256i low[4];
+    __m256i high[4];
+    for (int i = 0; i < n; i++) {
+        low[i] = _mm256_setzero_si256();
+        high[i] = _mm256_setzero_si256();
+    }
+#pragma GCC unroll 2
+    for (int j = 0; j < 16; j++) {
+        for (int i = 0; i < n; i++) {
+            __m256i q = _mm256_set1_epi32((int) pairs[i * pairStride + (int64_t) b * 16 + j]);
+            low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(w[2 * j], q));
+            high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(w[2 * j + 1], q));
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        fma_rows(out + i * outStride, low[i], high[i], dw0, dw1, _mm256_set1_ps(ds[i * dStride + b]));
+    }
+}
+
+/*
+ * As tandem_q5_0_x16, for q8_0_x16 with int8 inputs (as int16 pairs, see q8_0_x16_tile): each
+ * block's quants widened once for all the inputs.
+ */
+void tandem_q8_0_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int blocks,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i w[32];
+    int paired = blocks - blocks % 2;
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        zero_rows(o, inputs, outStride);
+        for (int b = 0; b < blocks; b++) {
+            int odd = b % 2;
+            const uint8_t *pair = group + (int64_t) (b - odd) * Q8_0_GROUP_BLOCK;
+            const uint8_t *scales = b < paired ? pair + 32 * odd : pair;
+            if (b < paired) {
+                q8_0_decode(pair + 64 + 16 * odd, 32, w);
+            } else {
+                q8_0_decode(pair + 32, 16, w);
+            }
+            __m256 dw0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) scales));
+            __m256 dw1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (scales + 16)));
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q8_0_x16_tile(w, dw0, dw1, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q8_0_x16_tile(w, dw0, dw1, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+        }
+    }
+}
+
+/*
+ * q6_K_x16: a group's superblock of 16 rows is 3360 bytes: 16 f16 d, the rows' 16 int8 scales
+ * (scale s of the 16 rows at 32 + 16 s), then 32 runs of 96 bytes at 288: run p = 16 h + 8 s' + t
+ * holds, for the 16 rows side by side, the pair of ql bytes (l, l + 1), the pair (l + 32, l + 33)
+ * and the pair of qh bytes (l, l + 1) of half h, l = 16 s' + 2 t. See Q6_KX16.byteAt.
+ */
+#define Q6_K_GROUP_BLOCK 3360
+
+/*
+ * Where a decoded superblock (q6_k_decode) keeps the values of run p = 16 h + 8 s + t that lie
+ * in quarter k of half h (sub-block 8 h + 2 k + s): w[q6_k_at(h, s, k, t)] for rows 0-7 and the
+ * next for rows 8-15, each row's values (l, l + 1), l = 16 s + 2 t, side by side as int16 q - 32.
+ * A sub-block's eight runs lie one after another, in the order its sum takes them.
+ */
+static inline int q6_k_at(int h, int s, int k, int t) {
+    return ((((h * 2 + s) * 4 + k) * 8) + t) * 2;
+}
+
+/* A superblock's 256 quants of the 16 rows decoded as q6_k_at places them (8 KB). */
+
+static inline __attribute__((always_inline)) void q6_k_decode(const uint8_t *super, __m256i *w) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i two = _mm256_set1_epi8(0x30);
+    const __m256i offset = _mm256_set1_epi8(32);
+    for (int p = 0; p < 32; p++) {
+        const uint8_t *run = super + 288 + 96 * p;
+        __m256i a = _mm256_loadu_si256((const __m256i *) run);
+        __m256i c = _mm256_loadu_si256((const __m256i *) (run + 32));
+        __m256i hb = _mm256_loadu_si256((const __m256i *) (run + 64));
+        __m256i q[4];
+        /* bits 2k, 2k + 1 of qh to bits 4, 5 (16-bit shifts, masked per byte) */
+        q[0] = _mm256_or_si256(_mm256_and_si256(a, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 4), two));
+        q[1] = _mm256_or_si256(_mm256_and_si256(c, nibble), _mm256_and_si256(_mm256_slli_epi16(hb, 2), two));
+        q[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(a, 4), nibble), _mm256_and_si256(hb, two));
+        q[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(c, 4), nibble),
+                _mm256_and_si256(_mm256_srli_epi16(hb, 2), two));
+        int h = p / 16;
+        int s = (p / 8) % 2;
+        int t = p % 8;
+        for (int k = 0; k < 4; k++) {
+            __m256i v = _mm256_sub_epi8(q[k], offset);
+            int at = q6_k_at(h, s, k, t);
+            w[at] = _mm256_cvtepi8_epi16(_mm256_castsi256_si128(v));
+            w[at + 1] = _mm256_cvtepi8_epi16(_mm256_extracti128_si256(v, 1));
+        }
+    }
+}
+
+/*
+ * Superblock b of a q6_K_x16 group (decoded in w, row factors d * sc in f) against n inputs,
+ * added to their accumulators in out, as Q6_KX16.row: per sub-block in its order (per half h,
+ * per s', k from 0 to 3: sub-block 8 h + 2 k + s') isum = sum of (q - 32) x over its 16 values,
+ * then acc = fma((float) isum, (d * sc) * dx, acc). pairs as for q8_0_x16 (int16 pairs).
+ */
+static inline __attribute__((always_inline)) void q6_k_x16_tile(
+        const __m256i *w, float f[16][16], int b, int n, const uint32_t *pairs, int64_t pairStride,
+        const float *ds, int64_t dStride, float *out, int64_t outStride) {
+    for (int h = 0; h < 2; h++) {
+        for (int s = 0; s < 2; s++) {
+            for (int k = 0; k < 4; k++) {
+                __m256i low[4];
+                __m256i high[4];
+                for (int i = 0; i < n; i++) {
+                    low[i] = _mm256_setzero_si256();
+                    high[i] = _mm256_setzero_si256();
+                }
+                const __m256i *v = w + q6_k_at(h, s, k, 0);
+                /* word of values (l, l + 1), l = 16 s + 2 t, of quarter k of half h */
+                int64_t word = (int64_t) b * 128 + 64 * h + 16 * k + 8 * s;
+                for (int t = 0; t < 8; t++) {
+                    for (int i = 0; i < n; i++) {
+                        __m256i q = _mm256_set1_epi32((int) pairs[i * pairStride + word + t]);
+                        low[i] = _mm256_add_epi32(low[i], _mm256_madd_epi16(v[2 * t], q));
+                        high[i] = _mm256_add_epi32(high[i], _mm256_madd_epi16(v[2 * t + 1], q));
+                    }
+                }
+                int sub = 8 * h + 2 * k + s;
+                __m256 f0 = _mm256_loadu_ps(f[sub]);
+                __m256 f1 = _mm256_loadu_ps(f[sub] + 8);
+                for (int i = 0; i < n; i++) {
+                    fma_rows(out + i * outStride, low[i], high[i], f0, f1,
+                            _mm256_set1_ps(ds[i * dStride + b * 8 + 4 * h + k]));
+                }
+            }
+        }
+    }
+}
+
+/*
+ * As tandem_q5_0_x16, for q6_K_x16 (supers superblocks of 256 values a row): each superblock's
+ * quants widened once for all the inputs. pairs as for q8_0_x16.
+ */
+void tandem_q6_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int supers,
+        int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
+        int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
+    (void) sum8;
+    __m256i w[2 * 128];
+    float f[16][16];
+    for (int g = 0; g < groups; g++) {
+        const uint8_t *group = weights + offset + g * groupBytes;
+        float *o = (float *) ((uint8_t *) out + outOffset) + 16 * g;
+        zero_rows(o, inputs, outStride);
+        for (int b = 0; b < supers; b++) {
+            const uint8_t *super = group + (int64_t) b * Q6_K_GROUP_BLOCK;
+            q6_k_decode(super, w);
+            __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) super));
+            __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (super + 16)));
+            for (int sub = 0; sub < 16; sub++) {
+                __m128i sc = _mm_loadu_si128((const __m128i *) (super + 32 + 16 * sub));
+                _mm256_storeu_ps(f[sub], _mm256_mul_ps(d0, _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(sc))));
+                _mm256_storeu_ps(f[sub] + 8, _mm256_mul_ps(d1,
+                        _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_srli_si128(sc, 8)))));
+            }
+            int i = 0;
+            for (; i + 4 <= inputs; i += 4) {
+                q6_k_x16_tile(w, f, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
+            }
+            for (; i < inputs; i++) {
+                q6_k_x16_tile(w, f, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride, dStride,
+                        o + i * outStride, outStride);
             }
         }
     }

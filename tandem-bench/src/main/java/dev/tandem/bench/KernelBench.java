@@ -48,7 +48,7 @@ public final class KernelBench {
         /** bf16 interleaved by 16 rows: how the decoder runs a bf16 matrix. */
         BF16_X16(TensorType.BF16_X16),
         Q8_0(TensorType.Q8_0),
-        /** q8_0 interleaved by 16 rows, f32 inputs: how the decoder runs a q8_0 matrix. */
+        /** q8_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q8_0 matrix. */
         Q8_0_X16(TensorType.Q8_0_X16),
         Q4_0(TensorType.Q4_0),
         /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */

@@ -271,11 +271,13 @@ public interface MatmulOps {
 
     /**
      * Matmul with q8_0 weights in the {@link TensorType#Q8_0_X16} layout ({@link
-     * QuantOps#interleaveQ8_0}) and f32 inputs: per row and input, starting from {@code 0} and block
-     * by block in order, {@code sum = fma(q_k, x_k, sum)} over the block's 32 values from
-     * {@code 0}, then {@code acc = fma(sum, d, acc)} with {@code d} the block's f16 scale; {@code out}
-     * is {@code acc}. Both implementations compute exactly that, so they agree bit for bit. Row
-     * ranges and offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32.
+     * QuantOps#interleaveQ8_0}), computed as llama.cpp computes its q8_0 x q8_0 dot products: each
+     * input is quantized per 32 values exactly as {@link #matmulQ4_0_X16} does (factor {@code dx},
+     * quants {@code q}); then per row and input, starting from {@code 0} and block by block in
+     * order, {@code acc = fma((float) Σ w q, dw * dx, acc)} with {@code w} the block's int8 quants
+     * and {@code dw} its f16 scale; {@code out} is {@code acc}. Every implementation computes
+     * exactly that, so they agree bit for bit. Row ranges and offsets as for
+     * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32.
      */
     void matmulQ8_0_X16(
             MemorySegment weights,
@@ -624,8 +626,7 @@ public interface MatmulOps {
      * (the parts of one task, which one core takes one after another; the gate and up projections
      * of the same rows). Calls on one thread with the same nonzero {@code inputKey} and the same
      * {@code x}, {@code xOffset}, {@code batch} and {@code cols} promise the same input values, so
-     * the kernels that first convert their inputs (the block types' interleaved kernels but q8_0_x16 quantize them to int8,
-     * q8_0_x16 copies them to the heap) may keep one call's conversion for the next: a promise
+     * the kernels that first convert their inputs (the block types' interleaved kernels quantize them to int8) may keep one call's conversion for the next: a promise
      * broken reads the earlier values. {@code 0} promises nothing. The results are the same bits
      * either way. A caller gives each task, or each set of calls over the same values, a key of its
      * own, say from a counter.

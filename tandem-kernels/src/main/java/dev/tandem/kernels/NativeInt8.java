@@ -20,17 +20,18 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The native int8 kernels ({@code src/main/c/tandem_int8.c}), called through the FFM API: the
- * integer dot products of q4_0_x16 and q4_K_x16 with AVX2's {@code vpmaddubsw}, a multiply-add of byte pairs
- * that the Vector API has no operation for. {@link #available()} when the build compiled the
- * library (gcc on the path), the CPU lists {@code avx2}, {@code fma} and {@code f16c}, and the
- * system property {@value #PROPERTY} is not {@code false}; otherwise the Java kernels run, after
- * one INFO line through SLF4J that says why.
+ * integer dot products of q4_0_x16, q4_K_x16 and q5_0_x16 with AVX2's {@code vpmaddubsw}, a
+ * multiply-add of byte pairs that the Vector API has no operation for, and of q8_0_x16 and
+ * q6_K_x16 with {@code vpmaddwd} (the quants widened to int16 once per block for all the inputs).
+ * {@link #available()} when the build compiled the library (gcc on the path), the CPU lists
+ * {@code avx2}, {@code fma} and {@code f16c}, and the system property {@value #PROPERTY} is not
+ * {@code false}; otherwise the Java kernels run, after one INFO line through SLF4J that says why.
  *
  * <p>Each native kernel equals its Java scalar twin bit for bit ({@link Q4_0X16#row},
- * {@link Q4_KX16#row}: the integer
- * sums are exact, the float steps the twin's in its order), so a machine with the library and one
- * without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call; each
- * stages its inputs in native memory of its own.
+ * {@link Q4_KX16#row}, {@link SmallBlocksX16#row}, {@link Q8_0X16#row}, {@link Q6_KX16#row}: the
+ * integer sums are exact, the float steps the twin's in its order), so a machine with the library
+ * and one without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call;
+ * each stages its inputs in native memory of its own.
  */
 final class NativeInt8 {
 
@@ -48,9 +49,21 @@ final class NativeInt8 {
     /** {@code tandem_q4_k_x16}, or {@code null} where the native kernels do not run. */
     private static final MethodHandle Q4_K_X16;
 
+    /** {@code tandem_q5_0_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q5_0_X16;
+
+    /** {@code tandem_q8_0_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q8_0_X16;
+
+    /** {@code tandem_q6_k_x16}, or {@code null} where the native kernels do not run. */
+    private static final MethodHandle Q6_K_X16;
+
     static {
         MethodHandle q4_0 = null;
         MethodHandle q4_K = null;
+        MethodHandle q5_0 = null;
+        MethodHandle q8_0 = null;
+        MethodHandle q6_K = null;
         String reason = reasonNotToLoad(System.getProperty(PROPERTY), System.getProperty("os.arch"), cpuFlags());
         if (reason == null) {
             try {
@@ -68,13 +81,22 @@ final class NativeInt8 {
                             Linker.Option.critical(true));
                     q4_K = linker.downcallHandle(lookup.findOrThrow("tandem_q4_k_x16"), groups,
                             Linker.Option.critical(true));
+                    q5_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q5_0_x16"), groups,
+                            Linker.Option.critical(true));
+                    q8_0 = linker.downcallHandle(lookup.findOrThrow("tandem_q8_0_x16"), groups,
+                            Linker.Option.critical(true));
+                    q6_K = linker.downcallHandle(lookup.findOrThrow("tandem_q6_k_x16"), groups,
+                            Linker.Option.critical(true));
                 }
             } catch (IOException | RuntimeException e) {
                 reason = "the library did not load (" + e + ")";
             }
         }
-        Q4_0_X16 = q4_0 != null && q4_K != null ? q4_0 : null;
+        Q4_0_X16 = q4_0 != null && q4_K != null && q5_0 != null && q8_0 != null && q6_K != null ? q4_0 : null;
         Q4_K_X16 = Q4_0_X16 != null ? q4_K : null;
+        Q5_0_X16 = Q4_0_X16 != null ? q5_0 : null;
+        Q8_0_X16 = Q4_0_X16 != null ? q8_0 : null;
+        Q6_K_X16 = Q4_0_X16 != null ? q6_K : null;
         if (reason != null) {
             LOG.info("native int8 kernels off, the Java kernels run: {}", reason);
         } else {
@@ -145,46 +167,40 @@ final class NativeInt8 {
     }
 
     /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q4_0_x16 matrix of
-     * {@code blocks} blocks a row, against the {@code batch} inputs {@code in} quantized (each
-     * {@code cols} values), into {@code out} as {@link MatmulOps#matmulQ4_0_X16} writes it.
+     * Full groups {@code [first, first + groups)} of 16 rows of a matrix of {@code type}
+     * ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q5_0_X16},
+     * {@link TensorType#Q8_0_X16} or {@link TensorType#Q6_K_X16}) of {@code blocks} blocks a row
+     * (superblocks for the K types), against the {@code batch} inputs {@code in} quantized (each
+     * {@code cols} values), into {@code out} as {@link MatmulOps#matmul} writes it: the type's
+     * scalar twin's results bit for bit.
      */
-    static void q4_0_x16(MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+    static void x16(TensorType type, MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
             Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        Staged staged = Staged.of(in, batch, cols);
-        long groupBytes = 16L * blocks * 18;
+        MethodHandle kernel = switch (type) {
+            case Q4_0_X16 -> Q4_0_X16;
+            case Q4_K_X16 -> Q4_K_X16;
+            case Q5_0_X16 -> Q5_0_X16;
+            case Q8_0_X16 -> Q8_0_X16;
+            case Q6_K_X16 -> Q6_K_X16;
+            default -> throw new IllegalArgumentException("no native kernel for " + type);
+        };
+        long groupBytes = 16L * blocks * type.blockBytes();
+        // q8_0 and q6_K widen the quants to int16 pairs, the others multiply bytes
+        Staged staged = Staged.of(in, batch, cols, type == TensorType.Q8_0_X16 || type == TensorType.Q6_K_X16);
         try {
-            Q4_0_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
+            kernel.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, blocks,
                     batch,
                     staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
                     out, outOffset + (long) first * Float.BYTES, (long) rows);
         } catch (Throwable e) {
-            throw new IllegalStateException("native q4_0_x16 kernel failed", e);
-        }
-    }
-
-    /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a q4_K_x16 matrix of
-     * {@code supers} superblocks a row, as {@link #q4_0_x16} does for q4_0_x16 ({@link Q4_KX16#row}
-     * bit for bit).
-     */
-    static void q4_K_x16(MemorySegment weights, long weightsOffset, int first, int groups, int supers,
-            Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
-        Staged staged = Staged.of(in, batch, cols);
-        long groupBytes = 16L * supers * 144;
-        try {
-            Q4_K_X16.invokeExact(weights, weightsOffset + (long) (first / 16) * groupBytes, groupBytes, groups, supers,
-                    batch,
-                    staged.pairs, (long) cols / 2, staged.ds, staged.sum8, (long) (cols / 32),
-                    out, outOffset + (long) first * Float.BYTES, (long) rows);
-        } catch (Throwable e) {
-            throw new IllegalStateException("native q4_K_x16 kernel failed", e);
+            throw new IllegalStateException("native " + type + " kernel failed", e);
         }
     }
 
     /**
      * One thread's inputs in native memory: the pairs of quants as the native kernels broadcast
-     * them (two int8 in 16 bits, twice in a word), the factors and {@code 8 * sum q}.
+     * them (two int8 in 16 bits, twice in a word; for q8_0_x16 and q6_K_x16 two int16 in a word, as
+     * {@link Q4_0X16.Inputs#pairs} holds them), the factors and {@code 8 * sum q}.
      */
     private static final class Staged {
         private static final ThreadLocal<Staged> OF_THREAD = ThreadLocal.withInitial(Staged::new);
@@ -193,7 +209,7 @@ final class NativeInt8 {
         private MemorySegment ds = MemorySegment.NULL;
         private MemorySegment sum8 = MemorySegment.NULL;
 
-        static Staged of(Q4_0X16.Inputs in, int batch, int cols) {
+        static Staged of(Q4_0X16.Inputs in, int batch, int cols, boolean shortPairs) {
             Staged staged = OF_THREAD.get();
             int pairCount = batch * cols / 2;
             int blocks = batch * (cols / 32);
@@ -204,10 +220,14 @@ final class NativeInt8 {
                 staged.sum8 = arena.allocate(blocks * 4L, 64);
             }
             int[] p = in.pairs();
-            for (int m = 0; m < pairCount; m++) {
-                int pair = p[m];
-                int bytes = (pair & 0xff) | (pair >>> 8 & 0xff00);
-                staged.pairs.setAtIndex(ValueLayout.JAVA_INT, m, bytes | bytes << 16);
+            if (shortPairs) {
+                MemorySegment.copy(p, 0, staged.pairs, ValueLayout.JAVA_INT, 0, pairCount);
+            } else {
+                for (int m = 0; m < pairCount; m++) {
+                    int pair = p[m];
+                    int bytes = (pair & 0xff) | (pair >>> 8 & 0xff00);
+                    staged.pairs.setAtIndex(ValueLayout.JAVA_INT, m, bytes | bytes << 16);
+                }
             }
             MemorySegment.copy(in.d(), 0, staged.ds, ValueLayout.JAVA_FLOAT, 0, blocks);
             MemorySegment.copy(in.sum8(), 0, staged.sum8, ValueLayout.JAVA_INT, 0, blocks);

@@ -1,15 +1,15 @@
 package dev.tandem.kernels;
 
 import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
 import static dev.tandem.kernels.LittleEndian.I8;
 
 import java.lang.foreign.MemorySegment;
 
 /**
- * The scalar part of {@link MatmulOps#matmulQ8_0_X16}, shared by both implementations: one row's
- * dot product with an input, read from either layout of a row (inside an interleaved group, or
- * among the last rows, which stay q8_0), in the order the vector loops compute every lane.
+ * The scalar part of {@link MatmulOps#matmulQ8_0_X16}, shared by all implementations: one row's
+ * dot product with an input quantized to int8, read from either layout of a row (inside an
+ * interleaved group, or among the last rows, which stay q8_0), in the order the vector loops and
+ * the native kernel compute every lane.
  */
 final class Q8_0X16 {
 
@@ -47,10 +47,13 @@ final class Q8_0X16 {
 
     /**
      * Row {@code r} of a matrix of {@code rows} rows and {@code blocks} blocks per row at
-     * {@code weights}, times the f32 input at {@code x}: per block, {@code sum = fma(q_k, x_k, sum)}
-     * over its 32 values from 0, then {@code acc = fma(sum, d, acc)}, blocks in order from 0.
+     * {@code weights}, times the quantized input at {@code qBase} and {@code blockBase} of
+     * {@code in} (as {@link MatmulOps#matmulQ4_0_X16} quantizes it): per block the exact integer
+     * sum {@code Σ w_k q_k} over its 32 values, then {@code acc = fma((float) sum, dw * dx, acc)},
+     * blocks in order from 0.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, MemorySegment x, long x0) {
+    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
+            int blockBase) {
         long rowBytes = blocks * 34L;
         int grouped = rows - rows % TensorType.X16_ROWS;
         int lane = r % TensorType.X16_ROWS;
@@ -60,13 +63,14 @@ final class Q8_0X16 {
         float acc = 0f;
         for (int b = 0; b < blocks; b++) {
             long scaleAt = interleaved ? group + scaleAt(b, blocks, lane) : plain + b * 34L;
-            long xb = x0 + b * 32L * Float.BYTES;
-            float sum = 0f;
+            int x = qBase + b * 32;
+            int sum = 0;
             for (int k = 0; k < 32; k++) {
                 long at = interleaved ? group + quantAt(b, blocks, k, lane) : scaleAt + 2 + k;
-                sum = Math.fma((float) weights.get(I8, at), x.get(F32, xb + (long) k * Float.BYTES), sum);
+                sum += weights.get(I8, at) * in.quant(x + k);
             }
-            acc = Math.fma(sum, HalfFloats.f16ToF32(weights.get(F16, scaleAt)), acc);
+            float dw = HalfFloats.f16ToF32(weights.get(F16, scaleAt));
+            acc = Math.fma((float) sum, dw * in.d()[blockBase + b], acc);
         }
         return acc;
     }

@@ -285,10 +285,11 @@ final class ScalarOps implements KernelOps {
         ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
+        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
         for (int r = rowStart; r < rowEnd; r++) {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        Q8_0X16.row(weights, weightsOffset, rows, blocks, r, x, xOffset + (long) b * cols * F));
+                        Q8_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
             }
         }
     }

@@ -26,6 +26,8 @@ final class Scratch {
     private int[] pairsByEight = new int[0];
     private short[][] shortsByEight = new short[8][0];
     private float[] inputsByEight = new float[0];
+    private float[] quantFloats = new float[0];
+    private float[] quantFloatsByEight = new float[0];
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
     private final Kept inputsKept = new Kept();
@@ -220,6 +222,34 @@ final class Scratch {
      */
     float[] heapInputsByEight() {
         return inputsByEight;
+    }
+
+    /**
+     * The quants of the {@code batch} quantized inputs {@code in} (each {@code cols} values) as
+     * floats, input after input, and the first {@code batch / 8 * 8} of them also as
+     * {@link #quantFloatsByEight} holds them.
+     */
+    float[] quantFloats(Q4_0X16.Inputs in, int batch, int cols) {
+        int n = batch * cols;
+        if (quantFloats.length < n) {
+            quantFloats = new float[n];
+        }
+        for (int i = 0; i < n; i++) {
+            quantFloats[i] = in.quant(i);
+        }
+        int eights = batch / 8;
+        if (eights > 0) {
+            if (quantFloatsByEight.length < eights * 8 * cols) {
+                quantFloatsByEight = new float[eights * 8 * cols];
+            }
+            byEight(quantFloats, eights, cols, quantFloatsByEight);
+        }
+        return quantFloats;
+    }
+
+    /** The quants of the last {@link #quantFloats} call's first {@code batch / 8 * 8} inputs, eight side by side as in {@link #byEight}. */
+    float[] quantFloatsByEight() {
+        return quantFloatsByEight;
     }
 
     /**

@@ -1084,7 +1084,8 @@ final class VectorOps implements KernelOps {
             if (NATIVE_INT8 && batch >= NATIVE_Q4_0_BATCH && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q4_0_x16(weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q4_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
@@ -1135,11 +1136,14 @@ final class VectorOps implements KernelOps {
     private static final int Q8X_WIDE_INPUTS = 8;
 
     /**
-     * Groups of 16 rows by vector loops ({@link #q8x16Group}, four inputs at a time by
-     * {@link #q8x16Group4}), one row at a time where the range cuts a group and for the last
-     * {@code rows % 16} rows ({@link Q8_0X16#row}, the same operations lane by lane). Per block and
-     * value, one 16-byte load holds the value's quant in all 16 rows: widened to floats, it meets
-     * the input value broadcast in one fused multiply-add, with no sum across lanes anywhere.
+     * The inputs quantized as for q4_0_x16, then groups of 16 rows by {@link NativeInt8} where it
+     * runs, else by vector loops ({@link #q8x16Group}, four or eight inputs at a time by
+     * {@link #q8x16Group4} and {@link #q8x16Group8}); one row at a time where the range cuts a
+     * group and for the last {@code rows % 16} rows ({@link Q8_0X16#row}, the same operations lane
+     * by lane). In the vector loops, per block and value, one 16-byte load holds the value's quant
+     * in all 16 rows: widened to floats, it meets the input's quant broadcast as a float in one
+     * fused multiply-add, with no sum across lanes anywhere; a block's sum of products is an
+     * integer below 2^24, so the float chain is the exact integer sum.
      */
     @Override
     public void matmulQ8_0_X16(
@@ -1173,43 +1177,50 @@ final class VectorOps implements KernelOps {
         ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         int blocks = cols / 32;
+        Scratch scratch = Scratch.get();
+        Q4_0X16.Inputs in = quantizeInputs(scratch, x, xOffset, batch, cols, inputKey);
         long rowBytes = blocks * 34L;
         long outStride = (long) rows * F;
-        long xStride = (long) cols * F;
         int lanes = X16_FLOATS.length();
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        float[] xs = null;
-        float[] x8 = null;
+        float[] qs = null;
+        float[] q8 = null;
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
-                if (xs == null && (batch >= Q8X_WIDE_INPUTS || batch % Q8X_INPUTS != 0)) {
-                    // The inputs on the heap: the loops broadcast them one value at a time, and
-                    // array loads in counted loops cost no bounds check.
-                    xs = Scratch.get().heapInputs(inputKey, x, xOffset, batch, cols);
-                    x8 = Scratch.get().heapInputsByEight();
+            if (NATIVE_INT8 && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.x16(TensorType.Q8_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                if (qs == null) {
+                    // The quants as floats: each block's sum of products is an integer below 2^24,
+                    // exact in an f32 chain of multiply-adds, and the loops broadcast floats.
+                    qs = scratch.quantFloats(in, batch, cols);
+                    q8 = scratch.quantFloatsByEight();
                 }
+                float[] ds = in.d();
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + (long) (r + part * lanes) * F;
                     int b = 0;
                     for (; b + Q8X_WIDE_INPUTS <= batch; b += Q8X_WIDE_INPUTS) {
-                        q8x16Group8(weights, group, part, blocks, x8, b * cols, out, at + b * outStride,
-                                outStride);
+                        q8x16Group8(weights, group, part, blocks, q8, b * cols, ds, b * blocks, out,
+                                at + b * outStride, outStride);
                     }
                     for (; b + Q8X_INPUTS <= batch; b += Q8X_INPUTS) {
-                        q8x16Group4(weights, group, part, blocks, x, xOffset + b * xStride, xStride, out,
+                        q8x16Group4(weights, group, part, blocks, qs, b * cols, cols, ds, b * blocks, out,
                                 at + b * outStride, outStride);
                     }
                     for (; b < batch; b++) {
-                        q8x16Group(weights, group, part, blocks, xs, b * cols, out, at + b * outStride);
+                        q8x16Group(weights, group, part, blocks, qs, b * cols, ds, b * blocks, out, at + b * outStride);
                     }
                 }
                 r += TensorType.X16_ROWS;
             } else {
                 for (int b = 0; b < batch; b++) {
                     out.set(F32, outOffset + b * outStride + r * F,
-                            Q8_0X16.row(weights, weightsOffset, rows, blocks, r, x, xOffset + b * xStride));
+                            Q8_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
                 }
                 r++;
             }
@@ -1720,7 +1731,7 @@ final class VectorOps implements KernelOps {
      * two: a second loop for the odd block passed C2's node budget and boxed every vector).
      */
     private static void q8x16Group(MemorySegment w, long group, int part, int blocks, float[] x, int x0,
-            MemorySegment out, long at) {
+            float[] ds, int d0, MemorySegment out, long at) {
         int lanes = X16_FLOATS.length();
         FloatVector acc = FloatVector.zero(X16_FLOATS);
         for (int b = 0; b < blocks; b += 2) {
@@ -1750,7 +1761,7 @@ final class VectorOps implements KernelOps {
                     : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                             .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
                             .reinterpretAsFloats();
-            acc = sum.fma(d, acc);
+            acc = sum.fma(d.mul(ds[d0 + b]), acc);
             if (pair) {
                 IntVector hNext = (IntVector) ShortVector.fromMemorySegment(X16_HALVES, w,
                         block + 32 + 2L * part * lanes, LE).castShape(X16_INTS, 0);
@@ -1759,7 +1770,7 @@ final class VectorOps implements KernelOps {
                         : magnitudeNext.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                                 .reinterpretAsInts().or(hNext.and(0x8000).lanewise(VectorOperators.LSHL, 16))
                                 .reinterpretAsFloats();
-                acc = sumNext.fma(dNext, acc);
+                acc = sumNext.fma(dNext.mul(ds[d0 + b + 1]), acc);
             }
         }
         acc.intoMemorySegment(out, at, LE);
@@ -1777,7 +1788,7 @@ final class VectorOps implements KernelOps {
      * inputs {@code cols} apart as before.
      */
     private static void q8x16Group8(MemorySegment w, long group, int part, int blocks, float[] x, int x0,
-            MemorySegment out, long at, long outStride) {
+            float[] ds, int d0, MemorySegment out, long at, long outStride) {
         int lanes = X16_FLOATS.length();
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
@@ -1826,14 +1837,15 @@ final class VectorOps implements KernelOps {
                     : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                             .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
                             .reinterpretAsFloats();
-            a0 = s0.fma(d, a0);
-            a1 = s1.fma(d, a1);
-            a2 = s2.fma(d, a2);
-            a3 = s3.fma(d, a3);
-            a4 = s4.fma(d, a4);
-            a5 = s5.fma(d, a5);
-            a6 = s6.fma(d, a6);
-            a7 = s7.fma(d, a7);
+            int db = d0 + b;
+            a0 = s0.fma(d.mul(ds[db]), a0);
+            a1 = s1.fma(d.mul(ds[db + blocks]), a1);
+            a2 = s2.fma(d.mul(ds[db + 2 * blocks]), a2);
+            a3 = s3.fma(d.mul(ds[db + 3 * blocks]), a3);
+            a4 = s4.fma(d.mul(ds[db + 4 * blocks]), a4);
+            a5 = s5.fma(d.mul(ds[db + 5 * blocks]), a5);
+            a6 = s6.fma(d.mul(ds[db + 6 * blocks]), a6);
+            a7 = s7.fma(d.mul(ds[db + 7 * blocks]), a7);
         }
         a0.intoMemorySegment(out, at, LE);
         a1.intoMemorySegment(out, at + outStride, LE);
@@ -1845,9 +1857,9 @@ final class VectorOps implements KernelOps {
         a7.intoMemorySegment(out, at + 7 * outStride, LE);
     }
 
-    /** {@link #q8x16Group} for four inputs {@code xStride} bytes apart, their outputs {@code outStride} apart. */
-    private static void q8x16Group4(MemorySegment w, long group, int part, int blocks, MemorySegment x, long x0,
-            long xStride, MemorySegment out, long at, long outStride) {
+    /** {@link #q8x16Group} for four inputs {@code xStride} floats apart, their outputs {@code outStride} bytes apart. */
+    private static void q8x16Group4(MemorySegment w, long group, int part, int blocks, float[] x, int x0,
+            int xStride, float[] ds, int d0, MemorySegment out, long at, long outStride) {
         int lanes = X16_FLOATS.length();
         FloatVector a0 = FloatVector.zero(X16_FLOATS);
         FloatVector a1 = a0;
@@ -1863,18 +1875,18 @@ final class VectorOps implements KernelOps {
             long quants = group + (b - odd) * Q8_0X16.GROUP_BLOCK_BYTES + (inPair ? 64 + 16L * odd : 32)
                     + (long) part * lanes;
             long stride = inPair ? 32 : 16;
-            long xb = x0 + b * 32L * F;
+            int xb = x0 + b * 32;
             FloatVector s0 = FloatVector.zero(X16_FLOATS);
             FloatVector s1 = s0;
             FloatVector s2 = s0;
             FloatVector s3 = s0;
             for (int k = 0; k < 32; k++) {
                 FloatVector q = q8x16Quants(w, quants + stride * k);
-                long xk = xb + k * F;
-                s0 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk)), s0);
-                s1 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + xStride)), s1);
-                s2 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 2 * xStride)), s2);
-                s3 = q.fma(FloatVector.broadcast(X16_FLOATS, x.get(F32, xk + 3 * xStride)), s3);
+                int xk = xb + k;
+                s0 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk]), s0);
+                s1 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + xStride]), s1);
+                s2 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 2 * xStride]), s2);
+                s3 = q.fma(FloatVector.broadcast(X16_FLOATS, x[xk + 3 * xStride]), s3);
             }
             // The scales widened as x16Scales does, written out: as a helper of their own, C2
             // compiled them alone in the decoder's order of compilation and then left them out of
@@ -1886,10 +1898,11 @@ final class VectorOps implements KernelOps {
                     : magnitude.lanewise(VectorOperators.LSHL, 13).reinterpretAsFloats().mul(0x1p112f)
                             .reinterpretAsInts().or(h.and(0x8000).lanewise(VectorOperators.LSHL, 16))
                             .reinterpretAsFloats();
-            a0 = s0.fma(d, a0);
-            a1 = s1.fma(d, a1);
-            a2 = s2.fma(d, a2);
-            a3 = s3.fma(d, a3);
+            int db = d0 + b;
+            a0 = s0.fma(d.mul(ds[db]), a0);
+            a1 = s1.fma(d.mul(ds[db + blocks]), a1);
+            a2 = s2.fma(d.mul(ds[db + 2 * blocks]), a2);
+            a3 = s3.fma(d.mul(ds[db + 3 * blocks]), a3);
         }
         a0.intoMemorySegment(out, at, LE);
         a1.intoMemorySegment(out, at + outStride, LE);
@@ -2281,7 +2294,8 @@ final class VectorOps implements KernelOps {
             if (NATIVE_INT8 && batch >= NATIVE_Q4_K_BATCH && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.q4_K_x16(weights, weightsOffset, r, groups, supers, in, batch, cols, out, outOffset, rows);
+                NativeInt8.x16(TensorType.Q4_K_X16, weights, weightsOffset, r, groups, supers, in, batch, cols, out,
+                        outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
@@ -2819,8 +2833,9 @@ final class VectorOps implements KernelOps {
 
     /**
      * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
-     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link #x16SmallBlocksGroup} or
-     * {@link #x16Q5KGroup}, one input at a time (each part's weights stay in the caches from input
+     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link NativeInt8} (q5_0_x16, where it
+     * runs), {@link #x16SmallBlocksGroup} or {@link #x16Q5KGroup}, one input at a time (each
+     * part's weights stay in the caches from input
      * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
      * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
      * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
@@ -2855,9 +2870,15 @@ final class VectorOps implements KernelOps {
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
+        boolean nativeKernel = NATIVE_INT8 && type == TensorType.Q5_0_X16;
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.x16(TensorType.Q5_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                        outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long at = outOffset + r * F + part * X16_FLOATS.length() * F;
@@ -3228,9 +3249,9 @@ final class VectorOps implements KernelOps {
     // ---- q6_K interleaved by 16 rows, int8 inputs ----
 
     /**
-     * Groups of 16 rows by vector loops ({@link #x16Q6Dots8} eight inputs at a time, then
-     * {@link #x16Q6Dots} one at a time), the rest one row at a time by {@link Q6_KX16#row}, as
-     * {@link #matmulQ4_K_X16} does.
+     * Groups of 16 rows by {@link NativeInt8} where it runs, else by vector loops
+     * ({@link #x16Q6Dots8} eight inputs at a time, then {@link #x16Q6Dots} one at a time), the rest
+     * one row at a time by {@link Q6_KX16#row}, as {@link #matmulQ4_K_X16} does.
      */
     @Override
     public void matmulQ6_K_X16(
@@ -3278,7 +3299,12 @@ final class VectorOps implements KernelOps {
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
-            if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+            if (NATIVE_INT8 && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
+                int groups = (groupEnd - r) / TensorType.X16_ROWS;
+                NativeInt8.x16(TensorType.Q6_K_X16, weights, weightsOffset, r, groups, supers, in, batch, cols, out,
+                        outOffset, rows);
+                r += groups * TensorType.X16_ROWS;
+            } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
                 for (int part = 0; part < X16_PARTS; part++) {
                     long from = group + part * X16_PART_BYTES;

@@ -6,6 +6,7 @@ import static dev.tandem.kernels.Tensors.VECTOR;
 import static dev.tandem.kernels.Tensors.read;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.MemorySegment;
 import org.assertj.core.data.Offset;
@@ -22,7 +23,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class FiveBitsX16Test {
 
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9};
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 17};
 
     private static MemorySegment interleaved(Tensors t, TensorType type, MemorySegment q5, int rows, int cols) {
         MemorySegment x16 = t.allocate(type.rowBytes(cols) * rows);
@@ -132,6 +133,37 @@ class FiveBitsX16Test {
     }
 
     /**
+     * Scales of every kind (zeros, subnormals, the largest finite, infinities, NaN) widen in the
+     * native kernel as in the scalar twin, at every batch: in the second of three groups, the
+     * others' random and finite. Where the native kernel runs: run through the Java loops, the
+     * infinities and NaNs made x16Scales' rare branch (shared by every interleaved kernel's Java
+     * loop) look common to C2, which then compiled those loops with a boxed call to widenF16, and
+     * CompiledKernelAllocationTest, later in the same JVM, found them allocating. The Java loops'
+     * widening of such scales is Q4_0X16Test's to check.
+     */
+    @Test
+    void everyKindOfScaleWidensAsTheScalarTwin() {
+        assumeTrue(NativeInt8.available(), "the native kernel's widening; the Java loops' is Q4_0X16Test's");
+        short[] scales = GgufBlocks.EVERY_KIND_OF_HALF;
+        int rows = 53;
+        int cols = 96;
+        try (Tensors t = new Tensors(29)) {
+            MemorySegment q5 = GgufBlocks.random(t, TensorType.Q5_0, (long) rows * cols);
+            for (int r = 16; r < 32; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    q5.set(LittleEndian.F16, PAD + r * TensorType.Q5_0.rowBytes(cols) + b * 22L, scales[(r + 5 * b) % 16]);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q5, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
+            }
+        }
+    }
+
+    /**
      * Every 5-bit quant 0 or 31 (weights -16 and 15), with every pattern of fifth bits, against
      * inputs of 127 in every lane or 127 and -127 alternating: sums that would wrap a short if a
      * lane held more than its 16 products. Exact integers: {@code 32 * (q - 16) * 127} per block of
@@ -155,10 +187,7 @@ class FiveBitsX16Test {
             }
             MemorySegment x16 = interleaved(t, q5, rows, cols);
             for (int batch : BATCHES) {
-                float[] x = new float[batch * cols];
-                for (int i = 0; i < x.length; i++) {
-                    x[i] = (i / cols) % 2 == 0 ? 127f : (i % 2 == 0 ? 127f : -127f);
-                }
+                float[] x = GgufBlocks.extremeInputs(batch, cols);
                 float[] vector = run(t, VECTOR, x16, t.f32(x), rows, cols, batch, 0, rows);
                 Tensors.assertIdentical("batch " + batch, vector, run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows));
                 for (int b = 0; b < batch; b++) {

@@ -16,7 +16,26 @@ import java.util.Random;
  */
 final class GgufBlocks {
 
+    /**
+     * f16 values of every kind, for scales: zeros of both signs, subnormals, the smallest and
+     * largest normals, ones, infinities, NaNs (quiet and signalling), and ordinary values.
+     */
+    static final short[] EVERY_KIND_OF_HALF = {0x0000, (short) 0x8000, 0x0001, (short) 0x8001, 0x03ff, 0x0400, 0x3c00,
+        (short) 0xbc00, 0x7bff, (short) 0xfbff, 0x7c00, (short) 0xfc00, 0x7e00, 0x7c01, (short) 0xfe00, 0x2e66};
+
     private GgufBlocks() {}
+
+    /**
+     * {@code batch} inputs of {@code cols} values at the extremes of the int8 quants: the even
+     * inputs 127 in every lane, the odd ones 127 and -127 alternating (their products cancel).
+     */
+    static float[] extremeInputs(int batch, int cols) {
+        float[] x = new float[batch * cols];
+        for (int i = 0; i < x.length; i++) {
+            x[i] = (i / cols) % 2 == 0 ? 127f : (i % 2 == 0 ? 127f : -127f);
+        }
+        return x;
+    }
 
     /** {@code elements} random values of {@code type}, {@code type.bytes(elements)} bytes after the pad. */
     static MemorySegment random(Tensors t, TensorType type, long elements) {

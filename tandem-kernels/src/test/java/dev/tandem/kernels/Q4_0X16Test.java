@@ -132,10 +132,7 @@ class Q4_0X16Test {
             }
             MemorySegment x16 = interleaved(t, q4, rows, cols);
             for (int batch : BATCHES) {
-                float[] x = new float[batch * cols];
-                for (int i = 0; i < x.length; i++) {
-                    x[i] = (i / cols) % 2 == 0 ? 127f : (i % 2 == 0 ? 127f : -127f);
-                }
+                float[] x = GgufBlocks.extremeInputs(batch, cols);
                 float[] vector = run(t, VECTOR, x16, t.f32(x), rows, cols, batch, 0, rows);
                 Tensors.assertIdentical("batch " + batch, vector, run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows));
                 for (int b = 0; b < batch; b++) {

@@ -6,6 +6,7 @@ import static dev.tandem.kernels.Tensors.VECTOR;
 import static dev.tandem.kernels.Tensors.read;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -23,8 +24,9 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class Q6_KX16Test {
 
-    // 8 and more: eight inputs a pass, then one at a time (20 = 8 + 8 + 4).
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 20};
+    // 8 and more: eight inputs a pass, then one at a time (20 = 8 + 8 + 4); the native kernel four
+    // at a time, then one (17 = 4 * 4 + 1).
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 8, 9, 12, 16, 17, 20};
 
     static MemorySegment interleaved(Tensors t, MemorySegment q6k, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q6_K.rowBytes(cols) * rows);
@@ -165,6 +167,34 @@ class Q6_KX16Test {
                         }
                     }
                 }
+            }
+        }
+    }
+
+    /**
+     * Factors {@code d} of every kind (zeros, subnormals, the largest finite, infinities, NaN)
+     * widen in the native kernel as in the scalar twin: in the second of three groups, the others'
+     * random and finite. Where the native kernel runs only, as FiveBitsX16Test's scales say why.
+     */
+    @Test
+    void everyKindOfFactorWidensAsTheScalarTwin() {
+        assumeTrue(NativeInt8.available(), "the native kernel's widening; the Java loops' is Q4_0X16Test's");
+        short[] factors = GgufBlocks.EVERY_KIND_OF_HALF;
+        int rows = 53;
+        int cols = 512;
+        try (Tensors t = new Tensors(53)) {
+            long rowBytes = TensorType.Q6_K.rowBytes(cols);
+            MemorySegment q6k = GgufBlocks.random(t, TensorType.Q6_K, (long) rows * cols);
+            for (int r = 16; r < 32; r++) {
+                for (int s = 0; s < cols / 256; s++) {
+                    q6k.set(LittleEndian.F16, PAD + r * rowBytes + s * 210L + 208, factors[(r + 7 * s) % 16]);
+                }
+            }
+            MemorySegment x16 = interleaved(t, q6k, rows, cols);
+            for (int batch : BATCHES) {
+                MemorySegment x = t.f32(t.uniform(batch * cols, -2f, 2f));
+                Tensors.assertIdentical("batch " + batch, run(t, VECTOR, x16, x, rows, cols, batch, 0, rows),
+                        run(t, SCALAR, x16, x, rows, cols, batch, 0, rows));
             }
         }
     }

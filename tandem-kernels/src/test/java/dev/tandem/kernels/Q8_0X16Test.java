@@ -8,20 +8,22 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.foreign.MemorySegment;
+import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /**
  * The interleaved q8_0 layout and its matmul: the layout as {@link TensorType#Q8_0_X16} documents
- * it, the vector kernel against its scalar twin bit for bit (every batch, ranges on and off the
- * groups, the q8_0 rows after the last group), and the scalar twin against the plain q8_0 kernel
- * and double-precision arithmetic on the dequantized weights.
+ * it, the vector kernel (the native one where it runs) against its scalar twin bit for bit (every
+ * batch, ranges on and off the groups, the q8_0 rows after the last group, the largest products),
+ * and the scalar twin against the plain q8_0 kernel and double-precision arithmetic on the
+ * dequantized weights and quantized inputs.
  */
 class Q8_0X16Test {
 
-    /** One input, four, eight, and every mix of them up to 8 + 4 + 1. */
-    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16};
+    /** One input, four, eight, and every mix of them up to 8 + 8 + 1. */
+    private static final int[] BATCHES = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 13, 16, 17};
 
     private static MemorySegment interleaved(Tensors t, MemorySegment q8, int rows, int cols) {
         MemorySegment x16 = t.allocate(TensorType.Q8_0.rowBytes(cols) * rows);
@@ -128,12 +130,14 @@ class Q8_0X16Test {
     }
 
     /**
-     * The same products as the plain q8_0 kernel, rounded differently: against double precision on
-     * the dequantized weights within f32 rounding of the magnitudes, and close to matmulQ8_0.
+     * Against double precision on the dequantized weights and the inputs quantized as the kernel
+     * defines, within f32 rounding of the magnitudes; and against the plain q8_0 kernel (f32
+     * inputs) within what the rounding of the inputs moves: at most {@code 0.57 * amax / 127} a
+     * value (half a step, and the f16 rounding of the factor), times the weight.
      */
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"16, 32", "37, 544", "32, 4096"})
-    void matchesDoublePrecisionAndThePlainKernel(int rows, int cols) {
+    void matchesDoublePrecisionOnTheQuantizedInputsAndThePlainKernel(int rows, int cols) {
         try (Tensors t = new Tensors(rows + cols * 7L)) {
             MemorySegment q8 = GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols);
             float[] w = GgufBlocks.dequantized(t, SCALAR, TensorType.Q8_0, q8, rows * cols);
@@ -144,18 +148,68 @@ class Q8_0X16Test {
                 MemorySegment plainOut = t.f32(new float[batch * rows]);
                 SCALAR.matmulQ8_0(q8, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
                 float[] plain = read(plainOut, batch * rows);
+                float[] quantized = new float[x.length];
+                float[] step = new float[x.length];
+                for (int block = 0; block < x.length / 32; block++) {
+                    float amax = 0f;
+                    for (int i = 0; i < 32; i++) {
+                        amax = Math.max(amax, Math.abs(x[block * 32 + i]));
+                    }
+                    for (int i = 0; i < 32; i++) {
+                        int q = Q4_0X16.round(x[block * 32 + i] * Q4_0X16.scale(amax));
+                        quantized[block * 32 + i] = q * Q4_0X16.factor(amax);
+                        step[block * 32 + i] = 0.57f * amax / 127f;
+                    }
+                }
                 for (int b = 0; b < batch; b++) {
                     for (int r = 0; r < rows; r++) {
                         double exact = 0;
                         double magnitude = 0;
+                        double moved = 0;
                         for (int k = 0; k < cols; k++) {
-                            exact += (double) w[r * cols + k] * x[b * cols + k];
-                            magnitude += Math.abs((double) w[r * cols + k] * x[b * cols + k]);
+                            exact += (double) w[r * cols + k] * quantized[b * cols + k];
+                            magnitude += Math.abs((double) w[r * cols + k] * quantized[b * cols + k]);
+                            moved += Math.abs((double) w[r * cols + k]) * step[b * cols + k];
                         }
-                        org.assertj.core.data.Offset<Double> bound = org.assertj.core.data.Offset.offset(1e-5 * magnitude + 1e-30);
-                        assertThat((double) got[b * rows + r]).as("row %d input %d", r, b).isCloseTo(exact, bound);
+                        assertThat((double) got[b * rows + r]).as("row %d input %d", r, b)
+                                .isCloseTo(exact, Offset.offset(1e-5 * magnitude + 1e-30));
                         assertThat((double) got[b * rows + r]).as("row %d input %d vs matmulQ8_0", r, b)
-                                .isCloseTo(plain[b * rows + r], org.assertj.core.data.Offset.offset(2e-5 * magnitude + 1e-30));
+                                .isCloseTo(plain[b * rows + r], Offset.offset(moved + 2e-5 * magnitude + 1e-30));
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Every quant -128 or 127 against inputs of 127 in every lane, or 127 and -127 alternating:
+     * the largest products there are, exact in every implementation ({@code 32 * w * 127} per
+     * block of 1.0s).
+     */
+    @Test
+    void extremeQuantsSumExactly() {
+        int rows = 32;
+        int cols = 1024;
+        try (Tensors t = new Tensors(31)) {
+            MemorySegment q8 = t.allocate(TensorType.Q8_0.rowBytes(cols) * rows);
+            for (int r = 0; r < rows; r++) {
+                for (int b = 0; b < cols / 32; b++) {
+                    long block = PAD + r * TensorType.Q8_0.rowBytes(cols) + b * 34L;
+                    q8.set(LittleEndian.F16, block, (short) 0x3c00); // 1.0
+                    for (int k = 0; k < 32; k++) {
+                        q8.set(LittleEndian.I8, block + 2 + k, (byte) (r % 2 == 0 ? -128 : 127));
+                    }
+                }
+            }
+            MemorySegment x16 = interleaved(t, q8, rows, cols);
+            for (int batch : BATCHES) {
+                float[] x = GgufBlocks.extremeInputs(batch, cols);
+                float[] vector = run(t, VECTOR, x16, t.f32(x), rows, cols, batch, 0, rows);
+                Tensors.assertIdentical("batch " + batch, vector, run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows));
+                for (int b = 0; b < batch; b++) {
+                    for (int r = 0; r < rows; r++) {
+                        float expected = b % 2 == 0 ? cols * (r % 2 == 0 ? -128f : 127f) * 127f : 0f;
+                        assertThat(vector[b * rows + r]).as("input %d row %d", b, r).isEqualTo(expected);
                     }
                 }
             }

@@ -34,8 +34,8 @@ public final class LlamaReference {
     public static final double LOGIT_TOLERANCE = 2e-3;
 
     /**
-     * {@link #LOGIT_TOLERANCE} for a model with q4_0 matrices, whose products round their input
-     * to q8_0 blocks. Where the model's f32 input and the reference's double input straddle a
+     * {@link #LOGIT_TOLERANCE} for a model with block-quantized matrices (q8_0, q4_0 and the
+     * rest), whose products round their input to q8_0 blocks. Where the model's f32 input and the reference's double input straddle a
      * rounding boundary they round to neighbouring integers: that input moves by {@code amax/127}
      * of its block, every output of the product moves with it, and the key or value it lands in
      * stays in the cache. One such flip measured 3e-3 to 5.4e-3 of the largest logit on the
@@ -46,7 +46,7 @@ public final class LlamaReference {
 
     private final LlamaConfig c;
     private final float[][][] weights = new float[Tensor.values().length][][];
-    /** Per matrix and layer, whether it is a quantized product other than q8_0: it takes its input quantized to q8_0 blocks. */
+    /** Per matrix and layer, whether it is a quantized product (q8_0 too): it takes its input quantized to q8_0 blocks. */
     private final boolean[][] quantizedInputs = new boolean[Tensor.values().length][];
 
     public LlamaReference(LlamaWeights source) {
@@ -63,8 +63,7 @@ public final class LlamaReference {
                 array[l] = decode(source.tensor(tensor, l), tensor, type);
                 Tensor stored = tensor == Tensor.OUTPUT && c.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
                 q4[l] = !tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING
-                        && source.type(stored, l).tensorType().isQuantized()
-                        && source.type(stored, l) != WeightType.Q8_0;
+                        && source.type(stored, l).tensorType().isQuantized();
             }
             weights[tensor.ordinal()] = array;
             quantizedInputs[tensor.ordinal()] = q4;
@@ -112,8 +111,8 @@ public final class LlamaReference {
 
     /**
      * Matrix {@code tensor} of {@code layer} times {@code x}: with {@code x} first quantized to
-     * q8_0 blocks where the matrix is of a block type other than q8_0, as tandem's kernels for them compute it
-     * ({@link dev.tandem.kernels.MatmulOps#matmulQ4_0_X16}, {@link
+     * q8_0 blocks where the matrix is of a block type, as tandem's kernels for them compute it
+     * ({@link dev.tandem.kernels.MatmulOps#matmulQ8_0_X16}, {@link dev.tandem.kernels.MatmulOps#matmulQ4_0_X16}, {@link
      * dev.tandem.kernels.MatmulOps#matmulQ4_K_X16}, {@link dev.tandem.kernels.MatmulOps#matmulQ6_K_X16}).
      */
     private double[] project(Tensor tensor, int layer, double[] x, int rows) {
