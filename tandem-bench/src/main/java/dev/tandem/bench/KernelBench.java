@@ -53,6 +53,11 @@ public final class KernelBench {
         Q4_0(TensorType.Q4_0),
         /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */
         Q4_0_X16(TensorType.Q4_0_X16),
+        /**
+         * q5_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q5_0 matrix (most of
+         * a Qwen2.5-0.5B Q4_K_M file). It has no plain-layout matmul.
+         */
+        Q5_0_X16(TensorType.Q5_0_X16),
         Q4_K(TensorType.Q4_K),
         /** q4_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_K matrix. */
         Q4_K_X16(TensorType.Q4_K_X16),
