@@ -547,11 +547,11 @@ final class PagedAttention {
                     group(x);
                 }
             }
-            int size = 4;
+            int bound = 4; // a row has at most a piece per block
             for (int x = 0; x < rows; x++) {
-                size += 2 + 3 * pieces(x, null, 0);
+                bound += 2 + 3 * (rowEnd[x] - rowFirst[x]);
             }
-            long[] scalars = new long[size];
+            long[] scalars = new long[bound];
             scalars[0] = tile;
             scalars[1] = h0;
             scalars[2] = normalizes ? 1 : 0;
@@ -563,7 +563,7 @@ final class PagedAttention {
                 scalars[at + 1] = pieces;
                 at += 2 + 3 * pieces;
             }
-            return scalars;
+            return at == bound ? scalars : Arrays.copyOf(scalars, at);
         }
 
         /** The runs of the rows that share row {@code x}'s block table. */
@@ -618,7 +618,7 @@ final class PagedAttention {
             to = Arrays.copyOf(to, grown);
         }
 
-        /** Row {@code x}'s pieces, written from {@code at} of {@code scalars} unless it is null; returns how many. */
+        /** Writes row {@code x}'s pieces from {@code at} of {@code scalars}; returns how many. */
         private int pieces(int x, long[] scalars, int at) {
             int[] t = rowTable[x];
             int j1 = rowEnd[x];
@@ -626,15 +626,13 @@ final class PagedAttention {
             int pieces = 0;
             for (int j = first + 1; j <= j1; j++) {
                 if (j == j1 || t[j] != t[j - 1] + 1) {
-                    if (scalars != null) {
-                        long lo = Math.max(rowStart[x], (long) first * blockSize);
-                        long hi = Math.min(rowContext[x], (long) j * blockSize);
-                        int k = runOfBlock[x][first - runsFrom[x]];
-                        scalars[at] = k;
-                        scalars[at + 1] = (lo - from[k]) * rowStride() * F;
-                        scalars[at + 2] = hi - lo;
-                        at += 3;
-                    }
+                    long lo = Math.max(rowStart[x], (long) first * blockSize);
+                    long hi = Math.min(rowContext[x], (long) j * blockSize);
+                    int k = runOfBlock[x][first - runsFrom[x]];
+                    scalars[at] = k;
+                    scalars[at + 1] = (lo - from[k]) * rowStride() * F;
+                    scalars[at + 2] = hi - lo;
+                    at += 3;
                     pieces++;
                     first = j;
                 }
