@@ -155,7 +155,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
      */
     static String checkGreedy(LlamaReference reference, LlamaRequest request, List<Token> tokens) {
         int[] actual = tokens.stream().mapToInt(Token::asInt).toArray();
-        LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampling(), 0);
+        LlamaReference.Verdict verdict = reference.verify(request.prompt(0), actual, request.sampler(), 0);
         if (!verdict.ok()) {
             return String.format(Locale.ROOT, "token %d is %d, the reference's is %d", verdict.mismatch(),
                     actual[verdict.mismatch()], verdict.expected());

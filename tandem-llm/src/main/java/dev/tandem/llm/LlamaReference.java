@@ -2,6 +2,8 @@ package dev.tandem.llm;
 
 import dev.tandem.kernels.Ops;
 import dev.tandem.llm.LlamaWeights.Tensor;
+import dev.tandem.llm.sampling.SamplerConfig;
+import dev.tandem.llm.sampling.SamplerReference;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -9,7 +11,6 @@ import java.nio.ByteOrder;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.SplittableRandom;
 
 /**
  * The same decoder as {@link LlamaModel}, as plain loops over Java arrays, one sequence and one
@@ -367,6 +368,9 @@ public final class LlamaReference {
 
     /** The tokens sequence {@code b} of {@code request} yields, as {@link LlamaModel}'s program defines them. */
     public Generation generate(LlamaRequest request, int b) {
+        if (request.grammar() != null) {
+            throw new IllegalArgumentException("the reference decodes without a grammar");
+        }
         Sequence sequence = sequence();
         float[] logits = null;
         for (int token : request.prompt(b)) {
@@ -376,7 +380,7 @@ public final class LlamaReference {
         int[] tokens = new int[request.maxTokens()];
         int n = 0;
         while (n < request.maxTokens()) {
-            int token = pick(logits, request.sampling(), n, b);
+            int token = pick(logits, request.sampler(), n, b, history(request.prompt(b), tokens, n));
             allLogits.add(logits);
             tokens[n++] = token;
             if (token == request.stopToken() || n == request.maxTokens()) {
@@ -407,7 +411,7 @@ public final class LlamaReference {
      * Checks the tokens one greedy sequence yielded ({@code actual}, up to its stop token) against
      * its prompt; with sampling, the stream's tokens must equal the reference's draws.
      */
-    public Verdict verify(int[] prompt, int[] actual, Sampling sampling, int b) {
+    public Verdict verify(int[] prompt, int[] actual, SamplerConfig sampler, int b) {
         Sequence sequence = sequence();
         float[] logits = null;
         for (int token : prompt) {
@@ -415,9 +419,9 @@ public final class LlamaReference {
         }
         int ties = 0;
         for (int k = 0; k < actual.length; k++) {
-            int expected = pick(logits, sampling, k, b);
+            int expected = pick(logits, sampler, k, b, history(prompt, actual, k));
             if (actual[k] != expected) {
-                if (sampling.greedy() && actual[k] >= 0 && actual[k] < logits.length
+                if (sampler.greedy() && actual[k] >= 0 && actual[k] < logits.length
                         && logits[expected] - logits[actual[k]] <= logitTolerance() * maxMagnitude(logits)) {
                     ties++;
                 } else {
@@ -439,67 +443,24 @@ public final class LlamaReference {
         return max;
     }
 
+    /** {@code prompt} followed by the first {@code n} of {@code tokens}. */
+    private static int[] history(int[] prompt, int[] tokens, int n) {
+        int[] history = Arrays.copyOf(prompt, prompt.length + n);
+        System.arraycopy(tokens, 0, history, prompt.length, n);
+        return history;
+    }
+
     /**
-     * The token picked from {@code logits} for token {@code step} of sequence {@code b}: greedy, or
-     * the nucleus draw of {@link dev.tandem.kernels.SamplingOps#sample} with seed
-     * {@link Sampling#seedFor}.
+     * The token picked from {@code logits} for token {@code step} of sequence {@code b}, after
+     * {@code history} (the sequence's prompt, then its tokens before this one): greedy, or the
+     * draw of {@link SamplerReference} with seed {@code sampler.seed() + b} and the penalty window
+     * that history gives, as {@link LlamaRequest#sampler()} defines it.
      */
-    public static int pick(float[] logits, Sampling sampling, long step, int b) {
-        int n = logits.length;
-        if (sampling.greedy()) {
-            int best = 0;
-            for (int i = 1; i < n; i++) {
-                if (logits[i] > logits[best]) {
-                    best = i;
-                }
-            }
-            return best;
-        }
-        double max = Double.NEGATIVE_INFINITY;
-        for (float v : logits) {
-            max = Math.max(max, v);
-        }
-        double[] p = new double[n];
-        double sum = 0;
-        for (int i = 0; i < n; i++) {
-            p[i] = Math.exp((logits[i] - max) / sampling.temperature());
-            sum += p[i];
-        }
-        for (int i = 0; i < n; i++) {
-            p[i] /= sum;
-        }
-        // The nucleus: every token at least as likely as the one where the sorted mass reaches topP.
-        double threshold = 0;
-        if (sampling.topP() < 1f) {
-            double[] sorted = p.clone();
-            Arrays.sort(sorted);
-            double mass = 0;
-            for (int i = n - 1; i >= 0; i--) {
-                mass += sorted[i];
-                threshold = sorted[i];
-                if (mass >= sampling.topP()) {
-                    break;
-                }
-            }
-        }
-        double nucleus = 0;
-        for (double v : p) {
-            if (v >= threshold) {
-                nucleus += v;
-            }
-        }
-        double target = new SplittableRandom(sampling.seedFor(step, b)).nextDouble() * nucleus;
-        double running = 0;
-        int last = 0;
-        for (int i = 0; i < n; i++) {
-            if (p[i] >= threshold) {
-                running += p[i];
-                last = i;
-                if (running > target) {
-                    return i;
-                }
-            }
-        }
-        return last;
+    public static int pick(float[] logits, SamplerConfig sampler, long step, int b, int[] history) {
+        SamplerConfig config = sampler.toBuilder().seed(sampler.seed() + b).build();
+        int promptLength = (int) (history.length - step);
+        int from = config.penalizePrompt() ? 0 : promptLength;
+        int start = Math.max(from, history.length - config.repeatLastN());
+        return SamplerReference.sample(logits, config, Arrays.copyOfRange(history, start, history.length), step);
     }
 }

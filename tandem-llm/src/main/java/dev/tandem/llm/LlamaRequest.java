@@ -25,20 +25,17 @@ import java.util.function.Predicate;
  * @param prompts    per sequence, its prompt tokens
  * @param maxTokens  steps of the request: tokens per sequence, the stop token included
  * @param stopToken  a token that ends its sequence, or -1 for none
- * @param sampling   how tokens are picked by the device's nucleus kernel (temperature, top-p, seed)
  * @param logits     whether each token carries the step's logits too
- * @param sampler    when not null, how tokens are picked instead of {@code sampling}: the full
- *                   {@link dev.tandem.llm.sampling.Sampler} chain (penalties, top-k, top-p, min-p,
- *                   temperature, seed), one sampler per sequence fed its prompt; sequence {@code b}
- *                   draws with seed {@code sampler.seed() + b}
+ * @param sampler    how tokens are picked: the {@link dev.tandem.llm.sampling.Sampler} chain
+ *                   (penalties, top-k, top-p, min-p, temperature, seed), one sampler per sequence
+ *                   fed its prompt; sequence {@code b} draws with seed {@code sampler.seed() + b}
  * @param grammar    when not null, the grammar every sequence's tokens keep to (each sequence with
- *                   a matcher of its own), applied in the sample task before the sampler chain;
- *                   needs {@code sampler}
+ *                   a matcher of its own), applied in the sample task before the sampler chain
  * @param topLogprobs -1 for none, else each token carries its {@link TokenLogprobs} with this many
- *                   alternatives; needs {@code sampler}
+ *                   alternatives
  */
-public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits,
-        SamplerConfig sampler, TokenGrammar grammar, int topLogprobs) {
+public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, boolean logits, SamplerConfig sampler,
+        TokenGrammar grammar, int topLogprobs) {
 
     /** The value of a sequence in a step after the step where it yielded its stop token. */
     public static final int FINISHED = -1;
@@ -55,59 +52,47 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
             prompts[b] = prompts[b].clone();
         }
         Checks.positive("maxTokens", maxTokens);
-        if (sampling == null) {
-            throw new IllegalArgumentException("sampling must not be null");
+        if (sampler == null) {
+            throw new IllegalArgumentException("sampler must not be null");
         }
         if (topLogprobs < -1 || topLogprobs > TokenLogprobs.MAX_TOP) {
             throw new IllegalArgumentException("topLogprobs = " + topLogprobs + " must be in [-1, "
                     + TokenLogprobs.MAX_TOP + "] (-1: none)");
         }
-        if (sampler == null && (grammar != null || topLogprobs >= 0)) {
-            throw new IllegalArgumentException("a grammar and logprobs need the sampler chain: set withSampler");
-        }
     }
 
-    /** A request without a grammar or logprobs. */
-    public LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampling sampling, boolean logits,
-            SamplerConfig sampler) {
-        this(prompts, maxTokens, stopToken, sampling, logits, sampler, null, -1);
-    }
 
     /** One sequence, greedy, no stop token. */
     public static LlamaRequest of(int[] prompt, int maxTokens) {
-        return new LlamaRequest(new int[][] {prompt}, maxTokens, -1, Sampling.GREEDY, false, null);
+        return new LlamaRequest(new int[][] {prompt}, maxTokens, -1, false, SamplerConfig.GREEDY, null, -1);
     }
 
     /** A batch of sequences, greedy, no stop token. */
     public static LlamaRequest batch(int[][] prompts, int maxTokens) {
-        return new LlamaRequest(prompts, maxTokens, -1, Sampling.GREEDY, false, null);
+        return new LlamaRequest(prompts, maxTokens, -1, false, SamplerConfig.GREEDY, null, -1);
     }
 
     public LlamaRequest withStopToken(int value) {
-        return new LlamaRequest(prompts, maxTokens, value, sampling, logits, sampler, grammar, topLogprobs);
-    }
-
-    public LlamaRequest withSampling(Sampling value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, value, logits, sampler, grammar, topLogprobs);
+        return new LlamaRequest(prompts, maxTokens, value, logits, sampler, grammar, topLogprobs);
     }
 
     public LlamaRequest withLogits(boolean value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, value, sampler, grammar, topLogprobs);
+        return new LlamaRequest(prompts, maxTokens, stopToken, value, sampler, grammar, topLogprobs);
     }
 
-    /** Picks tokens with the full sampler chain of {@code value} (null: the nucleus kernel of {@link #sampling()}). */
+    /** Picks tokens with the sampler chain of {@code value}. */
     public LlamaRequest withSampler(SamplerConfig value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, value, grammar, topLogprobs);
+        return new LlamaRequest(prompts, maxTokens, stopToken, logits, value, grammar, topLogprobs);
     }
 
-    /** Keeps every sequence's tokens in {@code value} (null: unconstrained); needs {@link #withSampler}. */
+    /** Keeps every sequence's tokens in {@code value} (null: unconstrained). */
     public LlamaRequest withGrammar(TokenGrammar value) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, sampler, value, topLogprobs);
+        return new LlamaRequest(prompts, maxTokens, stopToken, logits, sampler, value, topLogprobs);
     }
 
-    /** Each token carries its log-probabilities with {@code top} alternatives (-1: none); needs {@link #withSampler}. */
+    /** Each token carries its log-probabilities with {@code top} alternatives (-1: none). */
     public LlamaRequest withLogprobs(int top) {
-        return new LlamaRequest(prompts, maxTokens, stopToken, sampling, logits, sampler, grammar, top);
+        return new LlamaRequest(prompts, maxTokens, stopToken, logits, sampler, grammar, top);
     }
 
     /** Bytes of one sequence's logprobs record in a step's token; 0 without logprobs. */
@@ -121,7 +106,7 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     }
 
     public LlamaRequest withMaxTokens(int value) {
-        return new LlamaRequest(prompts, value, stopToken, sampling, logits, sampler, grammar, topLogprobs);
+        return new LlamaRequest(prompts, value, stopToken, logits, sampler, grammar, topLogprobs);
     }
 
     /**
@@ -202,8 +187,8 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     @Override
     public boolean equals(Object o) {
         return o instanceof LlamaRequest r && Arrays.deepEquals(prompts, r.prompts) && maxTokens == r.maxTokens
-                && stopToken == r.stopToken && sampling.equals(r.sampling) && logits == r.logits
-                && java.util.Objects.equals(sampler, r.sampler) && java.util.Objects.equals(grammar, r.grammar)
+                && stopToken == r.stopToken && logits == r.logits && sampler.equals(r.sampler)
+                && java.util.Objects.equals(grammar, r.grammar)
                 && topLogprobs == r.topLogprobs;
     }
 
@@ -215,7 +200,7 @@ public record LlamaRequest(int[][] prompts, int maxTokens, int stopToken, Sampli
     @Override
     public String toString() {
         return "LlamaRequest[batch=" + prompts.length + ", maxTokens=" + maxTokens + ", stopToken=" + stopToken
-                + ", sampling=" + (sampler != null ? sampler : sampling) + ", logits=" + logits
+                + ", sampler=" + sampler + ", logits=" + logits
                 + (grammar != null ? ", grammar=" + grammar.grammar() : "")
                 + (topLogprobs >= 0 ? ", topLogprobs=" + topLogprobs : "") + "]";
     }

@@ -136,8 +136,8 @@ class BadInputTest {
         assertThatThrownBy(() -> LlamaRequest.of(new int[] {1}, 0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("maxTokens = 0 must be >= 1");
-        assertThatThrownBy(() -> Sampling.seeded(0.5f, 0f, 1))
+        assertThatThrownBy(() -> LlamaRequest.of(new int[] {1}, 1).withSampler(null))
                 .isInstanceOf(IllegalArgumentException.class)
-                .hasMessage("topP = 0.0 must be in (0, 1]");
+                .hasMessage("sampler must not be null");
     }
 }

@@ -13,6 +13,7 @@ import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
 import dev.tandem.kernels.Ops;
+import dev.tandem.llm.sampling.SamplerConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
@@ -153,12 +154,12 @@ class LlamaModelTest {
     void seededSamplingMatchesTheReferenceAndRepeats() {
         var config = new LlamaConfig(64, 2, 4, 2, 128, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, WeightType.Q8_0);
         var request = LlamaRequest.batch(new int[][] {prompt(4, 6), prompt(9, 7)}, 16)
-                .withSampling(Sampling.seeded(0.9f, 0.9f, 99));
+                .withSampler(SamplerConfig.builder().temperature(0.9f).topP(0.9f).seed(99).build());
         assertMatchesReference(config, 15, request, LlamaModel.Options.defaults());
         Streamed first = run(config, 15, request, LlamaModel.Options.defaults());
         Streamed second = run(config, 15, request, LlamaModel.Options.defaults());
         assertThat(first.tokens()).isEqualTo(second.tokens());
-        Streamed greedy = run(config, 15, request.withSampling(Sampling.GREEDY), LlamaModel.Options.defaults());
+        Streamed greedy = run(config, 15, request.withSampler(SamplerConfig.GREEDY), LlamaModel.Options.defaults());
         assertThat(first.tokens()).isNotEqualTo(greedy.tokens());
     }
 

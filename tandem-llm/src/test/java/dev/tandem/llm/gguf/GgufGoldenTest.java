@@ -118,7 +118,7 @@ class GgufGoldenTest {
                 tokens.add(t.asInts()[0]);
             }
             LlamaReference.Verdict verdict = reference.verify(request.prompt(0),
-                    tokens.stream().mapToInt(Integer::intValue).toArray(), request.sampling(), 0);
+                    tokens.stream().mapToInt(Integer::intValue).toArray(), request.sampler(), 0);
             assertThat(verdict.ok()).as("%s", verdict).isTrue();
         }
     }

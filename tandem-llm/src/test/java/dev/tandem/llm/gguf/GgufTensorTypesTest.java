@@ -91,7 +91,7 @@ class GgufTensorTypesTest {
             }
             int[] actual = tokens.stream().mapToInt(Integer::intValue).toArray();
             assertThat(actual).hasSize(12);
-            LlamaReference.Verdict verdict = reference.verify(prompt, actual, request.sampling(), 0);
+            LlamaReference.Verdict verdict = reference.verify(prompt, actual, request.sampler(), 0);
             assertThat(verdict.ok()).as("%s", verdict).isTrue();
             // Teacher-forced logits: the reference runs the stream's own tokens.
             LlamaReference.Sequence s = reference.sequence();
