@@ -100,8 +100,7 @@ public final class GenerateCommand implements Runnable {
             }
             long start = System.nanoTime();
             long first = 0;
-            Completion completion = lm.start(worker.run(lm.program(), lm.request(promptTokens, options),
-                    lm.runOptions(options)), promptTokens, options);
+            Completion completion = lm.generate(worker, promptTokens, options);
             int n = 0;
             for (Completion.Delta d : completion) {
                 if (d.token() >= 0 && n++ == 0) {

@@ -293,15 +293,31 @@ public final class LanguageModel {
     }
 
     /**
-     * Generates from {@code prompt} on {@code worker}, the worker this model was loaded onto: its
-     * own request, decoded as its steps complete. Many concurrent completions share the worker's
-     * cores; for many completions in one batch (each step reading the weights once for all of
-     * them) use a {@link Batcher}.
+     * Generates from {@code prompt} on {@code worker}, the worker this model was loaded onto, as a
+     * batch of one: a {@link Batcher} of one member, its KV pool exactly the completion's context,
+     * closed (its memory returned) when the completion ends. Many concurrent completions share the
+     * worker's cores; for many completions in one batch (each step reading the weights once for
+     * all of them) submit them to one {@link Batcher}.
      *
-     * @throws IllegalArgumentException when the prompt does not leave room for one token
+     * @throws IllegalArgumentException when the prompt is empty, has a token outside the
+     *         vocabulary or does not leave room for one token
      */
     public Completion generate(Worker worker, int[] prompt, GenerateOptions options) {
-        return start(worker.run(program(), request(prompt, options), runOptions(options)), prompt, options);
+        int maxTokens = limits.maxTokens(prompt.length, options.maxTokens());
+        int blockSize = model().options().kvBlockSize();
+        Batcher one = Batcher.start(worker, this, BatcherConfig.builder().maxBatch(1).maxQueued(1).prefixCache(false)
+                .kvBlocks(dev.tandem.llm.engine.Sequence.blocksFor(prompt.length, maxTokens, blockSize)).build());
+        Completion completion;
+        try {
+            completion = one.submit(prompt, options, null);
+        } catch (RuntimeException e) {
+            one.close();
+            throw e;
+        }
+        // Closed off the delivery's thread, which close() waits for.
+        completion.stream().completion().whenComplete((outcome, failure) -> Thread.ofVirtual()
+                .name("batch-of-one-close").start(one::close));
+        return completion;
     }
 
     /** {@link #generate(Worker, int[], GenerateOptions)} of {@code prompt}'s tokens ({@link #encode}). */

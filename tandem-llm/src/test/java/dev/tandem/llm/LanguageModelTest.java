@@ -49,6 +49,50 @@ class LanguageModelTest {
     }
 
     /**
+     * {@code generate} is a batch of one through the engine: greedy, it yields what the plain
+     * program yields for the same request, and once it ends (finished, or cancelled mid-stream)
+     * its batcher is closed and the worker's memory and requests are back where they were.
+     */
+    @Test
+    void generateIsABatchOfOneThatReturnsItsMemoryWhenItEnds() throws InterruptedException {
+        try (Worker own = Worker.create(CpuDeviceConfig.withCores(2))) {
+            LanguageModel m = LanguageModel.load(own, EmbeddedModel.path(), 512);
+            long memory = own.memoryInUse();
+            int requests = own.liveRequests();
+            int[] prompt = m.encode("Once upon a time");
+            GenerateOptions options = GenerateOptions.defaults().withMaxTokens(40).withIgnoreEos(true)
+                    .withSampler(SamplerConfig.GREEDY);
+            Completion one = m.generate(own, prompt, options);
+            String text = one.await();
+            String plain = m.start(own.run(m.program(), m.request(prompt, options), m.runOptions(options)), prompt,
+                    options).await();
+            assertThat(text).isEqualTo(plain);
+            assertThat(one.tokens()).hasSize(40);
+            awaitIdle(own, memory, requests);
+
+            Completion cancelled = m.generate(own, prompt, options.withMaxTokens(400));
+            var deltas = cancelled.iterator();
+            deltas.next();
+            cancelled.cancel();
+            while (deltas.hasNext()) {
+                deltas.next();
+            }
+            assertThat(cancelled.finishReason()).isEqualTo(FinishReason.ABORTED);
+            awaitIdle(own, memory, requests);
+        }
+    }
+
+    /** Waits, up to 10 s, for the worker's memory and live requests to return to {@code memory} and {@code requests}. */
+    private static void awaitIdle(Worker w, long memory, int requests) throws InterruptedException {
+        long until = System.nanoTime() + 10_000_000_000L;
+        while ((w.memoryInUse() != memory || w.liveRequests() != requests) && System.nanoTime() < until) {
+            Thread.sleep(5);
+        }
+        assertThat(w.memoryInUse()).isEqualTo(memory);
+        assertThat(w.liveRequests()).isEqualTo(requests);
+    }
+
+    /**
      * A model read for its text only is the loaded model less its weights: the same name,
      * configuration, tokens, chat rendering and limits, and text from a stream decoded by the
      * loaded one; asking it to decode says why it cannot.
