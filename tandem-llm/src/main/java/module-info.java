@@ -19,6 +19,11 @@ module dev.tandem.llm {
     exports dev.tandem.llm.chat;
     exports dev.tandem.llm.gguf;
     exports dev.tandem.llm.grammar;
+    // The decoder's insides, for the plain-program server engine, the benches and the CLI's tools;
+    // an embedder goes through LanguageModel and Batcher.
+    exports dev.tandem.llm.model to dev.tandem.server, dev.tandem.bench, dev.tandem.cli;
+    // Random weights, the reference decoder and demo workloads: what benches and the demo compare against.
+    exports dev.tandem.llm.reference to dev.tandem.bench, dev.tandem.cli;
     exports dev.tandem.llm.safetensors;
     exports dev.tandem.llm.sampling;
     exports dev.tandem.llm.tokenizer;

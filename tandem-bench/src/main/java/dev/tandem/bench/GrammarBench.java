@@ -1,5 +1,6 @@
 package dev.tandem.bench;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
@@ -202,7 +203,7 @@ public final class GrammarBench {
                 skipped.add(path.toString());
                 continue;
             }
-            Tokenizer t = Tokenizer.of(Vocabulary.fromGguf(path));
+            Tokenizer t = Tokenizer.of(GgufVocabulary.read(path));
             String name = path.getFileName().toString().replace(".gguf", "");
             rows.add(sampler(name, t, Grammar.jsonSchema(SCHEMA), "schema", rounds, 2000));
             rows.add(sampler(name, t, Grammar.jsonObject(), "json_object", rounds, 2000));

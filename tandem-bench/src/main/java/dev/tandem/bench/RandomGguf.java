@@ -1,13 +1,14 @@
 package dev.tandem.bench;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
-import dev.tandem.llm.Architecture;
+import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.EmbeddedModel;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights.Tensor;
-import dev.tandem.llm.RandomWeights;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.WeightType;
 import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
@@ -102,7 +103,7 @@ public final class RandomGguf {
                     w.put(e.getKey(), e.getValue());
                 }
             }
-            tokenizer = Tokenizer.of(Vocabulary.fromGguf(vocab.metadata()));
+            tokenizer = Tokenizer.of(GgufVocabulary.read(vocab.metadata()));
         }
         Architecture features = shape.architecture();
         String arch = features.name();

@@ -151,13 +151,13 @@ final class BenchDecodeCommand implements Runnable {
                     + dev.tandem.llm.EmbeddedModel.NAME + "): it traces warm batch-1 requests on that file");
         }
         if (!file && peer == null) {
-            dev.tandem.llm.LlamaConfig.named(model); // neither a file nor a shape: fails naming the shapes
+            dev.tandem.llm.model.LlamaConfig.named(model); // neither a file nor a shape: fails naming the shapes
         }
         if (peer != null || file) {
             comparePeer(file);
             return;
         }
-        dev.tandem.llm.LlamaConfig.named(model); // a bad name fails here, before anything runs
+        dev.tandem.llm.model.LlamaConfig.named(model); // a bad name fails here, before anything runs
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         int tokens = common.quick ? 32 : 128;
         int repetitions = common.quick ? 2 : 5;

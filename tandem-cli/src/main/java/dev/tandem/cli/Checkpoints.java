@@ -1,5 +1,6 @@
 package dev.tandem.cli;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.llm.tokenizer.Tokenizer;
 import dev.tandem.llm.tokenizer.Vocabulary;
 import java.nio.file.Files;
@@ -16,6 +17,6 @@ final class Checkpoints {
             Path config = path.resolve("tokenizer_config.json");
             return Tokenizer.of(Vocabulary.fromHuggingFace(json, Files.exists(config) ? config : null));
         }
-        return Tokenizer.of(Vocabulary.fromGguf(path));
+        return Tokenizer.of(GgufVocabulary.read(path));
     }
 }

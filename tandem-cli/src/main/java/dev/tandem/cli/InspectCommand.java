@@ -1,9 +1,9 @@
 package dev.tandem.cli;
 
 import dev.tandem.llm.EmbeddedModel;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.model.WeightType;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
@@ -69,7 +69,7 @@ public final class InspectCommand implements Runnable {
                             c.attentionBias() ? ", q/k/v bias" : "", c.qkNorm() ? ", q/k norm" : "",
                             c.tiedEmbeddings() ? ", tied embeddings" : "");
                     out.printf(Locale.ROOT, "on a worker   %s%n", workerTypes(weights));
-                    if (!c.architecture().equals(dev.tandem.llm.Architecture.LLAMA)) {
+                    if (!c.architecture().equals(dev.tandem.llm.model.Architecture.LLAMA)) {
                         out.printf(Locale.ROOT, "family        %s%n", family(c));
                     }
                     out.printf(Locale.ROOT, "runnable      yes%n");
@@ -97,9 +97,9 @@ public final class InspectCommand implements Runnable {
 
     /** What the file's family does beyond Llama, in a line: {@code gemma2: GELU, post-norms, ...}. */
     static String family(LlamaConfig c) {
-        dev.tandem.llm.Architecture a = c.architecture();
+        dev.tandem.llm.model.Architecture a = c.architecture();
         java.util.List<String> parts = new java.util.ArrayList<>();
-        if (a.activation() == dev.tandem.llm.Architecture.Activation.GELU_TANH) {
+        if (a.activation() == dev.tandem.llm.model.Architecture.Activation.GELU_TANH) {
             parts.add("GELU gate");
         }
         if (a.embeddingScale() != 1f) {

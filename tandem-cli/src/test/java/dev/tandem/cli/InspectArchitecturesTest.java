@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.bench.EquivalenceBench;
 import dev.tandem.bench.RandomGguf;
-import dev.tandem.llm.Architecture;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.RopeStyle;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
 import dev.tandem.llm.gguf.GgmlType;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;

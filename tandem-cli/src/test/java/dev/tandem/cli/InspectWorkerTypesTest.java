@@ -2,11 +2,11 @@ package dev.tandem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.llm.ByteTokenizer;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.RandomWeights;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.reference.ByteTokenizer;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.WeightType;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 

@@ -135,13 +135,13 @@ class ModelCommandsTest {
     @Test
     void inspectAndGenerateReadAHuggingFaceDirectory() throws IOException {
         // A random Qwen2-style model (q/k/v biases, tied embeddings) with the embedded model's vocabulary size.
-        dev.tandem.llm.LlamaConfig c = new dev.tandem.llm.LlamaConfig(64, 2, 4, 2, 128, 512, 256, 10000f, 1e-6f,
-                dev.tandem.llm.WeightType.F32).withRope(dev.tandem.llm.RopeStyle.NEOX, false).withVariants(true, false, true);
-        dev.tandem.llm.RandomWeights weights = new dev.tandem.llm.RandomWeights(c, 3);
+        dev.tandem.llm.model.LlamaConfig c = new dev.tandem.llm.model.LlamaConfig(64, 2, 4, 2, 128, 512, 256, 10000f, 1e-6f,
+                dev.tandem.llm.model.WeightType.F32).withRope(dev.tandem.llm.model.RopeStyle.NEOX, false).withVariants(true, false, true);
+        dev.tandem.llm.reference.RandomWeights weights = new dev.tandem.llm.reference.RandomWeights(c, 3);
         Path model = Files.createDirectories(dir.resolve("qwen2-random"));
         dev.tandem.llm.safetensors.SafetensorsWriter w = new dev.tandem.llm.safetensors.SafetensorsWriter();
-        for (dev.tandem.llm.LlamaWeights.Tensor t : dev.tandem.llm.LlamaWeights.Tensor.values()) {
-            if (!t.present(c) || t == dev.tandem.llm.LlamaWeights.Tensor.OUTPUT) {
+        for (dev.tandem.llm.model.LlamaWeights.Tensor t : dev.tandem.llm.model.LlamaWeights.Tensor.values()) {
+            if (!t.present(c) || t == dev.tandem.llm.model.LlamaWeights.Tensor.OUTPUT) {
                 continue;
             }
             for (int l = 0; l < (t.perLayer() ? c.layers() : 1); l++) {

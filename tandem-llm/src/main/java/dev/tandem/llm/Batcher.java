@@ -1,5 +1,6 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.AdmissionRejectedException;
 import dev.tandem.Orchestrator;
 import dev.tandem.Outcome;
@@ -131,7 +132,7 @@ public final class Batcher implements AutoCloseable {
         this.model = model;
         this.limits = model.limits();
         this.config = config;
-        this.pass = new LlamaForwardPass(model.model());
+        this.pass = model.model().forwardPass();
         this.blockSize = pass.kvBlockSize();
         LlamaConfig c = model.config();
         int perContext = Math.ceilDiv(c.contextLength(), blockSize);

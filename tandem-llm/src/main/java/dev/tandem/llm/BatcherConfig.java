@@ -1,5 +1,7 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.Checks;
+
 /**
  * How a {@link Batcher} shares its steps. Immutable; build with {@link #builder()}.
  *

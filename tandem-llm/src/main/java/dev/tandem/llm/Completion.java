@@ -1,5 +1,6 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.Outcome;
 import dev.tandem.StreamTerminatedException;
 import dev.tandem.Token;

@@ -1,5 +1,9 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaModel;
+import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.Program;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
@@ -128,7 +132,7 @@ public final class LanguageModel {
             return readDirectory(worker, path, maxContext);
         }
         try (GgufModel weights = GgufModel.open(path, maxContext)) {
-            Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(weights.file().metadata()));
+            Tokenizer tokenizer = Tokenizer.of(GgufVocabulary.read(weights.file().metadata()));
             if (tokenizer.vocabSize() != weights.config().vocab()) {
                 throw new IllegalArgumentException(path + ": the vocabulary has " + tokenizer.vocabSize()
                         + " tokens but the embedding has " + weights.config().vocab() + " rows");

@@ -29,9 +29,37 @@ class ArchitectureTest {
         // The engine's rooms see the model through ForwardPass only, and the facade (Batcher) not at
         // all: the arrow goes dev.tandem.llm -> engine, never back.
         noClasses().that().resideInAPackage("dev.tandem.llm.engine..")
-                .should().dependOnClassesThat().resideInAnyPackage("dev.tandem.llm", "dev.tandem.llm.gguf..",
+                .should().dependOnClassesThat().resideInAnyPackage("dev.tandem.llm", "dev.tandem.llm.model..",
+                        "dev.tandem.llm.reference..", "dev.tandem.llm.gguf..",
                         "dev.tandem.llm.safetensors..", "dev.tandem.llm.chat..", "dev.tandem.llm.tokenizer..")
                 .check(LLM);
+    }
+
+    @Test
+    void theModelKnowsNoFacadeNorReference() {
+        // The decoder is built and driven from above: the facade (LanguageModel, Batcher) and the
+        // reference decoders use it, never the other way round; the checkpoint readers build its
+        // configuration and weights.
+        noClasses().that().resideInAPackage("dev.tandem.llm.model..")
+                .should().dependOnClassesThat().resideInAnyPackage("dev.tandem.llm", "dev.tandem.llm.reference..",
+                        "dev.tandem.llm.gguf..", "dev.tandem.llm.safetensors..", "dev.tandem.llm.chat..",
+                        "dev.tandem.llm.tokenizer..")
+                .check(LLM);
+    }
+
+    @Test
+    void theFacadeAndTheLibraryKnowNoReference() {
+        // Random weights, the reference decoder and the demo workloads are for benches, tests and the demo.
+        noClasses().that().resideOutsideOfPackage("dev.tandem.llm.reference..")
+                .should().dependOnClassesThat().resideInAPackage("dev.tandem.llm.reference..")
+                .check(LLM);
+    }
+
+    @Test
+    void packagesAreFreeOfCycles() {
+        // Each package a slice, the facade's root package one of them.
+        com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices().matching("dev.tandem.(**)")
+                .namingSlices("$1").should().beFreeOfCycles().check(LLM);
     }
 
     @Test

@@ -1,5 +1,11 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaModel;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.CpuDeviceConfig;

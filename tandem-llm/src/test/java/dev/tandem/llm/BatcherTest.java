@@ -1,5 +1,8 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

@@ -1,5 +1,7 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.LlamaRequest;
+import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.within;

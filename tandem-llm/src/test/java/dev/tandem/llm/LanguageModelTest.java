@@ -1,5 +1,6 @@
 package dev.tandem.llm;
 
+import dev.tandem.llm.model.LlamaRequest;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 

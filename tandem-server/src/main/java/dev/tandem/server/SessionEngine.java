@@ -10,7 +10,7 @@ import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
-import dev.tandem.llm.LlamaRequest;
+import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.time.Duration;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.tandem.llm.gguf;
 
-import dev.tandem.llm.MappedFile;
+import dev.tandem.llm.checkpoint.MappedFile;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;

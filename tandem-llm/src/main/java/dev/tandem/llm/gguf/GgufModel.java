@@ -1,10 +1,10 @@
 package dev.tandem.llm.gguf;
 
-import dev.tandem.llm.Architecture;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.RopeStyle;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -30,7 +30,7 @@ import java.util.TreeSet;
  * rows are not a multiple of 256), run with the file's exact
  * weights and bytes, and an F16 file reads 2 bytes a weight per token; an F32 model (any F32
  * matrix) converts what is not F32. Same-type tensors are handed out as read-only slices of the mapping, which
- * {@link dev.tandem.llm.LlamaModel} copies once into frozen worker buffers; converted ones are
+ * {@link dev.tandem.llm.model.LlamaModel} copies once into frozen worker buffers; converted ones are
  * built in automatic arenas, which the collector frees once they are copied.
  *
  * <p>An unsupported architecture, tensor type or shape is a {@link GgufException} naming it.

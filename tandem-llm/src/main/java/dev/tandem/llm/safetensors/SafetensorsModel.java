@@ -2,10 +2,10 @@ package dev.tandem.llm.safetensors;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.tandem.kernels.Ops;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.RopeStyle;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -42,7 +42,7 @@ import java.util.TreeSet;
  * read-only slices of the mapping, which the kernels widen in their loops: 2 bytes a weight on
  * the worker. Otherwise the model is {@link WeightType#F32}: F32 tensors as slices, F16 and BF16
  * ones widened exactly through the kernels' dequantisers (in an automatic arena, dropped once
- * {@link dev.tandem.llm.LlamaModel} has copied them). Norms, biases and rope factors are f32
+ * {@link dev.tandem.llm.model.LlamaModel} has copied them). Norms, biases and rope factors are f32
  * either way.
  *
  * <p><b>{@code config.json}.</b> Required: {@code model_type}, {@code hidden_size},

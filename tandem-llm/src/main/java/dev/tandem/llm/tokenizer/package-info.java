@@ -4,7 +4,7 @@
  * dev.tandem.llm.tokenizer.Vocabulary} read from GGUF metadata or a Hugging Face {@code tokenizer.json}.
  *
  * <pre>{@code
- * Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(Path.of("model.gguf")));
+ * Tokenizer tokenizer = Tokenizer.of(dev.tandem.llm.gguf.GgufVocabulary.read(Path.of("model.gguf")));
  * int[] ids = tokenizer.encode("Hello world", true, false);   // BOS as the vocabulary asks, specials as text
  * String text = tokenizer.decode(ids);
  * byte[] piece = tokenizer.tokenBytes(ids[1]);                // raw bytes, for streaming UTF-8

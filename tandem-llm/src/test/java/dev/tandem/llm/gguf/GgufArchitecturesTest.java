@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
-import dev.tandem.llm.Architecture;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights.Tensor;
-import dev.tandem.llm.RandomWeights;
-import dev.tandem.llm.RopeStyle;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Arrays;

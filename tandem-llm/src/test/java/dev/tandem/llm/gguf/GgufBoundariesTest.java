@@ -143,7 +143,7 @@ class GgufBoundariesTest {
                 assertThat(m.config().headDim()).isEqualTo(headDim);
                 assertThat(m.config().qDim()).isEqualTo(q);
                 assertThat(m.config().tiedEmbeddings()).isTrue();
-                assertThat(m.config().ropeStyle()).isEqualTo(dev.tandem.llm.RopeStyle.INTERLEAVED);
+                assertThat(m.config().ropeStyle()).isEqualTo(dev.tandem.llm.model.RopeStyle.INTERLEAVED);
             }
         }
     }

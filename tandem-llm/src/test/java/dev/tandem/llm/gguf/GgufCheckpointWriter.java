@@ -2,10 +2,10 @@ package dev.tandem.llm.gguf;
 
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.LlamaWeights.Tensor;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

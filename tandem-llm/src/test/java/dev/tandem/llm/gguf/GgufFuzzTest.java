@@ -3,9 +3,9 @@ package dev.tandem.llm.gguf;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.RandomWeights;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;

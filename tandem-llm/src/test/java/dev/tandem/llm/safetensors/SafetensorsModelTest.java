@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import dev.tandem.llm.LlamaConfig;
-import dev.tandem.llm.LlamaWeights;
-import dev.tandem.llm.LlamaWeights.Tensor;
-import dev.tandem.llm.RandomWeights;
-import dev.tandem.llm.RopeStyle;
-import dev.tandem.llm.WeightType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;

@@ -1,5 +1,6 @@
 package dev.tandem.llm.tokenizer;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -24,7 +25,7 @@ class HuggingFaceTest {
 
     @Test
     void gpt2WithByteLevelPreTokenizerAndStringMerges() throws IOException {
-        Vocabulary gguf = Vocabulary.fromGguf(SharedModels.file("vocab/ggml-vocab-gpt-2.gguf"));
+        Vocabulary gguf = GgufVocabulary.read(SharedModels.file("vocab/ggml-vocab-gpt-2.gguf"));
         ObjectNode preTokenizer = JSON.createObjectNode().put("type", "ByteLevel").put("add_prefix_space", false)
                 .put("trim_offsets", true).put("use_regex", true);
         Path json = write("gpt2.json", tokenizerJson(gguf, preTokenizer, false));
@@ -46,7 +47,7 @@ class HuggingFaceTest {
 
     @Test
     void llama3WithSplitRegexAndPairMerges() throws IOException {
-        Vocabulary gguf = Vocabulary.fromGguf(SharedModels.file("vocab/ggml-vocab-llama-bpe.gguf"));
+        Vocabulary gguf = GgufVocabulary.read(SharedModels.file("vocab/ggml-vocab-llama-bpe.gguf"));
         ObjectNode preTokenizer = JSON.createObjectNode().put("type", "Sequence");
         ArrayNode steps = preTokenizer.putArray("pretokenizers");
         ObjectNode split = steps.addObject().put("type", "Split");

@@ -1,5 +1,6 @@
 package dev.tandem.llm.tokenizer;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -20,7 +21,7 @@ class ReferencePromptsTest {
     @ParameterizedTest
     @ValueSource(strings = {"stories260K", "llama-2-tiny-random"})
     void promptsEncodeToTheReferenceTokensWithBos(String model) throws IOException {
-        Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(SharedModels.file(model + ".gguf")));
+        Tokenizer tokenizer = Tokenizer.of(GgufVocabulary.read(SharedModels.file(model + ".gguf")));
         JsonNode cases = new ObjectMapper().readTree(SharedModels.file(model + ".greedy.json").toFile()).path("cases");
         assertThat(cases.size()).isPositive();
         for (JsonNode c : cases) {
@@ -34,7 +35,7 @@ class ReferencePromptsTest {
     @ParameterizedTest
     @ValueSource(strings = {"stories260K", "llama-2-tiny-random"})
     void greedyTokensStreamToTheReferenceText(String model) throws IOException {
-        Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromGguf(SharedModels.file(model + ".gguf")));
+        Tokenizer tokenizer = Tokenizer.of(GgufVocabulary.read(SharedModels.file(model + ".gguf")));
         JsonNode cases = new ObjectMapper().readTree(SharedModels.file(model + ".greedy.json").toFile()).path("cases");
         for (JsonNode c : cases) {
             ByteArrayOutputStream streamed = new ByteArrayOutputStream();

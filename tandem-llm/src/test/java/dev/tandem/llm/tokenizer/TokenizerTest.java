@@ -1,5 +1,6 @@
 package dev.tandem.llm.tokenizer;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -145,22 +146,22 @@ class TokenizerTest {
         Path unknown = dir.resolve("t5.gguf");
         new GgufWriter().put("tokenizer.ggml.model", "t5").put("tokenizer.ggml.tokens", GgufValue.strings("a"))
                 .write(unknown);
-        assertThatThrownBy(() -> Vocabulary.fromGguf(unknown)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> GgufVocabulary.read(unknown)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("unknown tokenizer model 't5'");
         Path noTokens = dir.resolve("empty.gguf");
         new GgufWriter().put("tokenizer.ggml.model", "llama").write(noTokens);
-        assertThatThrownBy(() -> Vocabulary.fromGguf(noTokens)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> GgufVocabulary.read(noTokens)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("vocabulary has no tokens");
         Path noMerges = dir.resolve("nomerges.gguf");
         new GgufWriter().put("tokenizer.ggml.model", "gpt2").put("tokenizer.ggml.pre", "gpt-2")
                 .put("tokenizer.ggml.tokens", GgufValue.strings("a", "b")).write(noMerges);
-        assertThatThrownBy(() -> Vocabulary.fromGguf(noMerges)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> GgufVocabulary.read(noMerges)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("gpt2 vocabulary has no merges");
         Path badPre = dir.resolve("badpre.gguf");
         new GgufWriter().put("tokenizer.ggml.model", "gpt2").put("tokenizer.ggml.pre", "mystery")
                 .put("tokenizer.ggml.tokens", GgufValue.strings("a", "b", "ab"))
                 .put("tokenizer.ggml.merges", GgufValue.strings("a b")).write(badPre);
-        assertThatThrownBy(() -> Vocabulary.fromGguf(badPre)).isInstanceOf(IllegalArgumentException.class)
+        assertThatThrownBy(() -> GgufVocabulary.read(badPre)).isInstanceOf(IllegalArgumentException.class)
                 .hasMessageStartingWith("unknown pre-tokenizer 'mystery'");
     }
 }

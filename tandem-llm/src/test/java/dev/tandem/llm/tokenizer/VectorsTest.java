@@ -1,5 +1,6 @@
 package dev.tandem.llm.tokenizer;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
@@ -18,7 +19,7 @@ class VectorsTest {
 
     static Tokenizer tokenizer(String name) {
         return TOKENIZERS.computeIfAbsent(name,
-                n -> Tokenizer.of(Vocabulary.fromGguf(SharedModels.file("vocab/" + n + ".gguf"))));
+                n -> Tokenizer.of(GgufVocabulary.read(SharedModels.file("vocab/" + n + ".gguf"))));
     }
 
     static Stream<Arguments> cases() throws IOException {
