@@ -126,9 +126,8 @@ public final class ClusterNode implements AutoCloseable {
             String modelName = model.name();
             system = ActorSystem.create(Behaviors.setup(ctx -> {
                 if (options.role().worker()) {
-                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.batcher().maxQueued(),
-                            options.loadInterval(), draining,
-                            workerStreams), "worker");
+                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.model().toAbsolutePath().toString(),
+                            options.batcher().maxQueued(), options.loadInterval(), draining, workerStreams), "worker");
                 }
                 if (options.role().gateway()) {
                     ctx.spawn(GatewayActor.create(directory), "gateway");

@@ -78,7 +78,7 @@ class GatewayAdmissionTest {
                 }).build(), "stand-in-worker", org.apache.pekko.actor.typed.Props.empty());
         WorkerDirectory directory = new WorkerDirectory();
         directory.listing(Set.of(worker));
-        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false, 0, 0));
+        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0));
         ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
                 ClusterEngine.Settings.defaults().withMaxWaiting(1));
         GenerateOptions options = GenerateOptions.defaults().withMaxTokens(tokens.length - 1);
@@ -93,12 +93,12 @@ class GatewayAdmissionTest {
         refused.get(30, TimeUnit.SECONDS); // the reader asked, was refused, and waits for the directory to change
         assertThat(text).isNotDone();
         admit.set(true);
-        directory.load(new Load(worker, model.name(), 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
+        directory.load(new Load(worker, model.name(), "/m.gguf", 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
         assertThat(text.get(30, TimeUnit.SECONDS)).isNotEmpty();
         assertThat(waiting.tokens()).containsExactly(java.util.Arrays.copyOfRange(tokens, 1, tokens.length));
         assertThat(waiting.finishReason()).isEqualTo(FinishReason.LENGTH);
 
-        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
+        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
         Completion next = engine.submit(tokens, options, null); // the waiting place was given back
         next.cancel();
         assertThat(next.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(dev.tandem.Status.CANCELLED);
