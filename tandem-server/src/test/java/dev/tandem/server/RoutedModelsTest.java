@@ -104,12 +104,7 @@ class RoutedModelsTest {
                 assertThat(own.submitted.get()).isEqualTo(2);
 
                 // Not strict, yet a router refuses a name it does not serve, as a strict single model does.
-                RawHttp.Response refused = RawHttp.exchange(port, "POST", "/v1/chat/completions", H,
-                        "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
-                assertThat(refused.status()).isEqualTo(404);
-                JsonNode error = JSON.readTree(refused.body()).get("error");
-                assertThat(error.get("code").asText()).isEqualTo("model_not_found");
-                assertThat(error.get("param").asText()).isEqualTo("model");
+                ServerOptionsTest.assertGpt4oNotFound(port);
                 assertThat(RawHttp.exchange(port, "GET", "/v1/models/second", H, null).status()).isEqualTo(200);
                 assertThat(RawHttp.exchange(port, "GET", "/v1/models/gpt-4o", H, null).status()).isEqualTo(404);
 
