@@ -143,6 +143,11 @@ public final class ClusterEngine implements Engine {
         return out;
     }
 
+    /** The engine of another model, complete once its text is read; null before a worker of it was seen. */
+    CompletableFuture<ClusterEngine> otherModel(String name) {
+        return others.get(name);
+    }
+
     /** Reads the text of the model {@code name} from {@code path} on a virtual thread: its engine, once read. */
     private CompletableFuture<ClusterEngine> readText(String name, String path) {
         if (name.equals(own.model.name())) {

@@ -80,7 +80,7 @@ public final class ClusterStats {
         }
     }
 
-    /** A counter's key: {@code worker}, or {@code model} and {@code worker} as {@link #register} reads it. */
+    /** A routed counter's key, as {@link #register} reads it (a failover counter's key is its worker alone). */
     private static String key(String model, String worker) {
         return model + "\n" + worker;
     }

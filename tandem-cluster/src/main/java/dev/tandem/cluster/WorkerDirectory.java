@@ -22,10 +22,11 @@ import org.slf4j.LoggerFactory;
  * <p>A worker is eligible for a model when it is listed, has reported that model, is not
  * draining and its node is reachable; the cluster serves a model while one worker is eligible
  * for it ({@link #models()}). Whoever wants to hear of each worker as it arrives (with its first
- * report) registers with {@link #onArrival}; it is told from the actor's thread and must not block. Whoever waits for the view to change (a request looking
- * for a worker) takes {@link #changed()}, completed and replaced at every update. Streams whose
- * worker's node is lost register with {@link #onLost}; each is told once per loss, from the
- * actor's thread, and must not block.
+ * report) registers with {@link #onArrival}; it is told from the actor's thread and must not
+ * block. Whoever waits for the view to change (a request looking for a worker) takes
+ * {@link #changed()}, completed and replaced at every update. Streams whose worker's node is lost
+ * register with {@link #onLost}; each is told once per loss, from the actor's thread, and must
+ * not block.
  */
 final class WorkerDirectory {
     private static final Logger log = LoggerFactory.getLogger(WorkerDirectory.class);
