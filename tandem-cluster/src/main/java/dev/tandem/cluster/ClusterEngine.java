@@ -7,15 +7,22 @@ import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.server.Engine;
 import dev.tandem.server.EngineStats;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.pekko.actor.typed.ActorSystem;
 import org.apache.pekko.stream.Materializer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The {@link Engine} of a gateway: each request runs on a worker of the cluster, and its
@@ -29,17 +36,32 @@ import org.apache.pekko.stream.Materializer;
  * it is {@code CLOSED} (503). When every eligible worker reports itself full, the request waits
  * at the gateway for one to take it, at most {@code maxWaiting} requests at a time and each for
  * at most {@code admissionTimeout}; beyond that bound it is {@code QUEUE_FULL} (429).
+ *
+ * <p><b>Several models.</b> The engine the server is given is the gateway's own model's (the
+ * one a request without {@code model} gets). Each other model the cluster's workers serve has an
+ * engine of its own, made by {@link #models()} once the model's text is read: from the path its
+ * first worker announced in its {@link Load} (the nodes share one machine or filesystem), on a
+ * virtual thread as that worker arrives, so that no request waits for it. Every engine routes
+ * only among its model's workers (admission, affinity, failover); all share the gateway's
+ * directory, counters, waiting places and requests in flight, so closing one closes them all.
  */
 public final class ClusterEngine implements Engine {
+    private static final Logger log = LoggerFactory.getLogger(ClusterEngine.class);
+
     private final LanguageModel model;
     private final WorkerDirectory directory;
     private final ActorSystem<?> system;
     private final Materializer materializer;
     private final Settings settings;
-    private final AtomicLong ids = new AtomicLong();
-    private final AtomicBoolean closed = new AtomicBoolean();
-    private final Set<RemoteTokenStream> inFlight = ConcurrentHashMap.newKeySet();
-    final ClusterStats stats = new ClusterStats();
+    private final AtomicLong ids;
+    private final AtomicBoolean closed;
+    private final Set<RemoteTokenStream> inFlight;
+    final ClusterStats stats;
+    private final AtomicInteger waiting;
+    /** The gateway's own model's engine (this one, or the one that made it). */
+    private final ClusterEngine own;
+    /** The other models' engines by name, each complete once its text is read; shared by all. */
+    private final Map<String, CompletableFuture<ClusterEngine>> others;
 
     /**
      * How a gateway forwards and resumes.
@@ -67,11 +89,83 @@ public final class ClusterEngine implements Engine {
         this.system = system;
         this.materializer = Materializer.createMaterializer(system);
         this.settings = settings;
+        this.ids = new AtomicLong();
+        this.closed = new AtomicBoolean();
+        this.inFlight = ConcurrentHashMap.newKeySet();
+        this.stats = new ClusterStats();
+        this.waiting = new AtomicInteger();
+        this.own = this;
+        this.others = new ConcurrentHashMap<>();
+        // A model's text is read as its first worker arrives (again after a failed read).
+        directory.onArrival(load -> others.compute(load.model(), (name, f) -> f == null
+                || f.isCompletedExceptionally() ? readText(name, load.modelPath()) : f));
+    }
+
+    /** The engine of another model, {@code model}, sharing everything else with {@code own}. */
+    private ClusterEngine(LanguageModel model, ClusterEngine own) {
+        this.model = model;
+        this.directory = own.directory;
+        this.system = own.system;
+        this.materializer = own.materializer;
+        this.settings = own.settings;
+        this.ids = own.ids;
+        this.closed = own.closed;
+        this.inFlight = own.inFlight;
+        this.stats = own.stats;
+        this.waiting = own.waiting;
+        this.own = own;
+        this.others = own.others;
     }
 
     @Override
     public LanguageModel model() {
         return model;
+    }
+
+    /**
+     * The models the cluster's workers serve now, each with its engine: the gateway's own model
+     * while a worker serves it, and every other model whose text has been read (a model whose
+     * text is still being read, or could not be, is left out).
+     */
+    @Override
+    public Map<String, ClusterEngine> models() {
+        Map<String, ClusterEngine> out = new TreeMap<>();
+        directory.models().forEach((name, path) -> {
+            if (name.equals(own.model.name())) {
+                out.put(name, own);
+                return;
+            }
+            CompletableFuture<ClusterEngine> engine = others.computeIfAbsent(name, n -> readText(n, path));
+            if (engine.isDone() && !engine.isCompletedExceptionally()) {
+                out.put(name, engine.join());
+            }
+        });
+        return out;
+    }
+
+    /** The engine of another model, complete once its text is read; null before a worker of it was seen. */
+    CompletableFuture<ClusterEngine> otherModel(String name) {
+        return others.get(name);
+    }
+
+    /** Reads the text of the model {@code name} from {@code path} on a virtual thread: its engine, once read. */
+    private CompletableFuture<ClusterEngine> readText(String name, String path) {
+        if (name.equals(own.model.name())) {
+            return CompletableFuture.completedFuture(own);
+        }
+        return CompletableFuture.supplyAsync(() -> {
+            LanguageModel text = LanguageModel.loadText(Path.of(path));
+            if (!text.name().equals(name)) {
+                throw new IllegalStateException("the file names its model '" + text.name() + "'");
+            }
+            log.info("model {} ready: its tokenizer and template read from {}", name, path);
+            return new ClusterEngine(text, own);
+        }, task -> Thread.ofVirtual().name("tandem-model-text").start(task)).whenComplete((engine, failure) -> {
+            if (failure != null) {
+                log.warn("model {} is not served here: its text cannot be read from {}: {}", name, path,
+                        failure instanceof java.util.concurrent.CompletionException c ? c.getCause() : failure);
+            }
+        });
     }
 
     @Override
@@ -174,8 +268,6 @@ public final class ClusterEngine implements Engine {
         }
         return left;
     }
-
-    private final java.util.concurrent.atomic.AtomicInteger waiting = new java.util.concurrent.atomic.AtomicInteger();
 
     private boolean reserveWaiting() {
         while (true) {

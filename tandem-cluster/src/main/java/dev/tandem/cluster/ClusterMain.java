@@ -39,7 +39,9 @@ public final class ClusterMain implements Callable<Integer> {
     List<String> join = List.of();
 
     @Option(names = "--model", paramLabel = "PATH|" + EmbeddedModel.NAME, defaultValue = EmbeddedModel.NAME,
-            description = "A GGUF file or Hugging Face directory, or " + EmbeddedModel.NAME + " (default).")
+            description = {"A GGUF file or Hugging Face directory, or " + EmbeddedModel.NAME + " (default). Worker: the"
+                    + " model it serves. Gateway: the model of a request that names none; a request naming another"
+                    + " model goes to that model's workers (the gateway reads its text from the path they announce)."})
     String model;
 
     @Option(names = "--host", defaultValue = "127.0.0.1", description = "Gateway: HTTP address (default: ${DEFAULT-VALUE}).")

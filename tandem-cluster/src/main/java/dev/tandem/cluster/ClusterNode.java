@@ -60,7 +60,9 @@ public final class ClusterNode implements AutoCloseable {
      * @param clusterHost      the address the cluster transport binds and is reached at
      * @param clusterPort      its port (0 for any free one)
      * @param seeds            seed nodes as {@code host:port}; empty: this node alone (it joins itself)
-     * @param model            the checkpoint (workers generate with it; a gateway uses its tokenizer)
+     * @param model            the checkpoint (workers generate with it; a gateway uses its tokenizer for the
+     *                         requests that name no model, and reads other models' from the paths their
+     *                         workers announce)
      * @param server           the gateway's HTTP server configuration (unused by a worker)
      * @param batcher          the worker's batcher
      * @param cores            the worker's device cores
@@ -126,9 +128,8 @@ public final class ClusterNode implements AutoCloseable {
             String modelName = model.name();
             system = ActorSystem.create(Behaviors.setup(ctx -> {
                 if (options.role().worker()) {
-                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.batcher().maxQueued(),
-                            options.loadInterval(), draining,
-                            workerStreams), "worker");
+                    ctx.spawn(WorkerActor.create(workerEngine, modelName, options.model().toAbsolutePath().toString(),
+                            options.batcher().maxQueued(), options.loadInterval(), draining, workerStreams), "worker");
                 }
                 if (options.role().gateway()) {
                     ctx.spawn(GatewayActor.create(directory), "gateway");

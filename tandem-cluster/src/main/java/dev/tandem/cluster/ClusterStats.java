@@ -17,8 +17,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>In Prometheus names (the registry adds {@code _total} and {@code _seconds}):
  * <ul>
- *   <li>{@code tandem_cluster_requests_routed_total{worker}}: admissions a worker accepted (a
- *       request resumed there counts again, on its new worker);</li>
+ *   <li>{@code tandem_cluster_requests_routed_total{model,worker}}: admissions a worker accepted
+ *       for a model (a request resumed there counts again, on its new worker; a gateway's requests
+ *       of one model are the sum over its workers);</li>
  *   <li>{@code tandem_cluster_failovers_total{worker}}: streams that lost that worker mid-stream;</li>
  *   <li>{@code tandem_cluster_streams_resumed_total}: streams whose next token came from another
  *       worker after a loss, and {@code tandem_cluster_resume_latency_seconds}: the time from the
@@ -32,6 +33,7 @@ import java.util.concurrent.atomic.LongAdder;
  * after it leaves.
  */
 public final class ClusterStats {
+    /** By model and worker: {@link #key}. */
     private final Map<String, LongAdder> routed = new ConcurrentHashMap<>();
     private final Map<String, LongAdder> failovers = new ConcurrentHashMap<>();
     private final AtomicLong forwarded = new AtomicLong();
@@ -48,9 +50,13 @@ public final class ClusterStats {
         forwarded.incrementAndGet();
     }
 
-    /** {@code worker} accepted a request; {@code affinity}: a first admission, on its affine worker or not (null: a resumption). */
-    void routed(String worker, Boolean affinity) {
-        counter(routed, worker, "tandem.cluster.requests.routed", "Admissions a worker accepted").increment();
+    /**
+     * {@code worker} accepted a request for {@code model}; {@code affinity}: a first admission, on
+     * its affine worker or not (null: a resumption).
+     */
+    void routed(String model, String worker, Boolean affinity) {
+        counter(routed, key(model, worker), "tandem.cluster.requests.routed", "Admissions a worker accepted")
+                .increment();
         if (affinity != null) {
             (affinity ? affine : other).increment();
         }
@@ -74,13 +80,18 @@ public final class ClusterStats {
         }
     }
 
-    private LongAdder counter(Map<String, LongAdder> counters, String worker, String name, String description) {
-        LongAdder counter = counters.get(worker);
+    /** A routed counter's key, as {@link #register} reads it (a failover counter's key is its worker alone). */
+    private static String key(String model, String worker) {
+        return model + "\n" + worker;
+    }
+
+    private LongAdder counter(Map<String, LongAdder> counters, String key, String name, String description) {
+        LongAdder counter = counters.get(key);
         if (counter != null) {
             return counter;
         }
         synchronized (this) {
-            return counters.computeIfAbsent(worker, w -> {
+            return counters.computeIfAbsent(key, w -> {
                 LongAdder created = new LongAdder();
                 if (registry != null) {
                     register(registry, name, description, w, created);
@@ -90,10 +101,15 @@ public final class ClusterStats {
         }
     }
 
-    private static void register(MeterRegistry registry, String name, String description, String worker,
+    private static void register(MeterRegistry registry, String name, String description, String key,
             LongAdder counter) {
-        FunctionCounter.builder(name, counter, LongAdder::sum).description(description).tag("worker", worker)
-                .register(registry);
+        FunctionCounter.Builder<LongAdder> builder = FunctionCounter.builder(name, counter, LongAdder::sum)
+                .description(description);
+        int split = key.indexOf('\n');
+        if (split >= 0) {
+            builder.tag("model", key.substring(0, split));
+        }
+        builder.tag("worker", key.substring(split + 1)).register(registry);
     }
 
     /**
@@ -141,7 +157,12 @@ public final class ClusterStats {
 
     /** Accepted admissions by worker address. */
     public Map<String, Long> routedByWorker() {
-        return snapshot(routed);
+        return sums(routed, key -> key.substring(key.indexOf('\n') + 1));
+    }
+
+    /** Accepted admissions by model. */
+    public Map<String, Long> routedByModel() {
+        return sums(routed, key -> key.substring(0, key.indexOf('\n')));
     }
 
     /** Streams lost mid-stream, by the address of the worker they lost. */
@@ -160,8 +181,14 @@ public final class ClusterStats {
     }
 
     private static Map<String, Long> snapshot(Map<String, LongAdder> counters) {
+        return sums(counters, key -> key);
+    }
+
+    /** The counters summed by a part of their keys. */
+    private static Map<String, Long> sums(Map<String, LongAdder> counters,
+            java.util.function.UnaryOperator<String> part) {
         Map<String, Long> out = new java.util.TreeMap<>();
-        counters.forEach((w, c) -> out.put(w, c.sum()));
+        counters.forEach((k, c) -> out.merge(part.apply(k), c.sum(), Long::sum));
         return out;
     }
 }

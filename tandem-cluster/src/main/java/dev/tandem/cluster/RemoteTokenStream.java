@@ -181,7 +181,7 @@ final class RemoteTokenStream implements TokenStream {
             switch (reply) {
                 case Accepted accepted -> {
                     a.queue = accepted.tokens().getSource().runWith(Sink.queue(), engine.materializer());
-                    engine.stats.routed(w.address().toString(), placed ? null : w.ref().equals(affine.ref()));
+                    engine.stats.routed(model, w.address().toString(), placed ? null : w.ref().equals(affine.ref()));
                     log.debug("request {} runs on {} ({} prompt tokens)", id, w.address(), tokens.length);
                     return a;
                 }

@@ -20,10 +20,13 @@ import org.slf4j.LoggerFactory;
  * by the gateway's actor ({@link GatewayActor}, one thread at a time), read by request threads.
  *
  * <p>A worker is eligible for a model when it is listed, has reported that model, is not
- * draining and its node is reachable. Whoever waits for the view to change (a request looking
- * for a worker) takes {@link #changed()}, completed and replaced at every update. Streams whose
- * worker's node is lost register with {@link #onLost}; each is told once per loss, from the
- * actor's thread, and must not block.
+ * draining and its node is reachable; the cluster serves a model while one worker is eligible
+ * for it ({@link #models()}). Whoever wants to hear of each worker as it arrives (with its first
+ * report) registers with {@link #onArrival}; it is told from the actor's thread and must not
+ * block. Whoever waits for the view to change (a request looking for a worker) takes
+ * {@link #changed()}, completed and replaced at every update. Streams whose worker's node is lost
+ * register with {@link #onLost}; each is told once per loss, from the actor's thread, and must
+ * not block.
  */
 final class WorkerDirectory {
     private static final Logger log = LoggerFactory.getLogger(WorkerDirectory.class);
@@ -51,15 +54,35 @@ final class WorkerDirectory {
     /** Workers whose arrival was logged: listed and reporting (the two arrive in either order). */
     private final Set<ActorRef<Command>> announced = ConcurrentHashMap.newKeySet();
     private final Set<Consumer<Address>> lostListeners = ConcurrentHashMap.newKeySet();
+    private final Set<Consumer<Load>> arrivalListeners = ConcurrentHashMap.newKeySet();
     private volatile CompletableFuture<Void> changed = new CompletableFuture<>();
 
     /** The workers that may take a request for {@code model}. */
     List<Worker> eligible(String model) {
         List<Worker> out = new ArrayList<>();
+        for (Worker w : eligible()) {
+            if (w.load().model().equals(model)) {
+                out.add(w);
+            }
+        }
+        return out;
+    }
+
+    /** The models the cluster serves now: each model with an eligible worker, to the path one of them loaded it from. */
+    Map<String, String> models() {
+        Map<String, String> out = new java.util.TreeMap<>();
+        for (Worker w : eligible()) {
+            out.putIfAbsent(w.load().model(), w.load().modelPath());
+        }
+        return out;
+    }
+
+    /** The workers that may take a request, whatever its model. */
+    private List<Worker> eligible() {
+        List<Worker> out = new ArrayList<>();
         for (ActorRef<Command> ref : listed) {
             Load load = loads.get(ref);
-            if (load != null && load.model().equals(model) && !load.draining()
-                    && !unreachable.contains(ref.path().address())) {
+            if (load != null && !load.draining() && !unreachable.contains(ref.path().address())) {
                 out.add(new Worker(ref, load));
             }
         }
@@ -81,6 +104,11 @@ final class WorkerDirectory {
     /** Completes at the next change of the view. */
     CompletableFuture<Void> changed() {
         return changed;
+    }
+
+    /** Registers a listener of arriving workers: told each one's first report once it is also listed. */
+    void onArrival(Consumer<Load> listener) {
+        arrivalListeners.add(listener);
     }
 
     /** Registers a listener of lost nodes; returns what unregisters it. */
@@ -110,6 +138,9 @@ final class WorkerDirectory {
         Load load = loads.get(worker);
         if (load != null && listed.contains(worker) && announced.add(worker)) {
             log.info("worker {} serves {} ({} slots)", worker.path().address(), load.model(), load.maxActive());
+            for (Consumer<Load> listener : arrivalListeners) {
+                listener.accept(load);
+            }
         }
     }
 

@@ -59,6 +59,9 @@ final class WorkerProtocol {
      *
      * @param worker    the worker's actor
      * @param model     the name of the model it serves
+     * @param modelPath the file or directory it loaded that model from, as it names it (a
+     *                  gateway that has not seen the model yet reads its text there: the nodes of
+     *                  a cluster share one machine or filesystem)
      * @param active    requests generating
      * @param queued    requests admitted and waiting
      * @param maxActive the batch's capacity
@@ -69,7 +72,7 @@ final class WorkerProtocol {
      * @param cachedPromptTokens   prompt tokens its prefix cache served since it started
      * @param computedPromptTokens prompt tokens it computed since it started
      */
-    record Load(ActorRef<Command> worker, String model, int active, int queued, int maxActive, int maxQueued,
+    record Load(ActorRef<Command> worker, String model, String modelPath, int active, int queued, int maxActive, int maxQueued,
             long kvInUse, long kvTotal, boolean draining, long cachedPromptTokens, long computedPromptTokens)
             implements ClusterMessage {
 

@@ -6,15 +6,18 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
+import dev.tandem.bench.RandomGguf;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.server.BatcherEngine;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -40,12 +43,15 @@ import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * A gateway and three workers, each a JVM of its own on loopback. A client that goes away
+ * A gateway and three workers of the embedded model, and a worker of a second (random) model,
+ * each a JVM of its own on loopback. A client that goes away
  * cancels its request on its worker; a worker sent SIGTERM finishes its streams before it leaves
  * (none resumed); then, with concurrent streaming clients on the two left, one worker is killed
  * with {@code kill -9} while they stream. Every stream must complete with the
  * text a single node generates greedily for its prompt: the killed worker's streams resume on
- * the other worker, with no token lost and none repeated.
+ * the other worker of its model (never on the other model's), with no token lost and none
+ * repeated. Requests go to the workers of the model they name, {@code /v1/models} lists the
+ * models the workers serve, and a model leaves the list with its last worker.
  *
  * <p>The short form (12 streams of 400 tokens: longer than what the stream buffers between a
  * worker's batcher and a client hold, so that the killed worker still had tokens to make) runs in
@@ -70,6 +76,11 @@ class ClusterFailoverTest {
     private static final Map<String, NodeProcess> workers = new java.util.LinkedHashMap<>();
     private static int httpPort;
     private static int gatewayClusterPort;
+    /** The second model's file, its name, and its one worker. */
+    private static Path modelB;
+    private static String nameB;
+    private static NodeProcess workerB;
+    private static String workerBAddress;
 
     @AfterAll
     static void stopNodes() throws InterruptedException {
@@ -113,19 +124,32 @@ class ClusterFailoverTest {
         for (int i = 1; i <= 3; i++) {
             started3.add(start("worker-" + i, debug, clusterArgs("worker", NodeProcess.freePort(), workerArgs)));
         }
+        modelB = RandomGguf.cached(Path.of("target", "cluster-test-models", "random-64x2.gguf").toAbsolutePath(),
+                RandomGguf.shape(64, 2, 4, 4, 192), GgmlType.F32, 48, true);
+        nameB = LanguageModel.loadText(modelB).name();
+        workerB = start("worker-b", debug, clusterArgs("worker", NodeProcess.freePort(), List.of("--join", seed,
+                "--cores", "1", "--max-batch", "4", "--model", modelB.toString())));
         for (NodeProcess w : started3) {
-            String address = w.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(90), w.name + " up")
-                    .getFirst().replaceAll("worker node (\\S+).*", "$1");
-            workers.put(address, w);
+            workers.put(address(w), w);
         }
+        workerBAddress = address(workerB);
         try {
             gateway.await(l -> l.contains(" serves " + EmbeddedModel.NAME), 3, Duration.ofSeconds(90),
                     "the workers' load reports");
+            gateway.await(l -> l.contains("model " + nameB + " ready"), 1, Duration.ofSeconds(90),
+                    "the second model's text read at the gateway");
         } catch (AssertionError e) {
+            started3.add(workerB);
             throw new AssertionError(e.getMessage() + started3.stream().map(w -> "\n--- " + w.name + ":\n" + w.output())
                     .collect(Collectors.joining()), e);
         }
         System.out.printf("cluster up in %d ms%n", TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started));
+    }
+
+    /** A worker's cluster address, from the line it prints once up. */
+    private static String address(NodeProcess worker) {
+        return worker.await(l -> l.startsWith("worker node "), 1, Duration.ofSeconds(90), worker.name + " up")
+                .getFirst().replaceAll("worker node (\\S+).*", "$1");
     }
 
     @Test
@@ -262,12 +286,86 @@ class ClusterFailoverTest {
         assertThat(delta(before, after, "tandem_cluster_resume_latency_seconds_count"))
                 .as("/metrics: resume latencies recorded").isEqualTo(onVictim);
         String survivor = workers.keySet().iterator().next();
-        assertThat(delta(before, after, "tandem_cluster_requests_routed_total{worker=\"" + survivor + "\"}"))
+        assertThat(delta(before, after, routed(EmbeddedModel.NAME, survivor)))
                 .as("/metrics: resumptions routed to the survivor").isEqualTo(onVictim);
+        assertThat(delta(before, after, routed(nameB, workerBAddress)))
+                .as("/metrics: resumptions routed to the other model's worker").isZero();
     }
 
     @Test
-    @Order(4)
+    @Order(4) // after the kill: one worker of each model is left
+    void requestsGoToTheWorkersOfTheirModelAndAModelLeavesTheListWithItsLastWorker() throws Exception {
+        assertThat(models(httpPort)).as("/v1/models").containsExactly(EmbeddedModel.NAME, nameB);
+        String[] prompts = {"Once upon a time", "Tom had a dog."};
+        int tokens = 24;
+        Map<String, String> expected = singleNodeTexts(prompts, tokens);
+        Map<String, String> expectedB = singleNodeTexts(modelB, prompts, tokens);
+        String workerA = workers.keySet().iterator().next();
+        Map<String, Double> before = scrape(httpPort);
+        HttpClient http = HttpClient.newHttpClient();
+        for (String p : prompts) {
+            for (String model : new String[] {null, EmbeddedModel.NAME, nameB}) {
+                HttpResponse<String> r = complete(http, model, p, tokens);
+                assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+                JsonNode answer = JSON.readTree(r.body());
+                String served = model == null ? EmbeddedModel.NAME : model;
+                assertThat(answer.get("model").asText()).isEqualTo(served);
+                assertThat(answer.at("/choices/0/text").asText()).as("text of '%s' on %s", p, served)
+                        .isEqualTo((served.equals(nameB) ? expectedB : expected).get(p));
+            }
+        }
+        Map<String, Double> after = scrape(httpPort);
+        assertThat(delta(before, after, routed(EmbeddedModel.NAME, workerA))).as("/metrics: routed to %s", workerA)
+                .isEqualTo(2L * prompts.length);
+        assertThat(delta(before, after, routed(nameB, workerBAddress))).as("/metrics: routed to %s", workerBAddress)
+                .isEqualTo(prompts.length);
+
+        // A model no worker serves: OpenAI's error, as tandem serve --strict-model-name answers it.
+        HttpResponse<String> unknown = complete(http, "gpt-4o", prompts[0], tokens);
+        assertThat(unknown.statusCode()).as(unknown.body()).isEqualTo(404);
+        JsonNode error = JSON.readTree(unknown.body()).get("error");
+        assertThat(error.get("code").asText()).isEqualTo("model_not_found");
+        assertThat(error.get("param").asText()).isEqualTo("model");
+        assertThat(error.get("type").asText()).isEqualTo("invalid_request_error");
+
+        // The second model's only worker leaves: the model leaves the list, and a request for it is refused.
+        signal("TERM", workerB);
+        gateway.await(l -> l.contains("node " + workerBAddress + " is out of the cluster"), 1, Duration.ofSeconds(60),
+                "the second model's worker gone");
+        assertThat(models(httpPort)).as("/v1/models").containsExactly(EmbeddedModel.NAME);
+        assertThat(complete(http, nameB, prompts[0], tokens).statusCode()).isEqualTo(404);
+    }
+
+    /** The ids {@code /v1/models} lists. */
+    private static List<String> models(int port) throws Exception {
+        HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
+                URI.create("http://127.0.0.1:" + port + "/v1/models")).build(), HttpResponse.BodyHandlers.ofString());
+        assertThat(r.statusCode()).as(r.body()).isEqualTo(200);
+        List<String> ids = new ArrayList<>();
+        JSON.readTree(r.body()).get("data").forEach(m -> ids.add(m.get("id").asText()));
+        return ids;
+    }
+
+    /** A greedy completion of {@code prompt} by {@code model} (null: none named), whole. */
+    private static HttpResponse<String> complete(HttpClient http, String model, String prompt, int maxTokens)
+            throws Exception {
+        com.fasterxml.jackson.databind.node.ObjectNode body = JSON.createObjectNode().put("prompt", prompt)
+                .put("max_tokens", maxTokens).put("temperature", 0).put("ignore_eos", true);
+        if (model != null) {
+            body.put("model", model);
+        }
+        return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/v1/completions"))
+                .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.toString()))
+                .build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The gateway's sample of the requests {@code worker} accepted for {@code model}. */
+    private static String routed(String model, String worker) {
+        return "tandem_cluster_requests_routed_total{model=\"" + model + "\",worker=\"" + worker + "\"}";
+    }
+
+    @Test
+    @Order(5)
     void aWorkerJoiningUnderLoadStartsTakingRequests() throws Exception {
         assertThat(workers).as("the worker left by the earlier tests").hasSize(1);
         String old = workers.keySet().iterator().next();
@@ -336,7 +434,7 @@ class ClusterFailoverTest {
     }
 
     @Test
-    @Order(5)
+    @Order(6)
     void aWorkerStoppedPastTheFailureDetectorIsReplacedDownedAndDeliversNothingAfterItsCont() throws Exception {
         assertThat(workers).as("two workers").hasSize(2);
         String[] prompts = {"Lily and Ben went to the park. 5", "The cat 5", "Tom had a dog. 5",
@@ -394,7 +492,7 @@ class ClusterFailoverTest {
     }
 
     @Test
-    @Order(6)
+    @Order(7)
     void aGatewaysDeathEndsOnlyItsOwnClientsStreamsAndAnotherGatewayServes() throws Exception {
         assertThat(workers).as("one worker").hasSize(1);
         String worker = workers.keySet().iterator().next();
@@ -477,7 +575,7 @@ class ClusterFailoverTest {
         Map<String, Double> after = scrape(httpPort);
         Map<String, Long> routed = new java.util.TreeMap<>();
         for (String w : workers.keySet()) {
-            routed.put(w, delta(before, after, "tandem_cluster_requests_routed_total{worker=\"" + w + "\"}"));
+            routed.put(w, delta(before, after, routed(EmbeddedModel.NAME, w)));
         }
         System.out.printf("prefix affinity: %s; affinity hits %d of %d%n", routed,
                 delta(before, after, "tandem_cluster_affinity_total{placed=\"affine\"}"), questions.length);
@@ -518,10 +616,15 @@ class ClusterFailoverTest {
         return Math.round(after.getOrDefault(sample, 0.0) - before.getOrDefault(sample, 0.0));
     }
 
-    /** What one node yields for each prompt: the same greedy generation on a batcher in this JVM. */
+    /** What one node of the embedded model yields for each prompt. */
     private static Map<String, String> singleNodeTexts(String[] prompts, int maxTokens) {
+        return singleNodeTexts(EmbeddedModel.path(), prompts, maxTokens);
+    }
+
+    /** What one node of the model at {@code path} yields for each prompt: the same greedy generation on a batcher in this JVM. */
+    private static Map<String, String> singleNodeTexts(Path path, String[] prompts, int maxTokens) {
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
-            LanguageModel model = LanguageModel.load(worker, EmbeddedModel.path());
+            LanguageModel model = LanguageModel.load(worker, path);
             // One batch for all prompts: with 32 prompts in batches of 8, this batcher's close() was seen to
             // wait forever after every member had ended (a follow-up for tandem-llm).
             try (BatcherEngine engine = BatcherEngine.start(worker, model,

@@ -5,36 +5,41 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.micrometer.prometheusmetrics.PrometheusConfig;
 import io.micrometer.prometheusmetrics.PrometheusMeterRegistry;
 import java.util.List;
+import java.util.Map;
 import org.junit.jupiter.api.Test;
 
-/** The gateway's counters as {@code /metrics} shows them: per worker, before and after binding. */
+/** The gateway's counters as {@code /metrics} shows them: per worker and model, before and after binding. */
 class ClusterStatsTest {
     private static final String A = "pekko://tandem@127.0.0.1:25521";
     private static final String B = "pekko://tandem@127.0.0.1:25522";
+    private static final String C = "pekko://tandem@127.0.0.1:25523";
 
     @Test
-    void countsRoutingAffinityFailoversAndResumptionsPerWorker() {
+    void countsRoutingAffinityFailoversAndResumptionsPerWorkerAndModel() {
         ClusterStats stats = new ClusterStats();
-        stats.routed(A, true); // seen before the registry: registered when it is bound
+        stats.routed("m", A, true); // seen before the registry: registered when it is bound
         PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
         stats.bindTo(registry);
-        stats.routed(A, true);
-        stats.routed(B, false);
+        stats.routed("m", A, true);
+        stats.routed("m", B, false);
         stats.failover(A);
-        stats.routed(B, null); // the resumption of A's stream
+        stats.routed("m", B, null); // the resumption of A's stream
+        stats.routed("n", C, true); // a worker of another model
         stats.resumed(400_000_000L);
 
-        assertThat(stats.routedByWorker()).containsEntry(A, 2L).containsEntry(B, 2L);
+        assertThat(stats.routedByWorker()).containsEntry(A, 2L).containsEntry(B, 2L).containsEntry(C, 1L);
+        assertThat(stats.routedByModel()).containsOnly(Map.entry("m", 4L), Map.entry("n", 1L));
         assertThat(stats.failoversByWorker()).containsOnlyKeys(A).containsEntry(A, 1L);
-        assertThat(stats.affinityHits()).isEqualTo(2);
+        assertThat(stats.affinityHits()).isEqualTo(3);
         assertThat(stats.affinityMisses()).isEqualTo(1);
         assertThat(stats.resumeNanos()).isEqualTo(List.of(400_000_000L));
 
         String text = registry.scrape();
-        assertThat(text).contains("tandem_cluster_requests_routed_total{worker=\"" + A + "\"} 2.0")
-                .contains("tandem_cluster_requests_routed_total{worker=\"" + B + "\"} 2.0")
+        assertThat(text).contains("tandem_cluster_requests_routed_total{model=\"m\",worker=\"" + A + "\"} 2.0")
+                .contains("tandem_cluster_requests_routed_total{model=\"m\",worker=\"" + B + "\"} 2.0")
+                .contains("tandem_cluster_requests_routed_total{model=\"n\",worker=\"" + C + "\"} 1.0")
                 .contains("tandem_cluster_failovers_total{worker=\"" + A + "\"} 1.0")
-                .contains("tandem_cluster_affinity_total{placed=\"affine\"} 2.0")
+                .contains("tandem_cluster_affinity_total{placed=\"affine\"} 3.0")
                 .contains("tandem_cluster_affinity_total{placed=\"other\"} 1.0")
                 .contains("tandem_cluster_streams_resumed_total 1.0")
                 .contains("tandem_cluster_resume_latency_seconds_count 1")

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.AdmissionRejectedException;
+import dev.tandem.bench.RandomGguf;
 import dev.tandem.cluster.WorkerProtocol.Accepted;
 import dev.tandem.cluster.WorkerProtocol.Command;
 import dev.tandem.cluster.WorkerProtocol.Generate;
@@ -15,7 +16,9 @@ import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.FinishReason;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.server.ServerConfig;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Set;
@@ -37,6 +40,7 @@ import org.junit.jupiter.api.Timeout;
  * admit, in a gateway node of this JVM: while every worker reports itself full, requests wait at
  * the gateway up to its bound and the next is refused; a waiting request runs once a worker takes
  * it, and its place is free again. With no worker for the model the answer is {@code CLOSED}.
+ * With workers of two models, each model's admission looks at its own workers only.
  */
 @Timeout(120)
 class GatewayAdmissionTest {
@@ -78,7 +82,7 @@ class GatewayAdmissionTest {
                 }).build(), "stand-in-worker", org.apache.pekko.actor.typed.Props.empty());
         WorkerDirectory directory = new WorkerDirectory();
         directory.listing(Set.of(worker));
-        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false, 0, 0));
+        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0));
         ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
                 ClusterEngine.Settings.defaults().withMaxWaiting(1));
         GenerateOptions options = GenerateOptions.defaults().withMaxTokens(tokens.length - 1);
@@ -93,15 +97,60 @@ class GatewayAdmissionTest {
         refused.get(30, TimeUnit.SECONDS); // the reader asked, was refused, and waits for the directory to change
         assertThat(text).isNotDone();
         admit.set(true);
-        directory.load(new Load(worker, model.name(), 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
+        directory.load(new Load(worker, model.name(), "/m.gguf", 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
         assertThat(text.get(30, TimeUnit.SECONDS)).isNotEmpty();
         assertThat(waiting.tokens()).containsExactly(java.util.Arrays.copyOfRange(tokens, 1, tokens.length));
         assertThat(waiting.finishReason()).isEqualTo(FinishReason.LENGTH);
 
-        directory.load(new Load(worker, model.name(), 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
+        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
         Completion next = engine.submit(tokens, options, null); // the waiting place was given back
         next.cancel();
         assertThat(next.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(dev.tandem.Status.CANCELLED);
+    }
+
+    @Test
+    void aModelsAdmissionLooksAtItsOwnWorkersOnly() throws Exception {
+        ClusterEngine node = gateway.gatewayEngine();
+        LanguageModel model = node.model();
+        Path otherPath = RandomGguf.cached(Path.of("target", "cluster-test-models", "random-64x2.gguf").toAbsolutePath(),
+                RandomGguf.shape(64, 2, 4, 4, 192), GgmlType.F32, 48, true);
+        String other = LanguageModel.loadText(otherPath).name();
+        Materializer materializer = Materializer.createMaterializer(node.system());
+        CompletableFuture<String> askedFull = new CompletableFuture<>();
+        ActorRef<Command> full = node.system().systemActorOf(Behaviors.receive(Command.class).onMessage(Generate.class,
+                g -> {
+                    askedFull.complete("request " + g.requestId());
+                    g.replyTo().tell(new Rejected("QUEUE_FULL", "1 active, 0 may wait"));
+                    return Behaviors.same();
+                }).build(), "full-worker", org.apache.pekko.actor.typed.Props.empty());
+        ActorRef<Command> free = node.system().systemActorOf(Behaviors.receive(Command.class).onMessage(Generate.class,
+                g -> {
+                    g.replyTo().tell(new Accepted(Source.from(List.of(5, 6)).runWith(StreamRefs.sourceRef(),
+                            materializer)));
+                    return Behaviors.same();
+                }).build(), "free-worker-of-another-model", org.apache.pekko.actor.typed.Props.empty());
+        WorkerDirectory directory = new WorkerDirectory();
+        ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
+                ClusterEngine.Settings.defaults().withMaxWaiting(0));
+        directory.listing(Set.of(full, free));
+        directory.load(new Load(full, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0));
+        directory.load(new Load(free, other, otherPath.toString(), 0, 0, 1, 0, 0, 8, false, 0, 0));
+
+        // The own model's only worker is full: 429 at once (no waiting places), whatever the other model's worker has.
+        assertThatThrownBy(() -> engine.submit(model.encode("the cat"), GenerateOptions.defaults(), null))
+                .isInstanceOf(AdmissionRejectedException.class)
+                .extracting(e -> ((AdmissionRejectedException) e).reason())
+                .isEqualTo(AdmissionRejectedException.Reason.QUEUE_FULL);
+
+        // The other model, once its text is read (from the path its worker announced), runs on its worker only.
+        ClusterEngine second = engine.otherModel(other).get(30, TimeUnit.SECONDS);
+        assertThat(engine.models()).containsOnlyKeys(model.name(), other).containsEntry(other, second);
+        assertThat(second.model().name()).isEqualTo(other);
+        Completion c = second.submit(second.model().encode("the cat"), GenerateOptions.defaults().withMaxTokens(2), null);
+        c.await();
+        assertThat(c.tokens()).containsExactly(5, 6);
+        assertThat(askedFull).as("the full worker of the own model was never offered it").isNotDone();
+        assertThat(engine.clusterStats().routedByModel()).containsOnly(java.util.Map.entry(other, 1L));
     }
 
     @Test

@@ -28,6 +28,11 @@ final class CompletionShapes {
         this.created = created;
     }
 
+    /** The id of the model that answers. */
+    String model() {
+        return model;
+    }
+
     ObjectNode envelope(boolean chunk) {
         String object = request.chat() ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion";
         return Replies.JSON.createObjectNode().put("id", id).put("object", object).put("created", created)

@@ -39,7 +39,6 @@ final class CompletionsApi {
     private final Replies replies;
     private final ServerMetrics metrics;
     private final ServerConfig config;
-    private final LanguageModel model;
 
     CompletionsApi(Generations generations, ModelNames names, Replies replies, ServerMetrics metrics,
             ServerConfig config) {
@@ -48,7 +47,6 @@ final class CompletionsApi {
         this.replies = replies;
         this.metrics = metrics;
         this.config = config;
-        this.model = generations.model();
     }
 
     void chat(ServerRequest req, ServerResponse res) {
@@ -63,12 +61,14 @@ final class CompletionsApi {
         long start = System.nanoTime();
         String operation = chat ? "chat" : "text_completion";
         GenerationRequest[] parsed = new GenerationRequest[1];
+        ModelNames.Target[] targets = new ModelNames.Target[1];
         List<Completion> choices = generations.admit(req, res, operation, () -> {
             GenerationRequest request = GenerationRequest.parse(replies.readBody(req), chat, config.maxTokens());
-            names.check(request.model());
+            ModelNames.Target target = names.resolve(request.model());
             parsed[0] = request;
-            GenerateOptions options = options(request);
-            List<int[]> prompts = encode(request);
+            targets[0] = target;
+            GenerateOptions options = options(request, target.model());
+            List<int[]> prompts = encode(request, target.model());
             List<Completion> admitted = new ArrayList<>();
             try {
                 // Choice p * n + i is prompt p's i-th; it draws with seed + i, so sampled choices of a
@@ -77,7 +77,7 @@ final class CompletionsApi {
                     for (int i = 0; i < request.n(); i++) {
                         GenerateOptions choice = i == 0 ? options : options.withSampler(
                                 request.sampler().toBuilder().seed(request.sampler().seed() + i).build());
-                        admitted.add(generations.submit(prompt, request.maxTokens(), choice,
+                        admitted.add(generations.submit(target.engine(), prompt, request.maxTokens(), choice,
                                 chat ? "messages" : "prompt"));
                     }
                 }
@@ -91,13 +91,14 @@ final class CompletionsApi {
             return;
         }
         GenerationRequest request = parsed[0];
-        CompletionShapes shapes = new CompletionShapes(request, model.tokenizer(), names.id(),
+        LanguageModel model = targets[0].model();
+        CompletionShapes shapes = new CompletionShapes(request, model.tokenizer(), targets[0].id(),
                 (chat ? "chatcmpl-" : "cmpl-") + randomId(), Instant.now().getEpochSecond());
         try {
             if (request.stream()) {
-                stream(req, res, request, shapes, choices, operation, start);
+                stream(req, res, request, model, shapes, choices, operation, start);
             } else {
-                whole(req, res, request, shapes, choices, operation, start);
+                whole(req, res, request, model, shapes, choices, operation, start);
             }
         } finally {
             choices.forEach(generations::release);
@@ -105,7 +106,7 @@ final class CompletionsApi {
     }
 
     /** The generation a request asks for: sampler, stop strings, grammar, log-probabilities. */
-    private GenerateOptions options(GenerationRequest request) {
+    private GenerateOptions options(GenerationRequest request, LanguageModel model) {
         GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler()).withStop(request.stop())
                 .withIgnoreEos(request.ignoreEos());
         Grammar grammar = request.responseFormat();
@@ -132,7 +133,7 @@ final class CompletionsApi {
     }
 
     /** The prompts' tokens: the chat's rendering, or each prompt's text encoded, or its ids as given. */
-    private List<int[]> encode(GenerationRequest request) {
+    private List<int[]> encode(GenerationRequest request, LanguageModel model) {
         if (!request.chat()) {
             List<int[]> prompts = new ArrayList<>();
             for (GenerationRequest.Prompt p : request.prompts()) {
@@ -173,8 +174,8 @@ final class CompletionsApi {
         }
     }
 
-    private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, CompletionShapes shapes,
-            List<Completion> choices, String operation, long start) {
+    private void stream(ServerRequest req, ServerResponse res, GenerationRequest request, LanguageModel model,
+            CompletionShapes shapes, List<Completion> choices, String operation, long start) {
         FirstToken first = new FirstToken();
         int promptTokens = promptTokens(choices, request);
         String outcome;
@@ -184,7 +185,7 @@ final class CompletionsApi {
             events = new SseWriter(res, config.keepAlive(), () -> choices.forEach(Completion::cancel));
             SseWriter writer = events;
             if (choices.size() == 1) {
-                streamChoice(writer, request, shapes, 0, choices.getFirst(), first);
+                streamChoice(writer, request, model, shapes, 0, choices.getFirst(), first);
             } else {
                 // Each choice on a virtual thread of its own: the batcher makes them together, and a
                 // reader that took one choice at a time would hold the others back at their stream buffer.
@@ -194,7 +195,7 @@ final class CompletionsApi {
                     int index = i;
                     threads.add(Thread.ofVirtual().name("tandem-server-choice").start(() -> {
                         try {
-                            streamChoice(writer, request, shapes, index, choices.get(index), first);
+                            streamChoice(writer, request, model, shapes, index, choices.get(index), first);
                         } catch (RuntimeException e) {
                             choices.forEach(Completion::cancel);
                             failures.add(e);
@@ -244,13 +245,13 @@ final class CompletionsApi {
                 events.close();
             }
         }
-        metrics.request(operation, outcome, promptTokens, completionTokens(choices), start, first.nanos(),
-                System.nanoTime());
+        metrics.request(shapes.model(), operation, outcome, promptTokens, completionTokens(choices), start,
+                first.nanos(), System.nanoTime());
     }
 
     /** The chunks of one choice, through its finish; nothing after its tokens when it was aborted. */
-    private void streamChoice(SseWriter events, GenerationRequest request, CompletionShapes shapes, int index,
-            Completion completion, FirstToken first) {
+    private void streamChoice(SseWriter events, GenerationRequest request, LanguageModel model, CompletionShapes shapes,
+            int index, Completion completion, FirstToken first) {
         if (request.chat()) {
             events.data(shapes.chunk(index, null, true, null));
         }
@@ -297,8 +298,8 @@ final class CompletionsApi {
         return choices.stream().mapToInt(c -> c.tokens().length).sum();
     }
 
-    private void whole(ServerRequest req, ServerResponse res, GenerationRequest request, CompletionShapes shapes,
-            List<Completion> choices, String operation, long start) {
+    private void whole(ServerRequest req, ServerResponse res, GenerationRequest request, LanguageModel model,
+            CompletionShapes shapes, List<Completion> choices, String operation, long start) {
         FirstToken first = new FirstToken();
         List<java.util.concurrent.CompletableFuture<Void>> done = new ArrayList<>();
         for (Completion c : choices) {
@@ -315,8 +316,8 @@ final class CompletionsApi {
         int completionTokens = completionTokens(choices);
         for (Completion c : choices) {
             if (c.finishReason() == FinishReason.ABORTED) {
-                metrics.request(operation, "aborted", promptTokens, completionTokens, start, first.nanos(),
-                        System.nanoTime());
+                metrics.request(shapes.model(), operation, "aborted", promptTokens, completionTokens, start,
+                        first.nanos(), System.nanoTime());
                 replies.error(req, res, generations.aborted(c));
                 return;
             }
@@ -331,8 +332,8 @@ final class CompletionsApi {
             array.add(shapes.choice(i, c.text(), end, c.logprobs(), finish));
         }
         body.set("usage", CompletionShapes.usage(promptTokens, completionTokens, choices.getFirst().cachedPromptTokens()));
-        metrics.request(operation, choices.getFirst().finishReason().wire(), promptTokens, completionTokens, start,
-                first.nanos(), System.nanoTime());
+        metrics.request(shapes.model(), operation, choices.getFirst().finishReason().wire(), promptTokens,
+                completionTokens, start, first.nanos(), System.nanoTime());
         Replies.json(res, body);
     }
 

@@ -6,6 +6,7 @@ import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What the server generates through: one model, and a {@link Completion} per admitted request.
@@ -45,8 +46,21 @@ import java.util.List;
  */
 public interface Engine extends AutoCloseable {
 
-    /** The model every request of this engine runs on. */
+    /** The model every request of this engine runs on (a router's: the one a request without a {@code model} gets). */
     LanguageModel model();
+
+    /**
+     * The models a request may name, when this engine routes requests among several by their
+     * {@code model} (a cluster's gateway): each model served now, by its name, to the engine of
+     * that model; {@link #model()} is among them while it is served. The server then answers a
+     * request naming none of them, or none of {@link #model()}'s configured names, with 404
+     * {@code model_not_found}, and lists these in {@code /v1/models}. Null, the default: this
+     * engine serves {@link #model()} alone. Called per request (cheap); the answer may change
+     * from call to call.
+     */
+    default Map<String, ? extends Engine> models() {
+        return null;
+    }
 
     /**
      * Registers this engine's own meters in the registry behind the server's {@code /metrics};

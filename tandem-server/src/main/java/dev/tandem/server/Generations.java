@@ -29,29 +29,17 @@ import org.slf4j.LoggerFactory;
 final class Generations {
     private static final Logger log = LoggerFactory.getLogger(Generations.class);
 
-    private final Engine engine;
-    private final LanguageModel model;
     private final ServerConfig config;
     private final Replies replies;
     private final ServerMetrics metrics;
-    private final int maxPromptTokens;
     private final Set<Completion> inFlight = ConcurrentHashMap.newKeySet();
     private final Set<Completion> cancelledByShutdown = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean draining = new AtomicBoolean();
 
-    Generations(Engine engine, ServerConfig config, Replies replies, ServerMetrics metrics) {
-        this.engine = engine;
-        this.model = engine.model();
+    Generations(ServerConfig config, Replies replies, ServerMetrics metrics) {
         this.config = config;
         this.replies = replies;
         this.metrics = metrics;
-        int context = model.config().contextLength();
-        this.maxPromptTokens = config.maxPromptTokens() == 0 ? context - 1
-                : Math.min(config.maxPromptTokens(), context - 1);
-    }
-
-    LanguageModel model() {
-        return model;
     }
 
     boolean isDraining() {
@@ -66,14 +54,17 @@ final class Generations {
     }
 
     /**
-     * Admits a generation from {@code prompt}: at most {@code maxTokens} tokens (0 for the
+     * Admits a generation from {@code prompt} into {@code engine}: at most {@code maxTokens} tokens (0 for the
      * server's limit), capped by the room the context leaves.
      *
      * @param param the request's parameter that holds the prompt, named by a context error
      * @throws ApiException 400 {@code context_length_exceeded}, 429, 503, 413
      */
-    Completion submit(int[] prompt, int maxTokens, GenerateOptions options, String param) {
+    Completion submit(Engine engine, int[] prompt, int maxTokens, GenerateOptions options, String param) {
+        LanguageModel model = engine.model();
         int context = model.config().contextLength();
+        int maxPromptTokens = config.maxPromptTokens() == 0 ? context - 1
+                : Math.min(config.maxPromptTokens(), context - 1);
         if (prompt.length > maxPromptTokens) {
             throw contextExceeded(param, "This model's maximum context length is " + context + " tokens and at most "
                     + maxPromptTokens + " of them may be prompt; the prompt has " + prompt.length + " tokens");

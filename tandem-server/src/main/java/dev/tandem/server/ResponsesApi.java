@@ -5,7 +5,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.FinishReason;
 import dev.tandem.llm.GenerateOptions;
-import dev.tandem.llm.LanguageModel;
 import io.helidon.webserver.http.ServerRequest;
 import io.helidon.webserver.http.ServerResponse;
 import java.io.UncheckedIOException;
@@ -37,7 +36,6 @@ final class ResponsesApi {
     private final Replies replies;
     private final ServerMetrics metrics;
     private final ServerConfig config;
-    private final LanguageModel model;
 
     ResponsesApi(Generations generations, ModelNames names, Replies replies, ServerMetrics metrics,
             ServerConfig config) {
@@ -46,31 +44,32 @@ final class ResponsesApi {
         this.replies = replies;
         this.metrics = metrics;
         this.config = config;
-        this.model = generations.model();
     }
 
     void create(ServerRequest req, ServerResponse res) {
         long start = System.nanoTime();
         ResponsesRequest[] parsed = new ResponsesRequest[1];
+        String[] model = new String[1];
         Completion completion = generations.<Completion>admit(req, res, OPERATION, () -> {
             ResponsesRequest request = ResponsesRequest.parse(replies.readBody(req), config.maxTokens());
-            names.check(request.model());
+            ModelNames.Target target = names.resolve(request.model());
             parsed[0] = request;
+            model[0] = target.id();
             int[] prompt;
             try {
-                prompt = model.encodeChat(request.messages());
+                prompt = target.model().encodeChat(request.messages());
             } catch (RuntimeException e) {
                 throw ApiException.badParameter("input", "the chat template rejects these messages: " + e.getMessage());
             }
             GenerateOptions options = GenerateOptions.defaults().withSampler(request.sampler());
-            return generations.submit(prompt, request.maxTokens(),
+            return generations.submit(target.engine(), prompt, request.maxTokens(),
                     request.grammar() == null ? options : options.withGrammar(request.grammar()), "input");
         });
         if (completion == null) {
             return;
         }
         Ids ids = new Ids("resp_" + CompletionsApi.randomId(), "msg_" + CompletionsApi.randomId(),
-                Instant.now().getEpochSecond());
+                Instant.now().getEpochSecond(), model[0]);
         try {
             if (parsed[0].stream()) {
                 stream(req, res, parsed[0], completion, ids, start);
@@ -82,7 +81,8 @@ final class ResponsesApi {
         }
     }
 
-    private record Ids(String response, String message, long created) {}
+    /** The response's ids, and the id of the model that answers it. */
+    private record Ids(String response, String message, long created, String model) {}
 
     private void whole(ServerRequest req, ServerResponse res, ResponsesRequest request, Completion completion, Ids ids,
             long start) {
@@ -96,11 +96,13 @@ final class ResponsesApi {
         int promptTokens = completion.promptTokens().length;
         int outputTokens = completion.tokens().length;
         if (finish == FinishReason.ABORTED) {
-            metrics.request(OPERATION, "aborted", promptTokens, outputTokens, start, first, System.nanoTime());
+            metrics.request(ids.model(), OPERATION, "aborted", promptTokens, outputTokens, start, first,
+                    System.nanoTime());
             replies.error(req, res, generations.aborted(completion));
             return;
         }
-        metrics.request(OPERATION, finish.wire(), promptTokens, outputTokens, start, first, System.nanoTime());
+        metrics.request(ids.model(), OPERATION, finish.wire(), promptTokens, outputTokens, start, first,
+                System.nanoTime());
         Replies.json(res, response(request, ids, finish, completion.text(), completion));
     }
 
@@ -162,8 +164,8 @@ final class ResponsesApi {
                 events.sse.close();
             }
         }
-        metrics.request(OPERATION, outcome, completion.promptTokens().length, completion.tokens().length, start, first,
-                System.nanoTime());
+        metrics.request(ids.model(), OPERATION, outcome, completion.promptTokens().length, completion.tokens().length,
+                start, first, System.nanoTime());
     }
 
     /** A stream's events, numbered in order. */
@@ -229,7 +231,7 @@ final class ResponsesApi {
         } else {
             r.putNull("max_output_tokens");
         }
-        r.put("model", names.id());
+        r.put("model", ids.model());
         ArrayNode output = r.putArray("output");
         if (finish != null && text != null) {
             output.add(message(ids, incomplete ? "incomplete" : "completed", text));

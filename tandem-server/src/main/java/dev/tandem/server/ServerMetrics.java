@@ -21,7 +21,9 @@ import java.util.function.ToDoubleFunction;
  * <ul>
  *   <li>{@code gen_ai.server.time_to_first_token}, {@code gen_ai.server.time_per_output_token},
  *       {@code gen_ai.server.request.duration}: histograms, tagged {@code gen_ai.operation.name}
- *       ({@code chat}, {@code text_completion}) and {@code gen_ai.request.model};</li>
+ *       ({@code chat}, {@code text_completion}) and {@code gen_ai.request.model} (the id of the
+ *       model that answered: one of several on a router such as a cluster's gateway; a request
+ *       refused before its model was known counts under the server's own);</li>
  *   <li>{@code gen_ai.client.token.usage}: tokens per request, tagged {@code gen_ai.token.type}
  *       ({@code input}, {@code output});</li>
  *   <li>{@code tandem.server.requests}: requests by {@code outcome}: {@code stop}, {@code length}
@@ -53,17 +55,16 @@ final class ServerMetrics {
     private final String model;
     private final ConcurrentMap<String, Counter> outcomes = new ConcurrentHashMap<>();
     private final ConcurrentMap<String, Counter> refusals = new ConcurrentHashMap<>();
-    private final Counter tokens;
-    private final DistributionSummary inputTokens;
-    private final DistributionSummary outputTokens;
+    private final ConcurrentMap<String, Usage> usage = new ConcurrentHashMap<>();
     private final AtomicInteger openStreams = new AtomicInteger();
 
+    /** A model's token meters. */
+    private record Usage(Counter tokens, DistributionSummary input, DistributionSummary output) {}
+
+    /** {@code model}: the id of the server's own model, whose meters exist from the start. */
     ServerMetrics(Engine engine, String model) {
         this.model = model;
-        tokens = Counter.builder("tandem.server.tokens.generated").description("Tokens generated")
-                .tag("gen_ai.request.model", model).register(registry);
-        inputTokens = tokenUsage("input");
-        outputTokens = tokenUsage("output");
+        usage(model);
         gauge("tandem.engine.requests.active", "Requests generating", engine, e -> e.stats().active());
         gauge("tandem.engine.requests.queued", "Requests waiting to start", engine, e -> e.stats().queued());
         gauge("tandem.engine.batch.occupancy", "Fraction of the batch in use", engine,
@@ -84,7 +85,14 @@ final class ServerMetrics {
                 .description("Streaming responses in progress").register(registry);
     }
 
-    private DistributionSummary tokenUsage(String type) {
+    private Usage usage(String model) {
+        return usage.computeIfAbsent(model, m -> new Usage(
+                Counter.builder("tandem.server.tokens.generated").description("Tokens generated")
+                        .tag("gen_ai.request.model", m).register(registry),
+                tokenUsage(m, "input"), tokenUsage(m, "output")));
+    }
+
+    private DistributionSummary tokenUsage(String model, String type) {
         return DistributionSummary.builder("gen_ai.client.token.usage").description("Tokens per request")
                 .tag("gen_ai.token.type", type).tag("gen_ai.request.model", model)
                 .serviceLevelObjectives(TOKEN_BUCKETS).register(registry);
@@ -102,38 +110,40 @@ final class ServerMetrics {
         return durations;
     }
 
-    private Timer timer(String name, String description, String operation, Duration[] buckets) {
+    private Timer timer(String name, String description, String model, String operation, Duration[] buckets) {
         return Timer.builder(name).description(description).tag("gen_ai.operation.name", operation)
                 .tag("gen_ai.request.model", model).serviceLevelObjectives(buckets).register(registry);
     }
 
-    /** One request's end: its outcome, and its figures when it generated. */
-    void request(String operation, String outcome, int promptTokens, int completionTokens, long startNanos,
-            long firstTokenNanos, long endNanos) {
-        outcomes.computeIfAbsent(operation + "/" + outcome, k -> Counter.builder("tandem.server.requests")
+    /** One request's end: its outcome, and its figures when it generated; {@code model}: the id of the model that answered. */
+    void request(String model, String operation, String outcome, int promptTokens, int completionTokens,
+            long startNanos, long firstTokenNanos, long endNanos) {
+        outcomes.computeIfAbsent(model + "/" + operation + "/" + outcome, k -> Counter.builder("tandem.server.requests")
                 .description("Requests by outcome").tag("gen_ai.operation.name", operation).tag("outcome", outcome)
                 .tag("gen_ai.request.model", model).register(registry)).increment();
         if (promptTokens <= 0) {
             return; // rejected before it ran
         }
-        inputTokens.record(promptTokens);
-        outputTokens.record(completionTokens);
-        tokens.increment(completionTokens);
-        timer("gen_ai.server.request.duration", "Time from receipt to the last token", operation, DURATION_BUCKETS)
+        Usage u = usage(model);
+        u.input().record(promptTokens);
+        u.output().record(completionTokens);
+        u.tokens().increment(completionTokens);
+        timer("gen_ai.server.request.duration", "Time from receipt to the last token", model, operation, DURATION_BUCKETS)
                 .record(Duration.ofNanos(endNanos - startNanos));
         if (firstTokenNanos > 0) {
-            timer("gen_ai.server.time_to_first_token", "Time from receipt to the first token", operation, TTFT_BUCKETS)
+            timer("gen_ai.server.time_to_first_token", "Time from receipt to the first token", model, operation,
+                    TTFT_BUCKETS)
                     .record(Duration.ofNanos(firstTokenNanos - startNanos));
             if (completionTokens > 1) {
-                timer("gen_ai.server.time_per_output_token", "Time per output token after the first", operation,
+                timer("gen_ai.server.time_per_output_token", "Time per output token after the first", model, operation,
                         TPOT_BUCKETS).record(Duration.ofNanos((endNanos - firstTokenNanos) / (completionTokens - 1)));
             }
         }
     }
 
-    /** A request rejected before it ran. */
+    /** A request rejected before it ran (counted under the server's own model). */
     void rejected(String operation, String outcome) {
-        request(operation, outcome, 0, 0, 0, 0, 0);
+        request(model, operation, outcome, 0, 0, 0, 0, 0);
     }
 
     /** An error answer of {@code status} and {@code code}: {@code tandem.server.refusals}. */

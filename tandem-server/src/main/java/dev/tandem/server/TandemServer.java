@@ -84,11 +84,11 @@ public final class TandemServer implements AutoCloseable {
     private TandemServer(Engine engine, ServerConfig config) {
         Objects.requireNonNull(engine, "engine");
         this.config = Objects.requireNonNull(config, "config");
-        this.names = new ModelNames(config.modelNames(), engine.model().name(), config.strictModelNames());
+        this.names = new ModelNames(config.modelNames(), engine, config.strictModelNames());
         this.apiKeyDigest = config.apiKey() == null ? null : sha256(config.apiKey());
         this.metrics = new ServerMetrics(engine, names.id());
         this.replies = new Replies(config, metrics);
-        this.generations = new Generations(engine, config, replies, metrics);
+        this.generations = new Generations(config, replies, metrics);
         this.completions = new CompletionsApi(generations, names, replies, metrics, config);
         this.responses = new ResponsesApi(generations, names, replies, metrics, config);
         this.tokenize = new TokenizeApi(engine.model().tokenizer(), replies);
@@ -232,8 +232,10 @@ public final class TandemServer implements AutoCloseable {
 
     private void models(ServerRequest req, ServerResponse res) {
         // One model, one entry (as llama-server lists it): its id; /v1/models/{name} answers every name.
+        // A router lists each model it serves now.
         ObjectNode body = Replies.JSON.createObjectNode().put("object", "list");
-        body.putArray("data").add(modelObject(names.id()));
+        com.fasterxml.jackson.databind.node.ArrayNode data = body.putArray("data");
+        names.listed().forEach(id -> data.add(modelObject(id)));
         Replies.json(res, body);
     }
 

@@ -38,12 +38,7 @@ class ServerOptionsTest {
     void strictModelNamesRefuseOtherNamesWith404() throws Exception {
         try (Served served = Served.start(ServerConfig.builder().alias("local").strictModelNames(true), b -> b)) {
             int port = served.server.port();
-            RawHttp.Response refused = RawHttp.exchange(port, "POST", "/v1/chat/completions", H,
-                    "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
-            assertThat(refused.status()).isEqualTo(404);
-            JsonNode error = JSON.readTree(refused.body()).get("error");
-            assertThat(error.get("code").asText()).isEqualTo("model_not_found");
-            assertThat(error.get("param").asText()).isEqualTo("model");
+            assertGpt4oNotFound(port);
             for (String name : List.of("local", "stories260K")) {
                 assertThat(RawHttp.exchange(port, "POST", "/v1/completions", H,
                         "{\"model\":\"" + name + "\",\"prompt\":\"Once\",\"max_tokens\":2}").status()).isEqualTo(200);
@@ -51,6 +46,16 @@ class ServerOptionsTest {
             assertThat(RawHttp.exchange(port, "POST", "/v1/responses", H,
                     "{\"model\":\"gpt-4o\",\"input\":\"x\"}").status()).isEqualTo(404);
         }
+    }
+
+    /** A chat naming {@code gpt-4o} is refused as OpenAI refuses an unknown model: 404 {@code model_not_found}. */
+    static void assertGpt4oNotFound(int port) throws Exception {
+        RawHttp.Response refused = RawHttp.exchange(port, "POST", "/v1/chat/completions", H,
+                "{\"model\":\"gpt-4o\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}");
+        assertThat(refused.status()).isEqualTo(404);
+        JsonNode error = JSON.readTree(refused.body()).get("error");
+        assertThat(error.get("code").asText()).isEqualTo("model_not_found");
+        assertThat(error.get("param").asText()).isEqualTo("model");
     }
 
     @Test
