@@ -10,14 +10,14 @@ import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
-import dev.tandem.llm.reference.ByteTokenizer;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
-import dev.tandem.llm.reference.LlamaReference;
 import dev.tandem.llm.model.LlamaRequest;
+import dev.tandem.llm.reference.ByteTokenizer;
+import dev.tandem.llm.reference.LlamaReference;
 import dev.tandem.llm.reference.PagedAttentionWorkload;
 import dev.tandem.llm.reference.RandomWeights;
-import dev.tandem.llm.model.WeightType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
@@ -147,7 +147,7 @@ public final class DecodeBench {
                 }
             }
         }
-        LlamaConfig f32Config = config.withWeightType(WeightType.F32);
+        LlamaConfig f32Config = config.withWeightType(TensorType.F32);
         Row f32;
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(f32Config, SEED));

@@ -8,14 +8,14 @@ import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
 import dev.tandem.bench.peers.LlamaCppPeer;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.gguf.GgmlType;
+import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.gguf.GgmlType;
-import dev.tandem.llm.gguf.GgufModel;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -139,18 +139,18 @@ public final class EquivalenceBench {
         int ffn = 2 * dim;
         return switch (arch) {
             case "gemma2" -> new LlamaConfig(dim, layers, heads, kvHeads, 128, ffn, 512, CONTEXT, 10000f,
-                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, false, true,
+                    RopeStyle.NEOX, false, 1e-6f, TensorType.F32, false, false, true,
                     Architecture.gemma2(dim, (float) (1 / Math.sqrt(128)), 5f, 10f, 8, 2, 10000f, 1f));
             case "gemma3" -> new LlamaConfig(dim, layers + 1, heads, kvHeads, 128, ffn, 512, CONTEXT, 1_000_000f,
-                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, true, true,
+                    RopeStyle.NEOX, false, 1e-6f, TensorType.F32, false, true, true,
                     Architecture.gemma3(dim, (float) (1 / Math.sqrt(128)), 10f, 8, 3, 10000f, 0.125f));
             case "phi3" -> new LlamaConfig(dim, layers, heads, heads, dim / heads, ffn, 512, CONTEXT, 10000f,
-                    RopeStyle.NEOX, true, 1e-5f, WeightType.F32, false, false, false, Architecture.phi3(1.19f));
+                    RopeStyle.NEOX, true, 1e-5f, TensorType.F32, false, false, false, Architecture.phi3(1.19f));
             // Qwen2: q/k/v biases; Qwen3: q/k norms and heads wider than dim / heads; both NeoX, tied.
             case "qwen2" -> new LlamaConfig(dim, layers, heads, kvHeads, dim / heads, ffn, 512, CONTEXT, 1_000_000f,
-                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, true, false, true, Architecture.LLAMA.named("qwen2"));
+                    RopeStyle.NEOX, false, 1e-6f, TensorType.F32, true, false, true, Architecture.LLAMA.named("qwen2"));
             case "qwen3" -> new LlamaConfig(dim, layers, heads, kvHeads, 128, ffn, 512, CONTEXT, 1_000_000f,
-                    RopeStyle.NEOX, false, 1e-6f, WeightType.F32, false, true, true, Architecture.LLAMA.named("qwen3"));
+                    RopeStyle.NEOX, false, 1e-6f, TensorType.F32, false, true, true, Architecture.LLAMA.named("qwen3"));
             default -> RandomGguf.shape(dim, layers, heads, kvHeads, ffn).withContextLength(CONTEXT);
         };
     }

@@ -1,19 +1,18 @@
 package dev.tandem.bench;
 
-import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.llm.grammar.Grammar;
 import dev.tandem.llm.grammar.GrammarVocabulary;
 import dev.tandem.llm.grammar.TokenGrammar;
 import dev.tandem.llm.sampling.Sampler;
 import dev.tandem.llm.sampling.SamplerConfig;
 import dev.tandem.llm.tokenizer.Tokenizer;
-import dev.tandem.llm.tokenizer.Vocabulary;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;

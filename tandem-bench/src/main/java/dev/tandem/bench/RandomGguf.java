@@ -1,22 +1,20 @@
 package dev.tandem.bench;
 
-import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
-import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.EmbeddedModel;
-import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaWeights.Tensor;
-import dev.tandem.llm.reference.RandomWeights;
-import dev.tandem.llm.model.WeightType;
 import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.llm.gguf.GgufWriter;
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.tokenizer.TokenType;
 import dev.tandem.llm.tokenizer.Tokenizer;
-import dev.tandem.llm.tokenizer.Vocabulary;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.Arena;
@@ -43,7 +41,7 @@ public final class RandomGguf {
 
     /** {@code dim, layers, heads, kvHeads, ffn} with the embedded vocabulary and a context of 1024. */
     public static LlamaConfig shape(int dim, int layers, int heads, int kvHeads, int ffn) {
-        return new LlamaConfig(dim, layers, heads, kvHeads, ffn, 512, 1024, 10000f, 1e-5f, WeightType.F32);
+        return new LlamaConfig(dim, layers, heads, kvHeads, ffn, 512, 1024, 10000f, 1e-5f, TensorType.F32);
     }
 
     /**
@@ -94,7 +92,7 @@ public final class RandomGguf {
 
     private static void write(Path path, LlamaConfig shape, GgmlType type, long seed, boolean printable,
             int originalContext) {
-        RandomWeights weights = new RandomWeights(shape.withWeightType(WeightType.F32), seed);
+        RandomWeights weights = new RandomWeights(shape.withWeightType(TensorType.F32), seed);
         GgufWriter w = new GgufWriter();
         Tokenizer tokenizer;
         try (GgufFile vocab = GgufFile.open(EmbeddedModel.path())) {

@@ -1,8 +1,8 @@
 package dev.tandem.cli;
 
 import dev.tandem.bench.DecodeBench;
-import dev.tandem.bench.PeerDecodeBench;
 import dev.tandem.bench.Json;
+import dev.tandem.bench.PeerDecodeBench;
 import java.io.PrintStream;
 import java.util.List;
 import java.util.Locale;

@@ -1,13 +1,13 @@
 package dev.tandem.cli;
 
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.EmbeddedModel;
-import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaWeights;
-import dev.tandem.llm.model.WeightType;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
 import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.safetensors.SafetensorsFile;
 import dev.tandem.llm.safetensors.SafetensorsModel;
 import dev.tandem.llm.safetensors.SafetensorsTensor;
@@ -187,11 +187,11 @@ public final class InspectCommand implements Runnable {
      */
     static String workerTypes(LlamaWeights weights) {
         LlamaConfig c = weights.config();
-        Map<WeightType, List<String>> byType = new TreeMap<>();
+        Map<TensorType, List<String>> byType = new TreeMap<>();
         for (LlamaWeights.Tensor t : LlamaWeights.Tensor.values()) {
             if (t.present(c) && !t.norm()) {
                 int layers = t.perLayer() ? c.layers() : 1;
-                Map<WeightType, Integer> counts = new TreeMap<>();
+                Map<TensorType, Integer> counts = new TreeMap<>();
                 for (int l = 0; l < layers; l++) {
                     counts.merge(weights.type(t, l), 1, Integer::sum);
                 }

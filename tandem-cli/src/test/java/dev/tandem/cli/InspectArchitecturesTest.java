@@ -4,11 +4,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.bench.EquivalenceBench;
 import dev.tandem.bench.RandomGguf;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.gguf.GgmlType;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -28,7 +28,7 @@ class InspectArchitecturesTest {
     void gemma2Gemma3AndPhi3FilesAreRunnableAndSayWhatTheirFamilyDoes() {
         // Gemma 2 with llama.cpp's default caps; Gemma 3 and Phi-3 as the equivalence run has them.
         LlamaConfig gemma2Shape = new LlamaConfig(256, 2, 4, 2, 128, 512, 512, 128, 10000f, RopeStyle.NEOX, false,
-                1e-6f, WeightType.F32, false, false, true,
+                1e-6f, TensorType.F32, false, false, true,
                 Architecture.gemma2(256, (float) (1 / Math.sqrt(128)), 50f, 30f, 8, 2, 10000f, 1f));
         CliRun.Run gemma2 = inspect("gemma2", gemma2Shape);
         assertThat(gemma2.exitCode()).as("stderr: %s", gemma2.err()).isZero();

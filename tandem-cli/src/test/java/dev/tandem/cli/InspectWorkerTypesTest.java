@@ -2,11 +2,11 @@ package dev.tandem.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.tandem.llm.reference.ByteTokenizer;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.reference.ByteTokenizer;
 import dev.tandem.llm.reference.RandomWeights;
-import dev.tandem.llm.model.WeightType;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 
@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 class InspectWorkerTypesTest {
 
     private static final LlamaConfig SHAPE =
-            new LlamaConfig(256, 2, 4, 2, 512, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, WeightType.Q8_0);
+            new LlamaConfig(256, 2, 4, 2, 512, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, TensorType.Q8_0);
 
     @Test
     void oneTypeIsNamedOnceWithTheConfigsBytes() {
@@ -37,8 +37,8 @@ class InspectWorkerTypesTest {
             }
 
             @Override
-            public WeightType type(Tensor tensor, int layer) {
-                return (tensor == Tensor.W2 && layer == 1) || tensor == Tensor.OUTPUT ? WeightType.Q6_K : WeightType.Q4_K;
+            public TensorType type(Tensor tensor, int layer) {
+                return (tensor == Tensor.W2 && layer == 1) || tensor == Tensor.OUTPUT ? TensorType.Q6_K : TensorType.Q4_K;
             }
         };
         long bytes = 0;

@@ -136,7 +136,7 @@ class ModelCommandsTest {
     void inspectAndGenerateReadAHuggingFaceDirectory() throws IOException {
         // A random Qwen2-style model (q/k/v biases, tied embeddings) with the embedded model's vocabulary size.
         dev.tandem.llm.model.LlamaConfig c = new dev.tandem.llm.model.LlamaConfig(64, 2, 4, 2, 128, 512, 256, 10000f, 1e-6f,
-                dev.tandem.llm.model.WeightType.F32).withRope(dev.tandem.llm.model.RopeStyle.NEOX, false).withVariants(true, false, true);
+                dev.tandem.kernels.TensorType.F32).withRope(dev.tandem.llm.model.RopeStyle.NEOX, false).withVariants(true, false, true);
         dev.tandem.llm.reference.RandomWeights weights = new dev.tandem.llm.reference.RandomWeights(c, 3);
         Path model = Files.createDirectories(dir.resolve("qwen2-random"));
         dev.tandem.llm.safetensors.SafetensorsWriter w = new dev.tandem.llm.safetensors.SafetensorsWriter();

@@ -1,6 +1,5 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.AdmissionRejectedException;
 import dev.tandem.Orchestrator;
 import dev.tandem.Outcome;
@@ -20,6 +19,7 @@ import dev.tandem.llm.engine.Sequence;
 import dev.tandem.llm.engine.StepBuilder;
 import dev.tandem.llm.engine.StepPlan;
 import dev.tandem.llm.grammar.TokenGrammar;
+import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.sampling.Sampler;
 import dev.tandem.llm.sampling.TokenLogprobs;
 import java.lang.foreign.MemorySegment;

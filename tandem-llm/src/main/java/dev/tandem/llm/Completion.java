@@ -1,10 +1,10 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.Outcome;
 import dev.tandem.StreamTerminatedException;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
+import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.llm.sampling.TextStreamer;
 import dev.tandem.llm.sampling.TokenLogprobs;
 import java.lang.foreign.MemorySegment;

@@ -1,11 +1,5 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaModel;
-import dev.tandem.llm.model.LlamaRequest;
-import dev.tandem.llm.model.LlamaWeights;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -14,6 +8,12 @@ import dev.tandem.Outcome;
 import dev.tandem.RunOptions;
 import dev.tandem.Status;
 import dev.tandem.Worker;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaModel;
+import dev.tandem.llm.model.LlamaRequest;
+import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.reference.RandomWeights;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -21,8 +21,19 @@ import org.junit.jupiter.params.provider.CsvSource;
 class BadInputTest {
 
     private static LlamaConfig config(int dim, int layers, int heads, int kvHeads, int ffn, int vocab, int context,
-            WeightType type) {
+            TensorType type) {
         return new LlamaConfig(dim, layers, heads, kvHeads, ffn, vocab, context, 10000f, 1e-5f, type);
+    }
+
+    @Test
+    void aKernelLayoutIsNoStoredWeightType() {
+        assertThatThrownBy(() -> config(64, 1, 4, 2, 64, 8, 8, TensorType.Q8_0_X16))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageStartingWith("weightType must be a stored type, one of [F32, ")
+                .hasMessageEndingWith(", was Q8_0_X16")
+                .hasMessageNotContaining("Q4_0_X16");
+        assertThatThrownBy(() -> config(64, 1, 4, 2, 64, 8, 8, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageEndingWith(", was null");
     }
 
     @ParameterizedTest(name = "{7}")
@@ -40,26 +51,26 @@ class BadInputTest {
             """)
     void impossibleConfigsFailWithOneLineNamingTheFieldAndTheLimit(int dim, int layers, int heads, int kvHeads,
             int ffn, int vocab, int context, String message) {
-        assertThatThrownBy(() -> config(dim, layers, heads, kvHeads, ffn, vocab, context, WeightType.F32))
+        assertThatThrownBy(() -> config(dim, layers, heads, kvHeads, ffn, vocab, context, TensorType.F32))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage(message);
     }
 
     @Test
     void q8WeightsNeedRowsOfWholeBlocks() {
-        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, WeightType.Q8_0))
+        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, TensorType.Q8_0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("dim = 48 must be a multiple of 32 for Q8_0 weights");
-        assertThatThrownBy(() -> config(64, 1, 4, 2, 80, 8, 8, WeightType.Q8_0))
+        assertThatThrownBy(() -> config(64, 1, 4, 2, 80, 8, 8, TensorType.Q8_0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("ffnDim = 80 must be a multiple of 32 for Q8_0 weights");
-        assertThatThrownBy(() -> config(256, 1, 4, 2, 320, 8, 8, WeightType.Q4_K))
+        assertThatThrownBy(() -> config(256, 1, 4, 2, 320, 8, 8, TensorType.Q4_K))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("ffnDim = 320 must be a multiple of 256 for Q4_K weights");
-        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, WeightType.Q4_0))
+        assertThatThrownBy(() -> config(48, 1, 4, 2, 64, 8, 8, TensorType.Q4_0))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("dim = 48 must be a multiple of 32 for Q4_0 weights");
-        LlamaConfig q4k = config(256, 1, 4, 2, 512, 8, 8, WeightType.Q4_K);
+        LlamaConfig q4k = config(256, 1, 4, 2, 512, 8, 8, TensorType.Q4_K);
         assertThatThrownBy(() -> new RandomWeights(q4k, 1))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessage("RandomWeights: Q4_K has no quantizer here; write F32 random weights as a Q4_K GGUF instead");
@@ -68,7 +79,7 @@ class BadInputTest {
     /** f16 matrices run as f16_x16, which holds finite values only: a NaN weight fails the load by tensor, layer and place. */
     @Test
     void anF16WeightThatIsNaNFailsTheLoadNamingIt() {
-        LlamaConfig f16 = config(64, 2, 4, 2, 128, 32, 16, WeightType.F16);
+        LlamaConfig f16 = config(64, 2, 4, 2, 128, 32, 16, TensorType.F16);
         RandomWeights random = new RandomWeights(f16, 3);
         LlamaWeights poisoned = new LlamaWeights() {
             @Override

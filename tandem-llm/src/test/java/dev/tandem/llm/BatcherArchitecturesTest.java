@@ -1,17 +1,17 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.Architecture;
-import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaModel;
-import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufCheckpointWriter;
+import dev.tandem.llm.model.Architecture;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.model.LlamaModel;
+import dev.tandem.llm.model.RopeStyle;
+import dev.tandem.llm.reference.RandomWeights;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -32,7 +32,7 @@ class BatcherArchitecturesTest {
     void gemma2MembersWithChunkedPromptsPastTheWindowYieldTheTokensOfRequestsOfTheirOwn() throws Exception {
         Architecture gemma2 = Architecture.gemma2(128, 1f / 8f, 5f, 10f, 6, 2, 10000f, 1f);
         LlamaConfig shape = new LlamaConfig(128, 2, 4, 2, 64, 256, 512, 256, 10000f, RopeStyle.NEOX, false, 1e-6f,
-                WeightType.F32, false, false, true, gemma2);
+                TensorType.F32, false, false, true, gemma2);
         Path file = dir.resolve("gemma2.gguf");
         new GgufCheckpointWriter(new RandomWeights(shape, 9)).architecture("gemma2").matrixType(GgmlType.Q8_0)
                 .metadata("gemma2.attention.sliding_window", 6).metadata("gemma2.attn_logit_softcapping", 5f)

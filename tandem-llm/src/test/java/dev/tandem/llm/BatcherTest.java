@@ -1,8 +1,5 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -12,6 +9,9 @@ import dev.tandem.Outcome;
 import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.Worker;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -377,13 +377,13 @@ class BatcherTest {
     @Test
     void q8MembersYieldTheTokensOfRequestsOfTheirOwn(@org.junit.jupiter.api.io.TempDir java.nio.file.Path dir)
             throws Exception {
-        LlamaConfig shape = new LlamaConfig(128, 2, 4, 2, 256, 512, 256, 10000f, 1e-5f, WeightType.F32);
+        LlamaConfig shape = new LlamaConfig(128, 2, 4, 2, 256, 512, 256, 10000f, 1e-5f, TensorType.F32);
         java.nio.file.Path file = dir.resolve("q8.gguf");
         new dev.tandem.llm.gguf.GgufCheckpointWriter(new RandomWeights(shape, 5))
                 .matrixType(dev.tandem.llm.gguf.GgmlType.Q8_0).vocabularyFrom(EmbeddedModel.path()).write(file);
         try (Worker w = Worker.create(CpuDeviceConfig.withCores(2))) {
             LanguageModel q8 = LanguageModel.load(w, file, 256);
-            assertThat(q8.config().weightType()).isEqualTo(WeightType.Q8_0);
+            assertThat(q8.config().weightType()).isEqualTo(TensorType.Q8_0);
             GenerateOptions options = GenerateOptions.defaults().withMaxTokens(24).withIgnoreEos(true);
             try (Batcher batcher = Batcher.start(w, q8, BatcherConfig.builder().maxBatch(8).build())) {
                 List<Completion> completions = new ArrayList<>();

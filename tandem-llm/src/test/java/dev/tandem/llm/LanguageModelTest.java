@@ -1,6 +1,5 @@
 package dev.tandem.llm;
 
-import dev.tandem.llm.model.LlamaRequest;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -10,15 +9,16 @@ import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
 import dev.tandem.llm.chat.ChatMessage;
-import dev.tandem.llm.sampling.SamplerConfig;
-import dev.tandem.llm.sampling.SamplerReference;
 import dev.tandem.llm.gguf.GgufFile;
 import dev.tandem.llm.gguf.GgufTensor;
 import dev.tandem.llm.gguf.GgufWriter;
+import dev.tandem.llm.model.LlamaRequest;
+import dev.tandem.llm.sampling.SamplerConfig;
+import dev.tandem.llm.sampling.SamplerReference;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Path;
 import java.nio.ByteOrder;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

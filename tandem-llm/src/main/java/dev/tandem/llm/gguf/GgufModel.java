@@ -1,10 +1,10 @@
 package dev.tandem.llm.gguf;
 
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
@@ -21,7 +21,7 @@ import java.util.TreeSet;
  * qwen2 or qwen3), with every hyper-parameter read from the file.
  *
  * <p>What reaches the worker: norm weights, biases and rope factors as f32; the model's
- * {@link WeightType} chosen from the file's types: the one type when every matrix has it and it is
+ * {@link TensorType} chosen from the file's types: the one type when every matrix has it and it is
  * not F32 (F16, BF16, Q8_0, Q4_0, Q4_1, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL or IQ4_XS); else {@code Q8_0} (a label: nothing is
  * converted) when every matrix has one of those types, all of which have kernels; else
  * {@code F32} (F16 and BF16 widen exactly; 4 bytes a weight). In such a model every matrix of
@@ -48,7 +48,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     private final GgufFile file;
     private final String architecture;
     /** Each matrix's type on the worker, per layer (one entry for tensors not per layer). */
-    private final Map<Tensor, WeightType[]> types = new EnumMap<>(Tensor.class);
+    private final Map<Tensor, TensorType[]> types = new EnumMap<>(Tensor.class);
     private final LlamaConfig config;
 
     private GgufModel(GgufFile file, int maxContext) {
@@ -113,7 +113,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         this.fusedQkv = file.tensor("blk.0.attn_qkv.weight").isPresent();
         this.fusedGateUp = file.tensor("blk.0.ffn_gate.weight").isEmpty() && file.tensor("blk.0.ffn_up.weight")
                 .map(t -> t.dims().length == 2 && t.dims()[1] == 2L * ffn).orElse(false);
-        WeightType type = chooseWeightType();
+        TensorType type = chooseWeightType();
         LlamaConfig c;
         try {
             c = new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffn, vocab, context, theta, style, factors, eps,
@@ -143,9 +143,9 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         }
         for (Tensor t : Tensor.values()) {
             if (t.present(c) && !t.norm() && !(t == Tensor.OUTPUT && tied)) {
-                WeightType[] perLayer = new WeightType[t.perLayer() ? layers : 1];
+                TensorType[] perLayer = new TensorType[t.perLayer() ? layers : 1];
                 for (int l = 0; l < perLayer.length; l++) {
-                    perLayer[l] = c.weightType() == WeightType.F32 ? WeightType.F32
+                    perLayer[l] = c.weightType() == TensorType.F32 ? TensorType.F32
                             : quantisedKernelType(slice(t, l, c).tensor().type().name());
                 }
                 types.put(t, perLayer);
@@ -309,10 +309,10 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
         file.close();
     }
 
-    /** The {@link WeightType} of ggml type {@code name} other than F32 (the quantised and half types), else null. */
-    private static WeightType quantisedKernelType(String name) {
-        for (WeightType t : WeightType.values()) {
-            if (t != WeightType.F32 && t.name().equals(name)) {
+    /** The {@link TensorType} of ggml type {@code name} other than F32 (the quantised and half types), else null. */
+    private static TensorType quantisedKernelType(String name) {
+        for (TensorType t : TensorType.values()) {
+            if (t != TensorType.F32 && t.name().equals(name)) {
                 return t;
             }
         }
@@ -320,11 +320,11 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
     }
 
     @Override
-    public WeightType type(Tensor tensor, int layer) {
+    public TensorType type(Tensor tensor, int layer) {
         if (tensor == Tensor.OUTPUT && config.tiedEmbeddings()) {
             tensor = Tensor.TOKEN_EMBEDDING;
         }
-        WeightType[] t = types.get(tensor);
+        TensorType[] t = types.get(tensor);
         if (t == null) {
             throw new IllegalArgumentException(tensor + " is not a matrix of this model");
         }
@@ -338,7 +338,7 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
      * The model's type: the one quantised type when every matrix has it; else Q8_0 (a label)
      * when every matrix has a quantised kernel type; else F32.
      */
-    private WeightType chooseWeightType() {
+    private TensorType chooseWeightType() {
         Set<String> matrixTypes = new TreeSet<>();
         for (GgufTensor t : file.tensors()) {
             if (t.dims().length >= 2) {
@@ -346,9 +346,9 @@ public final class GgufModel implements LlamaWeights, AutoCloseable {
             }
         }
         if (!matrixTypes.stream().allMatch(name -> quantisedKernelType(name) != null)) {
-            return WeightType.F32;
+            return TensorType.F32;
         }
-        return matrixTypes.size() == 1 ? quantisedKernelType(matrixTypes.iterator().next()) : WeightType.Q8_0;
+        return matrixTypes.size() == 1 ? quantisedKernelType(matrixTypes.iterator().next()) : TensorType.Q8_0;
     }
 
     private static long[] trimOnes(long[] dims) {

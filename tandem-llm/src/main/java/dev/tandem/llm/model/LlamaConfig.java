@@ -1,9 +1,10 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.reference.ByteTokenizer;
 import static dev.tandem.llm.model.Checks.divides;
 import static dev.tandem.llm.model.Checks.positive;
 
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.reference.ByteTokenizer;
 import java.util.Locale;
 import java.util.function.BiFunction;
 
@@ -38,7 +39,7 @@ import java.util.function.BiFunction;
  */
 public record LlamaConfig(
         int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim, int vocab, int contextLength,
-        float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps, WeightType weightType,
+        float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps, TensorType weightType,
         boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings, Architecture architecture) {
 
     public LlamaConfig {
@@ -66,11 +67,11 @@ public record LlamaConfig(
         if (!(normEps >= 0) || Float.isInfinite(normEps)) {
             throw new IllegalArgumentException("normEps = " + normEps + " must be finite and >= 0");
         }
-        if (weightType == null) {
-            throw new IllegalArgumentException("weightType must be one of " + java.util.Arrays.toString(WeightType.values())
-                    + ", was null");
+        if (weightType == null || weightType.isInterleaved()) {
+            throw new IllegalArgumentException("weightType must be a stored type, one of " + java.util.Arrays.stream(
+                    TensorType.values()).filter(t -> !t.isInterleaved()).toList() + ", was " + weightType);
         }
-        if (weightType != WeightType.F32) {
+        if (weightType != TensorType.F32) {
             multipleOfBlock(weightType, "dim", dim);
             multipleOfBlock(weightType, "ffnDim", ffnDim);
             multipleOfBlock(weightType, "heads * headDim", heads * headDim);
@@ -80,7 +81,7 @@ public record LlamaConfig(
     /** A config of the Llama family ({@link Architecture#LLAMA}). */
     public LlamaConfig(int dim, int layers, int heads, int kvHeads, int headDim, int ffnDim, int vocab,
             int contextLength, float ropeTheta, RopeStyle ropeStyle, boolean ropeFactors, float normEps,
-            WeightType weightType, boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings) {
+            TensorType weightType, boolean attentionBias, boolean qkNorm, boolean tiedEmbeddings) {
         this(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta, ropeStyle, ropeFactors,
                 normEps, weightType, attentionBias, qkNorm, tiedEmbeddings, Architecture.LLAMA);
     }
@@ -90,7 +91,7 @@ public record LlamaConfig(
      * biases, no q/k norm, a separate classifier.
      */
     public LlamaConfig(int dim, int layers, int heads, int kvHeads, int ffnDim, int vocab, int contextLength,
-            float ropeTheta, float normEps, WeightType weightType) {
+            float ropeTheta, float normEps, TensorType weightType) {
         this(dim, layers, heads, kvHeads, headDimOf(dim, heads), ffnDim, vocab, contextLength, ropeTheta,
                 RopeStyle.INTERLEAVED, false, normEps, weightType, false, false, false);
     }
@@ -101,7 +102,7 @@ public record LlamaConfig(
         return dim / heads;
     }
 
-    private static void multipleOfBlock(WeightType type, String field, int value) {
+    private static void multipleOfBlock(TensorType type, String field, int value) {
         if (value % type.blockSize() != 0) {
             throw new IllegalArgumentException(field + " = " + value + " must be a multiple of " + type.blockSize()
                     + " for " + type + " weights");
@@ -121,9 +122,9 @@ public record LlamaConfig(
      */
     public static LlamaConfig named(String name) {
         return switch (name == null ? "" : name.toLowerCase(Locale.ROOT)) {
-            case "tiny" -> new LlamaConfig(64, 2, 4, 2, 192, ByteTokenizer.VOCAB, 256, 10000f, 1e-5f, WeightType.Q8_0);
+            case "tiny" -> new LlamaConfig(64, 2, 4, 2, 192, ByteTokenizer.VOCAB, 256, 10000f, 1e-5f, TensorType.Q8_0);
             case "small" -> new LlamaConfig(512, 8, 8, 4, 1536, ByteTokenizer.VOCAB, 512, 10000f, 1e-5f,
-                    WeightType.Q8_0);
+                    TensorType.Q8_0);
             default -> throw new IllegalArgumentException("model = " + name + " is not a known shape; known: " + NAMES);
         };
     }
@@ -138,7 +139,7 @@ public record LlamaConfig(
         return kvHeads * headDim();
     }
 
-    public LlamaConfig withWeightType(WeightType value) {
+    public LlamaConfig withWeightType(TensorType value) {
         return new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffnDim, vocab, contextLength, ropeTheta,
                 ropeStyle, ropeFactors, normEps, value, attentionBias, qkNorm, tiedEmbeddings, architecture);
     }
@@ -180,7 +181,7 @@ public record LlamaConfig(
      * classifier counted once when tied to the embedding; layer 0 for tensors not per layer), the
      * norms in f32.
      */
-    public long weightBytes(BiFunction<LlamaWeights.Tensor, Integer, WeightType> typeOf) {
+    public long weightBytes(BiFunction<LlamaWeights.Tensor, Integer, TensorType> typeOf) {
         long total = 0;
         for (LlamaWeights.Tensor tensor : LlamaWeights.Tensor.values()) {
             if (tensor.present(this) && !(tensor == LlamaWeights.Tensor.OUTPUT && tiedEmbeddings)) {

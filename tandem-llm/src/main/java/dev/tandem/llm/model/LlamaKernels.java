@@ -118,7 +118,7 @@ final class LlamaKernels {
      * row is multiplied by the architecture's {@link Architecture#embeddingScale} (Gemma).
      */
     private Kernel embedKernel() {
-        WeightType type = weights.type(Tensor.TOKEN_EMBEDDING, 0);
+        TensorType type = weights.type(Tensor.TOKEN_EMBEDDING, 0);
         float scale = architecture.embeddingScale();
         return Kernel.of("embed", c -> {
             int n = (int) c.scalar(0);
@@ -129,7 +129,7 @@ final class LlamaKernels {
             MemorySegment x = c.region(2);
             for (int r = 0; r < n; r++) {
                 int token = tokens.getAtIndex(I32, r);
-                ops.embed(type.tensorType(), table, 0, x, (long) r * dim * F, vocab, dim, token);
+                ops.embed(type, table, 0, x, (long) r * dim * F, vocab, dim, token);
                 if (scale != 1f) {
                     for (long i = (long) r * dim; i < (long) (r + 1) * dim; i++) {
                         x.set(F32, i * F, x.get(F32, i * F) * scale);

@@ -1,6 +1,5 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.Batcher;
 import static dev.tandem.Access.read;
 import static dev.tandem.Access.readWrite;
 import static dev.tandem.Access.write;
@@ -15,6 +14,7 @@ import dev.tandem.Worker;
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.Batcher;
 import dev.tandem.llm.engine.ForwardPass;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
 import java.lang.foreign.MemorySegment;
@@ -215,7 +215,7 @@ public final class LlamaModel {
     }
 
     /** How matrix {@code tensor} of layer {@code layer} is stored on the worker ({@code layer} ignored if not per layer). */
-    public WeightType weightType(Tensor tensor, int layer) {
+    public TensorType weightType(Tensor tensor, int layer) {
         return weights.type(tensor, layer);
     }
 

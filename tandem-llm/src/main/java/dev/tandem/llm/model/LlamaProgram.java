@@ -1,6 +1,5 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.Batcher;
 import static dev.tandem.Access.readWrite;
 import static dev.tandem.Access.write;
 
@@ -9,6 +8,7 @@ import dev.tandem.Buffer;
 import dev.tandem.Kernel;
 import dev.tandem.Orchestrator;
 import dev.tandem.Program;
+import dev.tandem.llm.Batcher;
 import dev.tandem.llm.sampling.Sampler;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.lang.foreign.MemorySegment;

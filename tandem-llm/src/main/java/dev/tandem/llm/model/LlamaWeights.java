@@ -1,5 +1,6 @@
 package dev.tandem.llm.model;
 
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.reference.RandomWeights;
 import java.lang.foreign.MemorySegment;
 
@@ -32,7 +33,7 @@ public interface LlamaWeights {
      * read (llama.cpp's Q4_K_M files keep the classifier and half the layers' value and down
      * projections in Q6_K). Never asked for norm weights.
      */
-    default WeightType type(Tensor tensor, int layer) {
+    default TensorType type(Tensor tensor, int layer) {
         return config().weightType();
     }
 
@@ -137,8 +138,8 @@ public interface LlamaWeights {
         }
 
         /** Bytes of the tensor (of one layer), a matrix in {@code type}. */
-        public long bytes(LlamaConfig c, WeightType type) {
-            return norm ? (long) cols(c) * Float.BYTES : type.bytes(rows(c), cols(c));
+        public long bytes(LlamaConfig c, TensorType type) {
+            return norm ? (long) cols(c) * Float.BYTES : rows(c) * type.rowBytes(cols(c));
         }
     }
 }

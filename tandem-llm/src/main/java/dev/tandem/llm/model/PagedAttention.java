@@ -1,6 +1,5 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.reference.PagedAttentionWorkload;
 import static dev.tandem.Access.read;
 import static dev.tandem.Access.readWrite;
 import static dev.tandem.Access.write;
@@ -12,6 +11,7 @@ import dev.tandem.Orchestrator;
 import dev.tandem.Region;
 import dev.tandem.kernels.AttentionOps;
 import dev.tandem.kernels.KernelOps;
+import dev.tandem.llm.reference.PagedAttentionWorkload;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Arrays;

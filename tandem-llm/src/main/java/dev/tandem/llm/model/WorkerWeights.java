@@ -40,7 +40,7 @@ final class WorkerWeights {
      * not per layer); the classifier's is the embedding's when tied. A task's kernel reads its
      * weights' type from the task's scalars, so the layers of one matrix may differ.
      */
-    private final Map<Tensor, WeightType[]> types = new EnumMap<>(Tensor.class);
+    private final Map<Tensor, TensorType[]> types = new EnumMap<>(Tensor.class);
     /**
      * Every weight buffer's read (the whole frozen buffer), per copy (layer), made once at load:
      * steps declare the same ones every time (a batch-1 decode step of the large shape about 75),
@@ -71,7 +71,7 @@ final class WorkerWeights {
             Buffer[] array = new Buffer[copies];
             if (!tensor.norm()) {
                 Tensor typeSource = tensor == Tensor.OUTPUT && config.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
-                WeightType[] perLayer = new WeightType[copies];
+                TensorType[] perLayer = new TensorType[copies];
                 for (int l = 0; l < copies; l++) {
                     perLayer[l] = weights.type(typeSource, l);
                 }
@@ -92,11 +92,11 @@ final class WorkerWeights {
                 }
                 Buffer buffer = worker.allocate(bytes);
                 int layer = l;
-                WeightType type = interleave ? types.get(tensor)[l] : null;
+                TensorType type = interleave ? types.get(tensor)[l] : null;
                 fills.add(() -> {
                     if (type != null) {
                         try {
-                            ops.interleave(type.tensorType(), bytesIn, 0, buffer.hostSegment(), 0,
+                            ops.interleave(type, bytesIn, 0, buffer.hostSegment(), 0,
                                     tensor.rows(config), tensor.cols(config));
                         } catch (IllegalArgumentException e) { // an f16 infinity or NaN: see QuantOps.interleaveF16
                             throw new IllegalArgumentException("weights: " + source + " of layer " + layer + ": "
@@ -139,7 +139,7 @@ final class WorkerWeights {
         long rowBytes = widestRowBytes(sharing);
         int align = 1;
         for (Tensor t : sharing) {
-            for (WeightType type : types.get(t)) {
+            for (TensorType type : types.get(t)) {
                 if (interleaved(t, type)) {
                     align = Math.max(align, type.blockSize() == 1 // f32, f16, bf16
                             ? MatmulOps.F32_X16_PASS_ROWS : TensorType.X16_ROWS);
@@ -159,7 +159,7 @@ final class WorkerWeights {
     private long widestRowBytes(Tensor... tensors) {
         long widest = 0;
         for (Tensor t : tensors) {
-            for (WeightType type : types.get(t)) {
+            for (TensorType type : types.get(t)) {
                 widest = Math.max(widest, type.rowBytes(t.cols(config)));
             }
         }
@@ -205,8 +205,8 @@ final class WorkerWeights {
      * a copy of its own when tied to the embedding, which keeps its file layout for its row
      * look-ups).
      */
-    static boolean interleaved(Tensor tensor, WeightType type) {
-        return type.tensorType().interleaved() != null && tensor != Tensor.TOKEN_EMBEDDING;
+    static boolean interleaved(Tensor tensor, TensorType type) {
+        return type.interleaved() != null && tensor != Tensor.TOKEN_EMBEDDING;
     }
 
     /** The matrices present, in {@link Tensor} order. */
@@ -215,18 +215,18 @@ final class WorkerWeights {
     }
 
     /** How matrix {@code tensor} of layer {@code layer} is stored ({@code layer} ignored if not per layer). */
-    WeightType type(Tensor tensor, int layer) {
+    TensorType type(Tensor tensor, int layer) {
         if (tensor.norm()) {
             throw new IllegalArgumentException(tensor + " is an f32 vector, not a matrix");
         }
-        WeightType[] perLayer = types.get(tensor);
+        TensorType[] perLayer = types.get(tensor);
         return perLayer[tensor.perLayer() ? layer : 0];
     }
 
     /** The layout the matmul kernel of {@code tensor} of {@code layer} reads. */
     TensorType kernelType(Tensor tensor, int layer) {
-        WeightType type = type(tensor, layer);
-        return interleaved(tensor, type) ? type.tensorType().interleaved() : type.tensorType();
+        TensorType type = type(tensor, layer);
+        return interleaved(tensor, type) ? type.interleaved() : type;
     }
 
     /** The read of the whole of weight {@code tensor}'s copy {@code copy} (its layer, or 0). */

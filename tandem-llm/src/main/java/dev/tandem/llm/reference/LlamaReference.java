@@ -1,15 +1,15 @@
 package dev.tandem.llm.reference;
 
+import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.Checks;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
+import dev.tandem.llm.model.LlamaWeights.Tensor;
 import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.kernels.Ops;
-import dev.tandem.llm.model.LlamaWeights.Tensor;
 import dev.tandem.llm.sampling.SamplerConfig;
 import dev.tandem.llm.sampling.SamplerReference;
 import java.lang.foreign.Arena;
@@ -68,11 +68,11 @@ public final class LlamaReference {
             float[][] array = new float[copies][];
             boolean[] q4 = new boolean[copies];
             for (int l = 0; l < copies; l++) {
-                WeightType type = tensor.norm() ? WeightType.F32 : source.type(tensor, l);
+                TensorType type = tensor.norm() ? TensorType.F32 : source.type(tensor, l);
                 array[l] = decode(source.tensor(tensor, l), tensor, type);
                 Tensor stored = tensor == Tensor.OUTPUT && c.tiedEmbeddings() ? Tensor.TOKEN_EMBEDDING : tensor;
                 q4[l] = !tensor.norm() && tensor != Tensor.TOKEN_EMBEDDING
-                        && source.type(stored, l).tensorType().isQuantized();
+                        && source.type(stored, l).isQuantized();
             }
             weights[tensor.ordinal()] = array;
             quantizedInputs[tensor.ordinal()] = q4;
@@ -83,20 +83,20 @@ public final class LlamaReference {
         return c;
     }
 
-    private float[] decode(MemorySegment bytes, Tensor tensor, WeightType type) {
+    private float[] decode(MemorySegment bytes, Tensor tensor, TensorType type) {
         int rows = tensor.rows(c);
         int cols = tensor.cols(c);
         float[] values = new float[rows * cols];
-        if (tensor.norm() || type == WeightType.F32) {
+        if (tensor.norm() || type == TensorType.F32) {
             for (int i = 0; i < values.length; i++) {
                 values[i] = bytes.getAtIndex(F32, i);
             }
             return values;
         }
-        if (type != WeightType.Q8_0) {
+        if (type != TensorType.Q8_0) {
             // the other block types: the scalar dequantizer, itself checked against llama.cpp's definition.
             MemorySegment f32 = Arena.ofAuto().allocate((long) values.length * Float.BYTES, 4);
-            Ops.scalar().dequantize(type.tensorType(), bytes, 0, f32, 0, values.length);
+            Ops.scalar().dequantize(type, bytes, 0, f32, 0, values.length);
             for (int i = 0; i < values.length; i++) {
                 values[i] = f32.getAtIndex(F32, i);
             }

@@ -1,6 +1,5 @@
 package dev.tandem.llm.reference;
 
-import dev.tandem.llm.model.PagedAttention;
 import static dev.tandem.Access.read;
 import static dev.tandem.Access.write;
 import static dev.tandem.llm.model.Checks.positive;
@@ -11,6 +10,7 @@ import dev.tandem.Program;
 import dev.tandem.Worker;
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
+import dev.tandem.llm.model.PagedAttention;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;

@@ -1,9 +1,9 @@
 package dev.tandem.llm.reference;
 
+import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.kernels.Ops;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -13,8 +13,8 @@ import java.nio.ByteOrder;
  * Weights drawn from a seed, the same on every run and every machine: each value is a hash of
  * the seed, the tensor, the layer and its index. Matrices are uniform in
  * {@code [-1/sqrt(cols), 1/sqrt(cols))} (so activations keep their scale), embeddings in
- * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link WeightType#Q8_0} and
- * {@link WeightType#Q4_0} the f32 values are quantized with llama.cpp's rounding
+ * {@code [-1, 1)}, norm weights in {@code [0.9, 1.1)}. For {@link TensorType#Q8_0} and
+ * {@link TensorType#Q4_0} the f32 values are quantized with llama.cpp's rounding
  * ({@link dev.tandem.kernels.QuantOps#quantize}); the k-quants and the iq4 types, which have no
  * quantizer here, are refused.
  *
@@ -37,10 +37,10 @@ public final class RandomWeights implements LlamaWeights {
     }
 
     private RandomWeights(LlamaConfig config, long seed, boolean text) {
-        if (config.weightType() == WeightType.Q4_K || config.weightType() == WeightType.Q5_K
-                || config.weightType() == WeightType.Q6_K || config.weightType() == WeightType.IQ4_NL
-                || config.weightType() == WeightType.IQ4_XS || config.weightType() == WeightType.Q2_K
-                || config.weightType() == WeightType.Q3_K) {
+        if (config.weightType() == TensorType.Q4_K || config.weightType() == TensorType.Q5_K
+                || config.weightType() == TensorType.Q6_K || config.weightType() == TensorType.IQ4_NL
+                || config.weightType() == TensorType.IQ4_XS || config.weightType() == TensorType.Q2_K
+                || config.weightType() == TensorType.Q3_K) {
             throw new IllegalArgumentException("RandomWeights: " + config.weightType() + " has no quantizer here;"
                     + " write F32 random weights as a " + config.weightType() + " GGUF instead");
         }
@@ -96,11 +96,11 @@ public final class RandomWeights implements LlamaWeights {
                 values.setAtIndex(F32, i, values.getAtIndex(F32, i) * TEXT_TILT);
             }
         }
-        if (tensor.norm() || config.weightType() == WeightType.F32) {
+        if (tensor.norm() || config.weightType() == TensorType.F32) {
             return values;
         }
         MemorySegment quantized = Arena.ofAuto().allocate(tensor.bytes(config), 64);
-        Ops.scalar().quantize(config.weightType().tensorType(), values, 0, quantized, 0, count);
+        Ops.scalar().quantize(config.weightType(), values, 0, quantized, 0, count);
         return quantized;
     }
 

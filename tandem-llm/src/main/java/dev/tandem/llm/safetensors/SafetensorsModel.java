@@ -2,10 +2,10 @@ package dev.tandem.llm.safetensors;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -38,9 +38,9 @@ import java.util.TreeSet;
  * {@code rope_freqs.weight} ({@link #llama3RopeFactors}); any other scaling is an error.
  *
  * <p><b>Weight types.</b> When every matrix is BF16 (the usual checkpoint), or every one F16, the
- * model is {@link WeightType#BF16} (or {@link WeightType#F16}) and its matrices are handed out as
+ * model is {@link TensorType#BF16} (or {@link TensorType#F16}) and its matrices are handed out as
  * read-only slices of the mapping, which the kernels widen in their loops: 2 bytes a weight on
- * the worker. Otherwise the model is {@link WeightType#F32}: F32 tensors as slices, F16 and BF16
+ * the worker. Otherwise the model is {@link TensorType#F32}: F32 tensors as slices, F16 and BF16
  * ones widened exactly through the kernels' dequantisers (in an automatic arena, dropped once
  * {@link dev.tandem.llm.model.LlamaModel} has copied them). Norms, biases and rope factors are f32
  * either way.
@@ -132,7 +132,7 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
         LlamaConfig c;
         try {
             c = new LlamaConfig(dim, layers, heads, kvHeads, headDim, ffn, vocab, context, (float) theta,
-                    RopeStyle.NEOX, ropeFactors != null, eps, WeightType.F32, bias, qkNorm, tied);
+                    RopeStyle.NEOX, ropeFactors != null, eps, TensorType.F32, bias, qkNorm, tied);
         } catch (IllegalArgumentException e) {
             throw configFail("hyper-parameters do not form a model: " + e.getMessage(), e);
         }
@@ -393,7 +393,7 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
         }
         SafetensorsTensor t = tensorNamed(name(tensor, tensor.perLayer() ? layer : 0));
         MemorySegment bytes = where.get(t.name()).data(t);
-        if (t.dtype() == SafetensorsDtype.F32 || (!tensor.norm() && config.weightType() != WeightType.F32)) {
+        if (t.dtype() == SafetensorsDtype.F32 || (!tensor.norm() && config.weightType() != TensorType.F32)) {
             return bytes; // an f32 tensor, or a matrix of an all-F16 or all-BF16 model: as stored
         }
         long elements = t.elements();
@@ -403,10 +403,10 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
     }
 
     /**
-     * The model's {@link WeightType}: BF16 (or F16) when every matrix is stored in it, which the
+     * The model's {@link TensorType}: BF16 (or F16) when every matrix is stored in it, which the
      * kernels widen in their loops; else F32, every matrix widened at load.
      */
-    private WeightType matrixType(LlamaConfig c) {
+    private TensorType matrixType(LlamaConfig c) {
         SafetensorsDtype common = null;
         for (Tensor tensor : Tensor.values()) {
             if (tensor.norm() || !tensor.present(c) || (tensor == Tensor.OUTPUT && c.tiedEmbeddings())) {
@@ -415,13 +415,13 @@ public final class SafetensorsModel implements LlamaWeights, AutoCloseable {
             for (int l = 0; l < (tensor.perLayer() ? c.layers() : 1); l++) {
                 SafetensorsDtype dtype = tensorNamed(name(tensor, l)).dtype();
                 if (common != null && dtype != common) {
-                    return WeightType.F32;
+                    return TensorType.F32;
                 }
                 common = dtype;
             }
         }
-        return common == SafetensorsDtype.BF16 ? WeightType.BF16
-                : common == SafetensorsDtype.F16 ? WeightType.F16 : WeightType.F32;
+        return common == SafetensorsDtype.BF16 ? TensorType.BF16
+                : common == SafetensorsDtype.F16 ? TensorType.F16 : TensorType.F32;
     }
 
     /** Unmaps every file. */

@@ -5,12 +5,12 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
-import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.reference.RandomWeights;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -27,7 +27,7 @@ class GgufArchitecturesTest {
 
     private static LlamaConfig gemma(String arch, int layers, boolean qkNorm, Architecture a, float theta) {
         return new LlamaConfig(256, layers, 4, 2, 64, 512, 256, 64, theta, RopeStyle.NEOX, false, 1e-6f,
-                WeightType.F32, false, qkNorm, true, a);
+                TensorType.F32, false, qkNorm, true, a);
     }
 
     @Test
@@ -39,7 +39,7 @@ class GgufArchitecturesTest {
         new GgufCheckpointWriter(new RandomWeights(expected, 5)).architecture("gemma2").matrixType(GgmlType.Q8_0)
                 .write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
-            assertThat(weights.config()).isEqualTo(expected.withWeightType(WeightType.Q8_0));
+            assertThat(weights.config()).isEqualTo(expected.withWeightType(TensorType.Q8_0));
             GgufTensorTypesTest.checkAgainstTheReference(worker, weights);
         }
     }
@@ -64,7 +64,7 @@ class GgufArchitecturesTest {
     @Test
     void aPhi3FileSplitsItsFusedMatricesAndPicksItsRopeFactorsByContext() throws IOException {
         LlamaConfig expected = new LlamaConfig(256, 2, 4, 4, 64, 512, 256, 64, 10000f, RopeStyle.NEOX, true, 1e-5f,
-                WeightType.F32, false, false, false, Architecture.phi3(1.19f));
+                TensorType.F32, false, false, false, Architecture.phi3(1.19f));
         RandomWeights random = new RandomWeights(expected, 7);
         float[] longFactors = new float[32];
         Arrays.fill(longFactors, 3f);

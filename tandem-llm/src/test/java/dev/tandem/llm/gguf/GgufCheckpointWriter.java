@@ -3,9 +3,8 @@ package dev.tandem.llm.gguf;
 import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
-import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.model.LlamaWeights;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -48,7 +47,7 @@ public final class GgufCheckpointWriter {
     private float[] longRopeFactors;
 
     public GgufCheckpointWriter(LlamaWeights weights) {
-        if (weights.config().weightType() != WeightType.F32) {
+        if (weights.config().weightType() != TensorType.F32) {
             throw new IllegalArgumentException("the writer quantises f32 weights, given " + weights.config().weightType());
         }
         this.weights = weights;

@@ -3,9 +3,9 @@ package dev.tandem.llm.gguf;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.reference.RandomWeights;
-import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -100,7 +100,7 @@ class GgufFuzzTest {
                 .tensor("q", GgmlType.Q8_0, new long[] {32, 1}, MemorySegment.ofArray(new byte[34]))
                 .write(dir.resolve("small.gguf"));
         new GgufWriter().version(2).put("general.name", "v2").write(dir.resolve("empty-v2.gguf"));
-        LlamaConfig tiny = new LlamaConfig(8, 1, 2, 1, 8, 8, 16, 10000f, 1e-5f, WeightType.F32);
+        LlamaConfig tiny = new LlamaConfig(8, 1, 2, 1, 8, 8, 16, 10000f, 1e-5f, TensorType.F32);
         new GgufCheckpointWriter(new RandomWeights(tiny, 1)).write(dir.resolve("tiny-llama.gguf"));
         new GgufCheckpointWriter(new RandomWeights(tiny.withVariants(true, true, true), 1)).architecture("qwen3")
                 .matrixType(GgmlType.F16).write(dir.resolve("tiny-qwen3-f16.gguf"));

@@ -12,11 +12,10 @@ import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
-import dev.tandem.llm.reference.LlamaReference;
 import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
+import dev.tandem.llm.reference.LlamaReference;
 import dev.tandem.llm.reference.RandomWeights;
-import dev.tandem.llm.model.WeightType;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -44,7 +43,7 @@ class GgufTensorTypesTest {
     private static final ValueLayout.OfShort I16 = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /** Every matrix width a multiple of 256, the k-quants' block. */
-    static final LlamaConfig SHAPE = new LlamaConfig(256, 2, 4, 2, 512, 256, 64, 10000f, 1e-5f, WeightType.F32);
+    static final LlamaConfig SHAPE = new LlamaConfig(256, 2, 4, 2, 512, 256, 64, 10000f, 1e-5f, TensorType.F32);
 
     static final int[][] PROMPTS = {{1, 65, 66, 67}, {200, 3, 3, 90, 17, 254}};
 
@@ -64,7 +63,7 @@ class GgufTensorTypesTest {
         GgmlType type = GgmlType.byName(typeName);
         Path p = write(typeName, SHAPE, type);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
-            WeightType expected = WeightType.valueOf(typeName);
+            TensorType expected = TensorType.valueOf(typeName);
             assertThat(weights.config().weightType()).isEqualTo(expected);
             assertThat(weights.file().tensor("blk.1.ffn_down.weight").orElseThrow().type()).isEqualTo(type);
             checkAgainstTheReference(worker, weights);
@@ -146,7 +145,7 @@ class GgufTensorTypesTest {
                 .write(p);
         RandomWeights random = new RandomWeights(SHAPE, 11);
         try (GgufModel weights = GgufModel.open(p)) {
-            assertThat(weights.config().weightType()).isEqualTo(WeightType.F32);
+            assertThat(weights.config().weightType()).isEqualTo(TensorType.F32);
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.W2}) {
                 float[] original = random.tensor(t, 1).toArray(F32);
                 MemorySegment stored = GgufCheckpointWriter.encode(original, type);
@@ -191,7 +190,7 @@ class GgufTensorTypesTest {
     @ParameterizedTest
     @ValueSource(strings = {"Q4_0", "Q4_K"})
     void aFourBitFileWithSomeQ6KMatricesRunsEveryLayerAsStored(String base) throws IOException {
-        WeightType stored = WeightType.valueOf(base);
+        TensorType stored = TensorType.valueOf(base);
         Path p = dir.resolve("mixed-" + base + ".gguf");
         new GgufCheckpointWriter(new RandomWeights(SHAPE, 11)).matrixType(GgmlType.byName(base))
                 .type("output.weight", GgmlType.Q6_K)
@@ -199,7 +198,7 @@ class GgufTensorTypesTest {
                 .type("blk.1.ffn_down.weight", GgmlType.Q6_K)
                 .write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
-            assertThat(weights.config().weightType()).isEqualTo(WeightType.Q8_0);
+            assertThat(weights.config().weightType()).isEqualTo(TensorType.Q8_0);
             long matrixBytes = 0;
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.WK, Tensor.WV, Tensor.WO,
                     Tensor.W1, Tensor.W2, Tensor.W3, Tensor.OUTPUT}) {
@@ -207,15 +206,15 @@ class GgufTensorTypesTest {
                     GgufTensor file = weights.file().tensor(GgufModel.name(t, l)).orElseThrow();
                     boolean six = t == Tensor.OUTPUT || (t == Tensor.WV && l == 0) || (t == Tensor.W2 && l == 1);
                     assertThat(file.type()).isEqualTo(six ? GgmlType.Q6_K : GgmlType.byName(base));
-                    assertThat(weights.type(t, l)).as("%s layer %d", t, l).isEqualTo(six ? WeightType.Q6_K : stored);
+                    assertThat(weights.type(t, l)).as("%s layer %d", t, l).isEqualTo(six ? TensorType.Q6_K : stored);
                     assertThat(weights.tensor(t, l).byteSize()).as("%s layer %d bytes", t, l).isEqualTo(file.bytes());
                     matrixBytes += file.bytes();
                 }
             }
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            assertThat(model.weightType(Tensor.WV, 0)).isEqualTo(WeightType.Q6_K);
+            assertThat(model.weightType(Tensor.WV, 0)).isEqualTo(TensorType.Q6_K);
             assertThat(model.weightType(Tensor.WV, 1)).isEqualTo(stored);
-            assertThat(model.weightType(Tensor.W2, 1)).isEqualTo(WeightType.Q6_K);
+            assertThat(model.weightType(Tensor.W2, 1)).isEqualTo(TensorType.Q6_K);
             assertThat(model.weightBytes()).isEqualTo(matrixBytes + normBytes(SHAPE));
             checkAgainstTheReference(worker, weights);
         }
@@ -230,7 +229,7 @@ class GgufTensorTypesTest {
      */
     @Test
     void aQ4KMFileWithQ5_0FallbacksRunsEveryMatrixAsStored() throws IOException {
-        LlamaConfig narrow = new LlamaConfig(192, 2, 4, 2, 512, 256, 64, 10000f, 1e-5f, WeightType.F32);
+        LlamaConfig narrow = new LlamaConfig(192, 2, 4, 2, 512, 256, 64, 10000f, 1e-5f, TensorType.F32);
         Path p = dir.resolve("q4_k_m-like.gguf");
         GgufCheckpointWriter writer = new GgufCheckpointWriter(new RandomWeights(narrow, 11))
                 .matrixType(GgmlType.Q5_0).type("output.weight", GgmlType.Q8_0);
@@ -239,12 +238,12 @@ class GgufTensorTypesTest {
         }
         writer.write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
-            assertThat(weights.type(Tensor.TOKEN_EMBEDDING, 0)).isEqualTo(WeightType.Q5_0);
-            assertThat(weights.type(Tensor.WQ, 1)).isEqualTo(WeightType.Q5_0);
-            assertThat(weights.type(Tensor.W2, 1)).isEqualTo(WeightType.Q4_K);
-            assertThat(weights.type(Tensor.OUTPUT, 0)).isEqualTo(WeightType.Q8_0);
+            assertThat(weights.type(Tensor.TOKEN_EMBEDDING, 0)).isEqualTo(TensorType.Q5_0);
+            assertThat(weights.type(Tensor.WQ, 1)).isEqualTo(TensorType.Q5_0);
+            assertThat(weights.type(Tensor.W2, 1)).isEqualTo(TensorType.Q4_K);
+            assertThat(weights.type(Tensor.OUTPUT, 0)).isEqualTo(TensorType.Q8_0);
             LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            assertThat(model.weightType(Tensor.W1, 0)).isEqualTo(WeightType.Q5_0);
+            assertThat(model.weightType(Tensor.W1, 0)).isEqualTo(TensorType.Q5_0);
             checkAgainstTheReference(worker, weights);
         }
     }
@@ -271,9 +270,9 @@ class GgufTensorTypesTest {
         writer.write(p);
         try (GgufModel weights = GgufModel.open(p); Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             for (int l = 0; l < SHAPE.layers(); l++) {
-                assertThat(weights.type(Tensor.W1, l)).isEqualTo(WeightType.Q4_K);
-                assertThat(weights.type(Tensor.W3, l)).isEqualTo(WeightType.Q8_0);
-                assertThat(weights.type(Tensor.W2, l)).isEqualTo(WeightType.Q4_K);
+                assertThat(weights.type(Tensor.W1, l)).isEqualTo(TensorType.Q4_K);
+                assertThat(weights.type(Tensor.W3, l)).isEqualTo(TensorType.Q8_0);
+                assertThat(weights.type(Tensor.W2, l)).isEqualTo(TensorType.Q4_K);
             }
             checkAgainstTheReference(worker, weights);
         }
@@ -303,7 +302,7 @@ class GgufTensorTypesTest {
         assertThatThrownBy(() -> GgufModel.open(p)).isInstanceOf(GgufException.class).hasMessage(p
                 + ": tensor blk.0.attn_q.weight of type Q8_0 has rows of 48 elements, not a multiple of its block size 32");
         // Q4_K of a 64-wide model: rows of 64, blocks of 256.
-        LlamaConfig narrow = new LlamaConfig(64, 1, 4, 2, 128, 64, 32, 10000f, 1e-5f, WeightType.F32);
+        LlamaConfig narrow = new LlamaConfig(64, 1, 4, 2, 128, 64, 32, 10000f, 1e-5f, TensorType.F32);
         Path k = dir.resolve("narrow.gguf");
         new GgufCheckpointWriter(new RandomWeights(narrow, 1)).write(k);
         patchType(k, "blk.0.ffn_gate.weight", GgmlType.Q4_K.id());

@@ -1,10 +1,11 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.reference.ByteTokenizer;
 import static dev.tandem.llm.model.LlamaModelTest.assertMatchesReference;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.reference.ByteTokenizer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -23,7 +24,7 @@ class ArchitecturesTest {
     }
 
     /** A Gemma-like shape: heads wider than {@code dim / heads}, grouped queries, NeoX rope, tied classifier. */
-    private static LlamaConfig shape(WeightType type, int layers, boolean qkNorm, Architecture architecture) {
+    private static LlamaConfig shape(TensorType type, int layers, boolean qkNorm, Architecture architecture) {
         return new LlamaConfig(64, layers, 4, 2, 32, 128, ByteTokenizer.VOCAB, 128, 10000f, RopeStyle.NEOX, false,
                 1e-6f, type, false, qkNorm, true, architecture);
     }
@@ -35,14 +36,14 @@ class ArchitecturesTest {
 
     @Test
     void gemma2SoftcapsPostNormsAndSlidingLayersMatchTheReference() {
-        var config = shape(WeightType.F32, 3, false, gemma2());
+        var config = shape(TensorType.F32, 3, false, gemma2());
         var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 16);
         assertMatchesReference(config, 31, request, new LlamaModel.Options(4, 2048, 3));
     }
 
     @Test
     void gemma2Q8_0MatchesTheReference() {
-        var config = shape(WeightType.Q8_0, 2, false, gemma2());
+        var config = shape(TensorType.Q8_0, 2, false, gemma2());
         var request = LlamaRequest.batch(new int[][] {prompt(9, 4), prompt(3, 5)}, 12);
         assertMatchesReference(config, 32, request, new LlamaModel.Options(4, 2048, 2));
     }
@@ -51,7 +52,7 @@ class ArchitecturesTest {
     @Test
     void gemma3TwoRopeBasesAndSlidingLayersMatchTheReference() {
         var arch = Architecture.gemma3(64, 1f / (float) Math.sqrt(32), 0f, 5, 3, 10000f, 0.125f);
-        var config = shape(WeightType.F32, 3, true, arch).withVariants(false, true, true);
+        var config = shape(TensorType.F32, 3, true, arch).withVariants(false, true, true);
         config = new LlamaConfig(config.dim(), config.layers(), config.heads(), config.kvHeads(), config.headDim(),
                 config.ffnDim(), config.vocab(), config.contextLength(), 1_000_000f, config.ropeStyle(), false,
                 config.normEps(), config.weightType(), false, true, true, arch);
@@ -66,7 +67,7 @@ class ArchitecturesTest {
     @Test
     void aLongContextSlidesPastWholePartitions() {
         var arch = Architecture.gemma2(64, 1f / (float) Math.sqrt(32), 20f, 30f, 300, 2, 10000f, 1f);
-        var config = shape(WeightType.F32, 2, false, arch).withContextLength(640);
+        var config = shape(TensorType.F32, 2, false, arch).withContextLength(640);
         var request = LlamaRequest.batch(new int[][] {prompt(530, 8), prompt(40, 9)}, 6);
         assertMatchesReference(config, 34, request, new LlamaModel.Options(16, 2048, 2));
     }
@@ -75,7 +76,7 @@ class ArchitecturesTest {
     @Test
     void phi3RopeFactorsAndAttentionFactorMatchTheReference() {
         var config = new LlamaConfig(64, 2, 4, 4, 16, 128, ByteTokenizer.VOCAB, 96, 10000f, RopeStyle.NEOX, true, 1e-5f,
-                WeightType.Q8_0, false, false, false, Architecture.phi3(1.19f));
+                TensorType.Q8_0, false, false, false, Architecture.phi3(1.19f));
         var request = LlamaRequest.batch(new int[][] {prompt(5, 10), prompt(11, 11)}, 16);
         assertMatchesReference(config, 35, request, new LlamaModel.Options(8, 2048, 2));
     }

@@ -1,8 +1,5 @@
 package dev.tandem.llm.model;
 
-import dev.tandem.llm.reference.ByteTokenizer;
-import dev.tandem.llm.reference.LlamaReference;
-import dev.tandem.llm.reference.RandomWeights;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.CpuDeviceConfig;
@@ -16,6 +13,10 @@ import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
 import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.reference.ByteTokenizer;
+import dev.tandem.llm.reference.LlamaReference;
+import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -97,13 +98,13 @@ class LlamaModelTest {
 
     @Test
     void f32MultiHeadMatchesTheReferenceAcrossSeveralKvBlocks() {
-        var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, WeightType.F32);
+        var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, TensorType.F32);
         assertMatchesReference(config, 11, LlamaRequest.of(prompt(5, 1), 40), new LlamaModel.Options(16, 4096, 0));
     }
 
     @Test
     void q8GroupedQueryRaggedBatchMatchesTheReference() {
-        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, WeightType.Q8_0);
+        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, TensorType.Q8_0);
         var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 24);
         assertMatchesReference(config, 12, request, new LlamaModel.Options(8, 2048, 3));
     }
@@ -114,7 +115,7 @@ class LlamaModelTest {
      */
     @Test
     void matmulsSplitIntoManyPartsMatchTheReference() {
-        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, WeightType.Q8_0);
+        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, TensorType.Q8_0);
         var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 24);
         assertMatchesReference(config, 13, request, new LlamaModel.Options(8, 2048, 3, 3 * 68));
     }
@@ -122,7 +123,7 @@ class LlamaModelTest {
     /** q4_0 weights run as stored: a ragged batch whose prefill takes the kernels' four-input path. */
     @Test
     void q4_0GroupedQueryRaggedBatchMatchesTheReference() {
-        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, WeightType.Q4_0);
+        var config = new LlamaConfig(64, 2, 8, 2, 192, ByteTokenizer.VOCAB, 96, 10000f, 1e-5f, TensorType.Q4_0);
         var request = LlamaRequest.batch(new int[][] {prompt(1, 1), prompt(7, 2), prompt(20, 3)}, 24);
         assertMatchesReference(config, 12, request, new LlamaModel.Options(8, 2048, 3));
     }
@@ -134,7 +135,7 @@ class LlamaModelTest {
      */
     @Test
     void q4_0InterleavedTiedClassifierWithSmallPartsMatchesTheReference() {
-        var config = new LlamaConfig(512, 1, 8, 2, 768, ByteTokenizer.VOCAB, 32, 10000f, 1e-5f, WeightType.Q4_0)
+        var config = new LlamaConfig(512, 1, 8, 2, 768, ByteTokenizer.VOCAB, 32, 10000f, 1e-5f, TensorType.Q4_0)
                 .withVariants(false, false, true);
         var request = LlamaRequest.batch(new int[][] {prompt(3, 4), prompt(6, 5), prompt(1, 6)}, 6);
         assertMatchesReference(config, 21, request, new LlamaModel.Options(16, 40 << 10, 2, 5000));
@@ -142,7 +143,7 @@ class LlamaModelTest {
 
     @Test
     void f32GroupedQueryLongPrefillMatchesTheReference() {
-        var config = new LlamaConfig(96, 3, 6, 3, 160, ByteTokenizer.VOCAB, 128, 500000f, 1e-6f, WeightType.F32);
+        var config = new LlamaConfig(96, 3, 6, 3, 160, ByteTokenizer.VOCAB, 128, 500000f, 1e-6f, TensorType.F32);
         var request = LlamaRequest.batch(new int[][] {prompt(37, 4), prompt(3, 5)}, 12);
         assertMatchesReference(config, 13, request, LlamaModel.Options.defaults());
     }
@@ -155,7 +156,7 @@ class LlamaModelTest {
 
     @Test
     void seededSamplingMatchesTheReferenceAndRepeats() {
-        var config = new LlamaConfig(64, 2, 4, 2, 128, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, WeightType.Q8_0);
+        var config = new LlamaConfig(64, 2, 4, 2, 128, ByteTokenizer.VOCAB, 64, 10000f, 1e-5f, TensorType.Q8_0);
         var request = LlamaRequest.batch(new int[][] {prompt(4, 6), prompt(9, 7)}, 16)
                 .withSampler(SamplerConfig.builder().temperature(0.9f).topP(0.9f).seed(99).build());
         assertMatchesReference(config, 15, request, LlamaModel.Options.defaults());
@@ -267,7 +268,7 @@ class LlamaModelTest {
      */
     @Test
     void activationAccessesAreMadeOnceAndAlwaysWhatWasAskedFor() {
-        var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, WeightType.F32);
+        var config = new LlamaConfig(64, 2, 4, 4, 96, ByteTokenizer.VOCAB, 128, 10000f, 1e-5f, TensorType.F32);
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 3));
             LlamaModel.Activations a = model.new Activations(4, 1, worker::allocate);

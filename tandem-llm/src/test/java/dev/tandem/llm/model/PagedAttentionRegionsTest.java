@@ -3,7 +3,6 @@ package dev.tandem.llm.model;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.Access;
-import dev.tandem.Buffer;
 import dev.tandem.Region;
 import dev.tandem.kernels.Ops;
 import java.util.ArrayList;

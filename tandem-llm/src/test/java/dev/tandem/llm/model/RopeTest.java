@@ -2,6 +2,7 @@ package dev.tandem.llm.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -19,7 +20,7 @@ class RopeTest {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private static LlamaConfig config(RopeStyle style) {
-        return new LlamaConfig(64, 1, 4, 2, 16, 128, 256, 4096, 10000f, style, false, 1e-5f, WeightType.F32, false,
+        return new LlamaConfig(64, 1, 4, 2, 16, 128, 256, 4096, 10000f, style, false, 1e-5f, TensorType.F32, false,
                 false, false);
     }
 

@@ -8,15 +8,15 @@ import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
 import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.gguf.GgufCheckpointWriter;
+import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
 import dev.tandem.llm.model.LlamaWeights;
-import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
-import dev.tandem.llm.gguf.GgufCheckpointWriter;
-import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.reference.RandomWeights;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -49,13 +49,13 @@ class CheckpointConsistencyTest {
     /** A small shape of every variant: the Hugging Face layout (NeoX rope), f32. */
     static LlamaConfig hf(String variant) {
         LlamaConfig plain = new LlamaConfig(64, 2, 4, 2, 16, 96, 128, 64, 10000f, RopeStyle.NEOX, false, 1e-5f,
-                WeightType.F32, false, false, false);
+                TensorType.F32, false, false, false);
         return switch (variant) {
             case "llama", "mistral", "llama3-rope", "llama-bf16" -> plain;
             case "llama-bias-tied" -> plain.withVariants(true, false, true);
             case "qwen2" -> plain.withVariants(true, false, false);
             case "qwen3" -> new LlamaConfig(64, 2, 4, 2, 32, 96, 128, 64, 1_000_000f, RopeStyle.NEOX, false, 1e-6f,
-                    WeightType.F32, false, true, true);
+                    TensorType.F32, false, true, true);
             default -> throw new AssertionError(variant);
         };
     }
@@ -94,7 +94,7 @@ class CheckpointConsistencyTest {
             assertThat(b.config().ropeStyle()).isEqualTo(RopeStyle.NEOX);
             assertThat(a.config().withRope(RopeStyle.NEOX, b.config().ropeFactors())).isEqualTo(b.config());
             assertThat(b.config().ropeFactors()).isEqualTo(variant.equals("llama3-rope"));
-            WeightType stored = variant.equals("llama-bf16") ? WeightType.BF16 : WeightType.F32;
+            TensorType stored = variant.equals("llama-bf16") ? TensorType.BF16 : TensorType.F32;
             assertThat(a.config().weightType()).isEqualTo(stored);
             assertThat(b.config().weightType()).isEqualTo(stored);
             LlamaModel ma = LlamaModel.load(worker, a, Ops.preferred(), LlamaModel.Options.defaults());

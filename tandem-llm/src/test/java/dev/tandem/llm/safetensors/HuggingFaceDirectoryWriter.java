@@ -3,10 +3,10 @@ package dev.tandem.llm.safetensors;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.tandem.kernels.Ops;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
-import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.model.LlamaWeights;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -36,7 +36,7 @@ public final class HuggingFaceDirectoryWriter {
     private final List<Consumer<ObjectNode>> edits = new ArrayList<>();
 
     public HuggingFaceDirectoryWriter(LlamaWeights weights) {
-        if (weights.config().weightType() != WeightType.F32) {
+        if (weights.config().weightType() != TensorType.F32) {
             throw new IllegalArgumentException("the writer converts f32 weights, given " + weights.config().weightType());
         }
         this.weights = weights;

@@ -4,10 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.code_intelligence.jazzer.junit.DictionaryEntries;
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.reference.RandomWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.reference.RandomWeights;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
@@ -96,7 +96,7 @@ class SafetensorsFuzzTest {
                 .f32("empty", new long[] {0}, new float[0])
                 .write(dir.resolve("small.safetensors"));
         LlamaConfig tiny = new LlamaConfig(8, 1, 2, 1, 4, 8, 8, 16, 10000f, RopeStyle.NEOX, false, 1e-5f,
-                WeightType.F32, true, false, true);
+                TensorType.F32, true, false, true);
         Path model = Files.createTempDirectory("tiny-hf");
         new HuggingFaceDirectoryWriter(new RandomWeights(tiny, 1)).modelType("qwen2").dtype(SafetensorsDtype.BF16)
                 .write(model);

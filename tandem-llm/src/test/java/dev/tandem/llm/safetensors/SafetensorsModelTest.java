@@ -4,12 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
-import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
-import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.model.LlamaWeights;
 import dev.tandem.llm.model.RopeStyle;
-import dev.tandem.llm.model.WeightType;
+import dev.tandem.llm.reference.RandomWeights;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,7 +32,7 @@ class SafetensorsModelTest {
     Path dir;
 
     static final LlamaConfig SHAPE = new LlamaConfig(32, 2, 4, 2, 8, 48, 64, 128, 10000f, RopeStyle.NEOX, false, 1e-5f,
-            WeightType.F32, false, false, false);
+            TensorType.F32, false, false, false);
 
     Path write(String name, LlamaConfig c, Consumer<HuggingFaceDirectoryWriter> setup) throws IOException {
         HuggingFaceDirectoryWriter w = new HuggingFaceDirectoryWriter(new RandomWeights(c, 7));
@@ -77,7 +77,7 @@ class SafetensorsModelTest {
     @Test
     void qwen3ReadsItsHeadWidthAndQkNorms() throws IOException {
         LlamaConfig c = new LlamaConfig(32, 1, 4, 2, 16, 48, 64, 128, 1_000_000f, RopeStyle.NEOX, false, 1e-6f,
-                WeightType.F32, false, true, true);
+                TensorType.F32, false, true, true);
         try (SafetensorsModel m = SafetensorsModel.open(write("qwen3", c, w -> w.modelType("qwen3")))) {
             assertThat(m.config()).isEqualTo(c);
             assertThat(m.config().qDim()).isEqualTo(64).isNotEqualTo(m.config().dim());
@@ -95,7 +95,7 @@ class SafetensorsModelTest {
         LlamaWeights random = new RandomWeights(SHAPE, 7);
         Path d = write(dtype.name(), SHAPE, w -> w.dtype(dtype));
         try (SafetensorsModel m = SafetensorsModel.open(d)) {
-            assertThat(m.config().weightType()).isEqualTo(WeightType.valueOf(dtype.name()));
+            assertThat(m.config().weightType()).isEqualTo(TensorType.valueOf(dtype.name()));
             for (Tensor t : new Tensor[] {Tensor.TOKEN_EMBEDDING, Tensor.WQ, Tensor.W2}) {
                 MemorySegment stored = dtype == SafetensorsDtype.F32 ? random.tensor(t, 1)
                         : HuggingFaceDirectoryWriter.encode(random.tensor(t, 1), dtype);
@@ -172,7 +172,7 @@ class SafetensorsModelTest {
                 .hasMessage(d.resolve("model.safetensors") + ": tensor model.layers.0.self_attn.k_proj.weight has"
                         + " shape [16, 32], expected [32, 32] for llama (config.json)");
         Path ok = write("mha", new LlamaConfig(32, 1, 4, 4, 8, 48, 64, 128, 10000f, RopeStyle.NEOX, false, 1e-5f,
-                WeightType.F32, false, false, false), w -> w.config(n -> {
+                TensorType.F32, false, false, false), w -> w.config(n -> {
                     n.remove("num_key_value_heads");
                     n.remove("rope_theta");
                     n.remove("tie_word_embeddings");

@@ -1,12 +1,12 @@
 package dev.tandem.llm.tokenizer;
 
-import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.llm.gguf.GgufVocabulary;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;

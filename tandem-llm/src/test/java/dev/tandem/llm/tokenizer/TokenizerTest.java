@@ -1,10 +1,10 @@
 package dev.tandem.llm.tokenizer;
 
-import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.llm.gguf.GgufWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -1,8 +1,8 @@
 package dev.tandem.llm.tokenizer;
 
-import dev.tandem.llm.gguf.GgufVocabulary;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.llm.gguf.GgufVocabulary;
 import java.io.IOException;
 import java.util.Arrays;
 import java.util.List;
