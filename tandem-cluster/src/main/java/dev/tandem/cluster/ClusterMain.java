@@ -7,9 +7,9 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Callable;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
+import picocli.CommandLine;
 
 /**
  * {@code tandem cluster}: one node of a tandem cluster. Its own entry point (and class path,
