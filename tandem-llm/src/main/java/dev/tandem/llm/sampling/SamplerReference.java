@@ -20,6 +20,11 @@ public final class SamplerReference {
     public static int sample(float[] logits, SamplerConfig config, int[] window, long k) {
         int vocab = logits.length;
         float[] l = logits.clone();
+        for (Map.Entry<Integer, Float> bias : config.logitBias().entrySet()) {
+            if (bias.getKey() < vocab) { // a bias past the vocabulary is ignored, as the sampler does
+                l[bias.getKey()] += bias.getValue();
+            }
+        }
         check(l);
         if (config.repeatLastN() > 0) {
             Map<Integer, Integer> counts = new LinkedHashMap<>();

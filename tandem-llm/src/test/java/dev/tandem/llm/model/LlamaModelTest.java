@@ -167,6 +167,40 @@ class LlamaModelTest {
         assertThat(first.tokens()).isNotEqualTo(greedy.tokens());
     }
 
+    /**
+     * Only a plain greedy configuration samples with the kernels' argmax: a greedy one with a
+     * penalty or a bias takes the sampler chain (the reference applies them, and they change the
+     * tokens), and one asking for log-probabilities, even with no alternatives, gets each token's
+     * record.
+     */
+    @Test
+    void greedyWithPenaltiesBiasesOrLogprobsTakesTheSamplerChain() {
+        var config = LlamaConfig.named("tiny");
+        var greedy = LlamaRequest.batch(new int[][] {prompt(5, 2), prompt(8, 3)}, 24);
+        Streamed plain = run(config, 17, greedy, LlamaModel.Options.defaults());
+        var penalised = greedy.withSampler(SamplerConfig.GREEDY.toBuilder().repetitionPenalty(1.8f).repeatLastN(64).build());
+        assertMatchesReference(config, 17, penalised, LlamaModel.Options.defaults());
+        assertThat(run(config, 17, penalised, LlamaModel.Options.defaults()).tokens()).isNotEqualTo(plain.tokens());
+        int first = plain.tokens().get(0).get(0);
+        var biased = greedy.withSampler(SamplerConfig.GREEDY.toBuilder().logitBias(java.util.Map.of(first, -1000f)).build());
+        assertMatchesReference(config, 17, biased, LlamaModel.Options.defaults());
+        assertThat(run(config, 17, biased, LlamaModel.Options.defaults()).tokens().get(0)).doesNotContain(first);
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, 17));
+            var logprobs = greedy.withLogprobs(0);
+            TokenStream stream = worker.run(model.program(), logprobs, RunOptions.defaults().withMaxTokens(24));
+            for (Token token : stream) {
+                for (int b = 0; b < 2; b++) {
+                    var record = dev.tandem.llm.sampling.TokenLogprobs.readFrom(
+                            java.lang.foreign.MemorySegment.ofArray(token.bytes()), logprobs.logprobsAt(b));
+                    assertThat(record.token()).as("step %d sequence %d", token.step(), b).isEqualTo(token.asInts()[b]);
+                    assertThat(record.logprob()).isFinite().isLessThanOrEqualTo(0f);
+                    assertThat(record.topTokens()).isEmpty();
+                }
+            }
+        }
+    }
+
     @Test
     void aSequenceEndsAtItsStopTokenAndTheRequestWhenAllHave() {
         var config = LlamaConfig.named("tiny");

@@ -69,7 +69,15 @@ class SamplerPropertyTest {
                     for (int i = 0; i < prompt.length; i++) {
                         prompt[i] = random.nextInt(Math.min(vocab, 8));
                     }
-                    SamplerConfig seeded = config.toBuilder().seed(seed).penalizePrompt(penalizePrompt).build();
+                    // A logit bias on a third of the cases: a few tokens, some past the vocabulary (ignored).
+                    java.util.Map<Integer, Float> bias = new java.util.HashMap<>();
+                    if (random.nextInt(3) == 0) {
+                        for (int i = random.nextInt(1, 4); i > 0; i--) {
+                            bias.put(random.nextInt(vocab + 2), (float) random.nextDouble(-100, 100));
+                        }
+                    }
+                    SamplerConfig seeded = config.toBuilder().seed(seed).penalizePrompt(penalizePrompt).logitBias(bias)
+                            .build();
                     return new Case(seeded, vocab, logitsSeed, prompt, steps, shape);
                 });
     }
