@@ -1783,7 +1783,7 @@ final class VectorOps implements KernelOps {
      * the inputs side by side rather than {@code cols} floats apart, the eight broadcasts of a
      * value sit at one index and constant offsets: 60.2 → 67.5 GMAC/s (512 x 512, in cache) and
      * 30.4 → 34.8 (65536 x 1024, from memory), one thread, the two builds alternating in one JVM;
-     * f32 and bf16 gained more from memory (1.75x and 1.9x, see docs/architecture.md), while
+     * f32 and bf16 gained more from memory (1.75x and 1.9x in the same runs), while
      * f16's loop, which widens its weights into scratch first, lost 7-10% in cache and reads the
      * inputs {@code cols} apart as before.
      */
