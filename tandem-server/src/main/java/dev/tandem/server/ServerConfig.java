@@ -21,7 +21,8 @@ import java.util.Objects;
  * @param corsOrigins     origins a browser may call from ({@code Access-Control-Allow-Origin}),
  *                        {@code *} for any; empty (the default) for no CORS headers at all
  * @param maxBodyBytes    largest request body read; a larger one is answered 413
- * @param maxPromptTokens longest prompt accepted (413 beyond it); 0 for the model's context less one
+ * @param maxPromptTokens longest prompt accepted (400 {@code context_length_exceeded} beyond it); 0 for the
+ *                        model's context less one
  * @param maxTokens       largest {@code max_tokens} accepted (400 beyond it), and the limit of a
  *                        request that names none (then also capped by the room in the context)
  * @param requestTimeout  the deadline of every generation, or null for none
