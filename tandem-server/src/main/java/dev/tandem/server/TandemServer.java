@@ -91,7 +91,7 @@ public final class TandemServer implements AutoCloseable {
         this.generations = new Generations(config, replies, metrics);
         this.completions = new CompletionsApi(generations, names, replies, metrics, config);
         this.responses = new ResponsesApi(generations, names, replies, metrics, config);
-        this.tokenize = new TokenizeApi(engine.model().tokenizer(), replies);
+        this.tokenize = new TokenizeApi(names, replies);
         this.server = WebServer.builder()
                 .host(config.host())
                 .port(config.port())

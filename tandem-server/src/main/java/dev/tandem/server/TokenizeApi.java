@@ -23,19 +23,32 @@ import java.nio.charset.StandardCharsets;
  *       piece is its text when its bytes are valid UTF-8 and the list of its bytes otherwise;</li>
  *   <li>{@code /detokenize} takes {@code tokens} (ids) and answers {@code {"content": text}}.</li>
  * </ul>
+ *
+ * <p>Both take an optional {@code model}, resolved as a completion's is ({@link ModelNames}): on a
+ * server routing several models it picks the vocabulary, and a name none serves is a 404.
  */
 final class TokenizeApi {
-    private final Tokenizer tokenizer;
+    private final ModelNames names;
     private final Replies replies;
 
-    TokenizeApi(Tokenizer tokenizer, Replies replies) {
-        this.tokenizer = tokenizer;
+    TokenizeApi(ModelNames names, Replies replies) {
+        this.names = names;
         this.replies = replies;
+    }
+
+    /** The tokenizer of the body's {@code model} (the own model's without one). */
+    private Tokenizer tokenizer(JsonNode body) {
+        JsonNode model = body.get("model");
+        if (model != null && !model.isNull() && !model.isTextual()) {
+            throw ApiException.badParameter("model", "model must be a string");
+        }
+        return names.resolve(model == null || model.isNull() ? null : model.asText()).model().tokenizer();
     }
 
     void tokenize(ServerRequest req, ServerResponse res) {
         try {
             JsonNode body = object(replies.readBody(req));
+            Tokenizer tokenizer = tokenizer(body);
             JsonNode content = body.get("content");
             if (content == null || !content.isTextual()) {
                 throw ApiException.badParameter("content", "content must be a string");
@@ -71,6 +84,7 @@ final class TokenizeApi {
     void detokenize(ServerRequest req, ServerResponse res) {
         try {
             JsonNode body = object(replies.readBody(req));
+            Tokenizer tokenizer = tokenizer(body);
             JsonNode tokens = body.get("tokens");
             if (tokens == null || !tokens.isArray()) {
                 throw ApiException.badParameter("tokens", "tokens must be an array of token ids");

@@ -103,6 +103,20 @@ class RoutedModelsTest {
                 }
                 assertThat(own.submitted.get()).isEqualTo(2);
 
+                // Tokenizing names its model as a completion does: a served one answers, any other is a 404.
+                String tokenized = RawHttp.exchange(port, "POST", "/tokenize", H,
+                        "{\"content\":\"Once upon\"}").body();
+                assertThat(RawHttp.exchange(port, "POST", "/tokenize", H,
+                        "{\"model\":\"second\",\"content\":\"Once upon\"}").body()).isEqualTo(tokenized);
+                var notServed = RawHttp.exchange(port, "POST", "/tokenize", H,
+                        "{\"model\":\"gpt-4o\",\"content\":\"Once upon\"}");
+                assertThat(notServed.status()).isEqualTo(404);
+                assertThat(notServed.body()).contains("model_not_found");
+                assertThat(RawHttp.exchange(port, "POST", "/detokenize", H,
+                        "{\"model\":\"gpt-4o\",\"tokens\":[1]}").status()).isEqualTo(404);
+                assertThat(RawHttp.exchange(port, "POST", "/tokenize", H,
+                        "{\"model\":7,\"content\":\"x\"}").status()).isEqualTo(400);
+
                 // Not strict, yet a router refuses a name it does not serve, as a strict single model does.
                 ServerOptionsTest.assertGpt4oNotFound(port);
                 assertThat(RawHttp.exchange(port, "GET", "/v1/models/second", H, null).status()).isEqualTo(200);
