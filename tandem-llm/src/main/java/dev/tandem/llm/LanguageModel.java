@@ -298,8 +298,8 @@ public final class LanguageModel {
 
     /**
      * Generates from {@code prompt} on {@code worker}, the worker this model was loaded onto, as a
-     * batch of one: a {@link Batcher} of one member, its KV pool exactly the completion's context,
-     * closed (its memory returned) when the completion ends. Many concurrent completions share the
+     * batch of one: a {@link Batcher} of one member, its KV pool exactly the completion's context
+     * and its step no wider than the prompt, closed (its memory returned) when the completion ends. Many concurrent completions share the
      * worker's cores; for many completions in one batch (each step reading the weights once for
      * all of them) submit them to one {@link Batcher}.
      *
@@ -309,7 +309,11 @@ public final class LanguageModel {
     public Completion generate(Worker worker, int[] prompt, GenerateOptions options) {
         int maxTokens = limits.maxTokens(prompt.length, options.maxTokens());
         int blockSize = model().options().kvBlockSize();
+        // Its activations hold one step's rows: the whole prompt in one step, as the plain program
+        // does, but no more rows than a batcher's default budget (a longer prompt is chunked).
+        int rows = Math.max(2, Math.min(BatcherConfig.defaults().tokenBudget(), prompt.length + 1));
         Batcher one = Batcher.start(worker, this, BatcherConfig.builder().maxBatch(1).maxQueued(1).prefixCache(false)
+                .tokenBudget(rows)
                 .kvBlocks(dev.tandem.llm.engine.Sequence.blocksFor(prompt.length, maxTokens, blockSize)).build());
         Completion completion;
         try {

@@ -74,6 +74,10 @@ class LanguageModelTest {
             Completion cancelled = m.generate(own, prompt, options.withMaxTokens(400));
             var deltas = cancelled.iterator();
             deltas.next();
+            // While it runs it holds about what the plain program's request would: a KV pool of its
+            // context and a step as wide as its prompt, not a default batcher's 256 rows.
+            long plainBytes = m.model().requestBytes(m.request(prompt, options.withMaxTokens(400)));
+            assertThat(own.memoryInUse() - memory).isLessThan(2 * plainBytes);
             cancelled.cancel();
             while (deltas.hasNext()) {
                 deltas.next();
