@@ -19,7 +19,8 @@ import org.junit.jupiter.api.Timeout;
 /**
  * The publisher's signal protocol under races: threads request demand, request(0) and cancel
  * at once while tokens flow. Signals must never overlap, none may follow a terminal one, at
- * most one terminal signal arrives, and tokens arrive in order without gaps.
+ * most one terminal signal arrives, the end a cancel caused is never signalled back, and tokens
+ * arrive in order without gaps.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 class PublisherStressTest {
@@ -82,6 +83,10 @@ class PublisherStressTest {
         @Override
         public void onError(Throwable throwable) {
             enter("onError");
+            if (throwable instanceof StreamTerminatedException ended && ended.status() == Status.CANCELLED) {
+                // Only the subscriber cancels here: its own cancel must not come back as an error (rule 1.8).
+                violation.compareAndSet(null, "the subscriber's own cancel was signalled back: " + throwable);
+            }
             terminals.incrementAndGet();
             exit();
             ended.countDown();

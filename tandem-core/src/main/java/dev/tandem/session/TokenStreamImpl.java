@@ -47,8 +47,10 @@ import org.slf4j.LoggerFactory;
  * order of priority: nothing once the subscription is {@code done} (terminal signal sent,
  * cancelled, or {@code onSubscribe}/{@code onNext} threw); {@code onError} for a pending
  * non-positive {@code request(n)} (rule 3.9); tokens while there is demand; the end when it
- * reaches the marker (it needs no demand). Each terminal signal sets {@code done} first, so
- * none follows it (rule 1.7); cancel sets {@code cancelled} and ends the request, and a
+ * reaches the marker (it needs no demand), unless the subscriber cancelled meanwhile (the
+ * end its own cancel caused is not signalled back, rule 1.8). Each terminal signal sets
+ * {@code done} first, so none follows it (rule 1.7); cancel sets {@code cancelled} before it
+ * ends the request, and a
  * {@code request} or {@code cancel} after that is a no-op (rules 3.6, 3.7). Demand adds up
  * to at most {@link Long#MAX_VALUE} (rule 3.17). Once done, the stream drops its reference
  * to the subscriber (rule 3.13). A subscriber that throws from {@code onSubscribe} or
@@ -344,6 +346,9 @@ final class TokenStreamImpl implements TokenStream {
             if (head == END || !keep()) {
                 queue.offer(END);
                 done = true;
+                if (cancelled) {
+                    return; // the subscriber cancelled meanwhile: its own cancel ends it unsignalled (rule 1.8)
+                }
                 Outcome outcome = endOutcome;
                 if (outcome.status() == Status.COMPLETED) {
                     s.onComplete();
