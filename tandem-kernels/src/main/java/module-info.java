@@ -9,6 +9,7 @@
  */
 module dev.tandem.kernels {
     requires static jdk.incubator.vector;
+    requires java.management; // InlineDirectives gives C2 the kernels' inline list through a diagnostic command
     requires org.slf4j;
 
     exports dev.tandem.kernels;

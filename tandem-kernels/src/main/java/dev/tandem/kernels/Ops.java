@@ -10,7 +10,8 @@ import org.slf4j.LoggerFactory;
  * JVM was started with {@code --add-modules jdk.incubator.vector}) and the system property
  * {@value #SCALAR_PROPERTY} is not {@code true}. Otherwise the scalar kernels run, after one
  * warning through SLF4J that says why; the vector class is then never loaded, so a JVM without
- * the module never fails on it.
+ * the module never fails on it. Choosing the vector kernels also gives C2 their inline list
+ * where the JVM was started without it ({@link InlineDirectives}).
  */
 public final class Ops {
 
@@ -61,6 +62,7 @@ public final class Ops {
                     ModuleLayer.boot().findModule(VECTOR_MODULE).isPresent();
             String reason = scalarReason(vectorModulePresent, System.getProperty(SCALAR_PROPERTY));
             if (reason == null) {
+                InlineDirectives.installOnce();
                 return VectorOps.INSTANCE;
             }
             Logger log = LoggerFactory.getLogger(Ops.class);

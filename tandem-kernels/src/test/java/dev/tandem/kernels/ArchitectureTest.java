@@ -7,7 +7,10 @@ import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.Test;
 
-/** The kernels are a leaf: the JDK (and its Vector API) and SLF4J only, nothing of the runtime above them. */
+/**
+ * The kernels are a leaf: the JDK (its Vector API, and JMX for {@code InlineDirectives}' one
+ * diagnostic command) and SLF4J only, nothing of the runtime above them.
+ */
 class ArchitectureTest {
     private static final JavaClasses KERNELS = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
@@ -16,7 +19,8 @@ class ArchitectureTest {
     @Test
     void dependOnTheJdkOnly() {
         noClasses().should().dependOnClassesThat()
-                .resideOutsideOfPackages("dev.tandem.kernels..", "java..", "jdk.incubator.vector..", "jdk.internal..", "org.slf4j..")
+                .resideOutsideOfPackages("dev.tandem.kernels..", "java..", "javax.management..", "jdk.incubator.vector..",
+                        "jdk.internal..", "org.slf4j..")
                 .check(KERNELS);
     }
 
