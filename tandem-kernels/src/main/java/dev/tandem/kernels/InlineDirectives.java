@@ -59,7 +59,14 @@ final class InlineDirectives {
     }
 
     private static String install() {
-        List<String> arguments = ProcessHandle.current().info().arguments().map(List::of).orElse(List.of());
+        // The JVM's own options, not ProcessHandle's arguments: those are empty for a long command line
+        // (the launcher's class path), and they include no JAVA_TOOL_OPTIONS.
+        List<String> arguments;
+        try {
+            arguments = ManagementFactory.getRuntimeMXBean().getInputArguments();
+        } catch (RuntimeException | LinkageError unknown) {
+            arguments = List.of();
+        }
         String own = compileCommandsOption(arguments);
         if (own != null) {
             log.debug("the JVM was started with {}: its compile commands direct C2", own);

@@ -73,7 +73,10 @@ class InlineDirectivesTest {
 
     @Test
     void aJvmWithTheFlagKeepsItsOwnCommands() throws Exception {
-        String output = probe("-XX:CompileCommandFile=" + Path.of("..", "bin", "compile-commands").toAbsolutePath());
+        // A command line as long as the launcher's (its class path): the JVM's arguments as the OS
+        // lists them are then truncated, and the option must still be seen.
+        String output = probe("-XX:CompileCommandFile=" + Path.of("..", "bin", "compile-commands").toAbsolutePath(),
+                "-Dtandem.test.padding=" + "x".repeat(10_000));
         assertThat(output).contains("outcome: not needed: the JVM was started with -XX:CompileCommandFile=")
                 .doesNotContain("matching: dev/tandem/*.*");
     }
