@@ -18,7 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
  * The matmul kernels against the machine's read bandwidth: each kernel multiplies a weight matrix
  * larger than the last-level cache by a batch of 1 and of 8 inputs, on 1 and 2 threads, and
  * reports the GB/s of weights it reads; a plain read of as many bytes on as many threads (a
- * vectorized comparison of the q8_0 matrix with its copy), timed in the same rounds, is the bound,
+ * vectorized comparison of the q8_0_x16 matrix with its copy), timed in the same rounds, is the bound,
  * and each kernel reports its fraction of it.
  *
  * <p>Threads take row blocks of about 256 KiB of weights from a shared counter, as the decoder's
@@ -36,32 +36,20 @@ public final class KernelBench {
 
     /** The kernels measured. */
     public enum Kernel {
-        F32(TensorType.F32),
         /** f32 interleaved by 16 rows: how the decoder runs an f32 matrix. */
         F32_X16(TensorType.F32_X16),
-        /** f16 weights widened to f32 inside the matmul. */
-        F16(TensorType.F16),
         /** f16 interleaved by 16 rows: how the decoder runs an f16 matrix. */
         F16_X16(TensorType.F16_X16),
-        /** bf16 weights widened to f32 inside the matmul. */
-        BF16(TensorType.BF16),
         /** bf16 interleaved by 16 rows: how the decoder runs a bf16 matrix. */
         BF16_X16(TensorType.BF16_X16),
-        Q8_0(TensorType.Q8_0),
         /** q8_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q8_0 matrix. */
         Q8_0_X16(TensorType.Q8_0_X16),
-        Q4_0(TensorType.Q4_0),
         /** q4_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_0 matrix. */
         Q4_0_X16(TensorType.Q4_0_X16),
-        /**
-         * q5_0 interleaved by 16 rows, with int8 inputs: how the decoder runs a q5_0 matrix (most of
-         * a Qwen2.5-0.5B Q4_K_M file). It has no plain-layout matmul.
-         */
+        /** q5_0 interleaved by 16 rows, with int8 inputs (most of a Qwen2.5-0.5B Q4_K_M file). */
         Q5_0_X16(TensorType.Q5_0_X16),
-        Q4_K(TensorType.Q4_K),
         /** q4_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q4_K matrix. */
         Q4_K_X16(TensorType.Q4_K_X16),
-        Q6_K(TensorType.Q6_K),
         /** q6_K interleaved by 16 rows, with int8 inputs: how the decoder runs a q6_K matrix. */
         Q6_K_X16(TensorType.Q6_K_X16);
 
@@ -139,13 +127,11 @@ public final class KernelBench {
             int maxRows = 0;
             for (Kernel kernel : Kernel.values()) {
                 int rows = (int) (bytes / kernel.type().rowBytes(COLS));
-                MemorySegment weights = kernel == Kernel.F32
-                        ? randomF32(arena, (long) rows * COLS, random)
-                        : randomBlocks(arena, kernel.type(), rows, random);
+                MemorySegment weights = randomBlocks(arena, kernel.type(), rows, random);
                 matrices[kernel.ordinal()] = new Matrix(kernel, rows, weights);
                 maxRows = Math.max(maxRows, rows);
             }
-            MemorySegment q8 = matrices[Kernel.Q8_0.ordinal()].weights;
+            MemorySegment q8 = matrices[Kernel.Q8_0_X16.ordinal()].weights;
             MemorySegment x = randomF32(arena, (long) maxBatch * COLS, random);
             MemorySegment out = arena.allocate((long) maxBatch * maxRows * Float.BYTES, 64);
             MemorySegment copyTarget = arena.allocate(q8.byteSize(), 64);
@@ -265,9 +251,7 @@ public final class KernelBench {
         MemorySegment x = randomF32(arena, 8L * COLS, random);
         MemorySegment out = arena.allocate(8L * rows * Float.BYTES, 64);
         for (Kernel kernel : Kernel.values()) {
-            MemorySegment w = kernel == Kernel.F32
-                    ? randomF32(arena, (long) rows * COLS, random)
-                    : randomBlocks(arena, kernel.type(), rows, random);
+            MemorySegment w = randomBlocks(arena, kernel.type(), rows, random);
             for (int i = 0; i < 300; i++) {
                 ops.matmul(kernel.type(), w, 0, x, 0, out, 0, rows, COLS, i % 2 == 0 ? 1 : 8, 0, rows);
             }

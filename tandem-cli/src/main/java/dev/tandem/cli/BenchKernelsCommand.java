@@ -12,7 +12,7 @@ import picocli.CommandLine.Option;
  * KernelBench}).
  */
 @Command(name = "kernels", mixinStandardHelpOptions = true,
-        description = "The matmul kernels (f32, f16, bf16, q8_0, q8_0_x16, q4_0, q4_0_x16, q5_0_x16, q4_K, q4_K_x16, q6_K, q6_K_x16;"
+        description = "The matmul kernels (f32_x16, f16_x16, bf16_x16, q8_0_x16, q4_0_x16, q5_0_x16, q4_K_x16, q6_K_x16;"
                 + " batch 1 and 8;"
                 + " 1 and 2 threads) in GB/s of weights read, against a plain read of as many bytes in the same"
                 + " run. Under a minute.")

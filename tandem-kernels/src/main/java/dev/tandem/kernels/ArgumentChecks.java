@@ -13,70 +13,21 @@ final class ArgumentChecks {
 
     private ArgumentChecks() {}
 
-    // ---- per-kernel checks ----
-
-    static void matmulF32(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        String kernel = "matmulF32";
-        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
-        fits(kernel, "weights", weights, weightsOffset, f32Bytes(kernel, "rows * cols", rows, cols));
-        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
-        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
-    }
-
-    /** {@code matmulF16} and {@code matmulBF16}: 2 bytes a weight. */
-    static void matmulHalves(
-            String kernel,
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
-        fits(kernel, "weights", weights, weightsOffset, product(kernel, "rows * cols bytes", rows, 2L * cols));
-        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
-        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
-    }
-
-    static void matmulQ8_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        String kernel = "matmulQ8_0";
-        matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
-        multipleOfBlock(kernel, "cols", cols);
-        fits(kernel, "weights", weights, weightsOffset, q8Bytes(kernel, "rows * cols", rows, cols));
-        fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
-        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
+    /** The failure of a matmul asked for a {@code type} it has no kernel for: null, or not interleaved. */
+    static IllegalArgumentException notInterleaved(TensorType type) {
+        if (type == null) {
+            return new IllegalArgumentException("matmul: type is null");
+        }
+        if (type.interleaved() != null) {
+            return new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved layout only, "
+                    + type.interleaved() + " (QuantOps.interleave makes it)");
+        }
+        return new IllegalArgumentException("matmul: type = " + type + " has no matmul");
     }
 
     /**
-     * The checks of a matmul over weights in {@code type}'s blocks (q4_0, q4_K, q6_K), named
-     * {@code matmulQ4_0} etc. in the messages.
+     * The checks of a matmul over weights in the interleaved layout {@code type}, named
+     * {@code matmulQ4_0_X16} etc. in the messages.
      */
     static void matmulBlocks(
             TensorType type,
@@ -92,12 +43,9 @@ final class ArgumentChecks {
             int rowStart,
             int rowEnd) {
         String kernel = switch (type) { // constants: a passing check allocates nothing
-            case Q4_0 -> "matmulQ4_0";
             case Q4_0_X16 -> "matmulQ4_0_X16";
-            case Q4_K -> "matmulQ4_K";
             case Q4_K_X16 -> "matmulQ4_K_X16";
             case Q8_0_X16 -> "matmulQ8_0_X16";
-            case Q6_K -> "matmulQ6_K";
             case Q6_K_X16 -> "matmulQ6_K_X16";
             case Q5_0_X16 -> "matmulQ5_0_X16";
             case Q5_K_X16 -> "matmulQ5_K_X16";

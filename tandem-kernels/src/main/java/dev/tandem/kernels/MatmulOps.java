@@ -14,12 +14,6 @@ import java.lang.foreign.MemorySegment;
 public interface MatmulOps {
 
     /**
-     * Vector and scalar {@code matmulF32} agree within this fraction of {@code sum_k |W[r, k] * x[b, k]|}
-     * for {@code cols <= 4096}: both accumulate in f32, in different orders.
-     */
-    float F32_RELATIVE_TOLERANCE = 1e-5f;
-
-    /**
      * Rows of {@link TensorType#F32_X16}, {@link TensorType#F16_X16} and {@link TensorType#BF16_X16}
      * that their matmuls read as four streams for one input (batch 1, and the inputs a
      * batch leaves over four at a time): a caller that splits a matrix into row ranges of multiples
@@ -27,24 +21,6 @@ public interface MatmulOps {
      * bits, slower from memory.
      */
     int F32_X16_PASS_ROWS = 4 * TensorType.X16_ROWS;
-
-    /**
-     * Vector and scalar {@code matmulF16} and {@code matmulBF16} agree within this fraction of the
-     * sum of the absolute products of the widened weights and {@code x}, for {@code cols <= 4096}.
-     */
-    float HALVES_RELATIVE_TOLERANCE = 1e-5f;
-
-    /**
-     * Vector and scalar {@code matmulQ8_0} agree within this fraction of the sum of the absolute
-     * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
-     */
-    float Q8_0_RELATIVE_TOLERANCE = 1e-5f;
-
-    /**
-     * Vector and scalar {@code matmulQ4_0} agree within this fraction of the sum of the absolute
-     * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
-     */
-    float Q4_0_RELATIVE_TOLERANCE = 1e-5f;
 
     /**
      * Vector and scalar {@code matmulQ4_0_X16} agree bit for bit: both quantize the inputs the same
@@ -75,104 +51,6 @@ public interface MatmulOps {
     float Q5_K_X16_RELATIVE_TOLERANCE = 0f;
 
     /**
-     * Vector and scalar {@code matmulQ4_K} agree within this fraction of
-     * {@code sum_k (|d * scale * q_k| + |dmin * min|) * |x[b, k]|}, for {@code cols <= 4096}. Both
-     * dequantize each weight to {@code d * scale * q - dmin * min} before multiplying (the vector
-     * kernel with one fused multiply-add), and where the two terms nearly cancel their rounding is
-     * relative to the terms, not to the weight.
-     */
-    float Q4_K_RELATIVE_TOLERANCE = 1e-5f;
-
-    /**
-     * Vector and scalar {@code matmulQ6_K} agree within this fraction of the sum of the absolute
-     * products of the dequantized weights and {@code x}, for {@code cols <= 4096}.
-     */
-    float Q6_K_RELATIVE_TOLERANCE = 1e-5f;
-
-    /** Matmul with f32 weights. */
-    void matmulF32(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /**
-     * Matmul with f16 weights ({@link TensorType#F16}, 2 bytes a value, row-major): each weight
-     * widened exactly to f32 (as {@link QuantOps#dequantize} does) and multiplied with the f32
-     * inputs, so the result is {@link #matmulF32}'s on the widened matrix, within rounding. Row
-     * ranges and offsets as for {@link #matmulF32}.
-     */
-    void matmulF16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /** {@link #matmulF16} for bf16 weights ({@link TensorType#BF16}: the upper half of an f32). */
-    void matmulBF16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /**
-     * Matmul with weights in {@link Q8_0} blocks: {@code cols} must be a multiple of 32, and row
-     * {@code r} starts {@code r * Q8_0.rowBytes(cols)} bytes after {@code weightsOffset}.
-     */
-    void matmulQ8_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /**
-     * Matmul with weights in q4_0 blocks ({@link TensorType#Q4_0}: 18 bytes per 32 values):
-     * {@code cols} must be a multiple of 32, and row {@code r} starts
-     * {@code r * TensorType.Q4_0.rowBytes(cols)} bytes after {@code weightsOffset}. Half the bytes of
-     * q8_0 per weight, so a memory-bound decode step reads half as much.
-     */
-    void matmulQ4_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /**
      * Matmul with q4_0 weights in the {@link TensorType#Q4_0_X16} layout ({@link
      * QuantOps#interleaveQ4_0}), computed as llama.cpp computes its q4_0 dot products: each input is
      * first quantized to q8_0 blocks, and each block's dot product is a sum of integer products.
@@ -184,7 +62,7 @@ public interface MatmulOps {
      * starting from {@code 0} and block by block in order,
      * {@code acc = fma((float) (sum_k (w_k - 8) * q_k), dw * dx, acc)} with {@code w_k} the
      * block's nibbles and {@code dw} its f16 scale, all in f32; {@code out} is {@code acc}. The
-     * result differs from {@link #matmulQ4_0}'s by the rounding of the inputs, at most
+     * result differs from a plain q4_0 dot product by the rounding of the inputs, at most
      * {@code 0.57 * amax / 127} per value of a block (half a step, and the f16 rounding of {@code dx}).
      *
      * <p>{@code cols} must be a multiple of 32; row {@code r} starts {@code r *
@@ -193,7 +71,7 @@ public interface MatmulOps {
      * matrix's first). Any row range works; one that starts and ends on group boundaries runs at
      * full speed, a row of a group cut by the range reads its bytes one by one.
      */
-    void matmulQ4_0_X16(
+    default void matmulQ4_0_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -204,7 +82,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q4_0_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with f32 weights in the {@link TensorType#F32_X16} layout ({@link
@@ -213,7 +94,7 @@ public interface MatmulOps {
      * implementations compute exactly that, so they agree bit for bit, at every batch and wherever
      * a range cuts the rows. Row ranges and offsets as for {@link #matmulQ4_0_X16}.
      */
-    void matmulF32_X16(
+    default void matmulF32_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -224,7 +105,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.F32_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with f16 weights in the {@link TensorType#F16_X16} layout ({@link
@@ -235,7 +119,7 @@ public interface MatmulOps {
      * bit, at every batch and wherever a range cuts the rows. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; ranges of multiples of {@link #F32_X16_PASS_ROWS} rows run fastest.
      */
-    void matmulF16_X16(
+    default void matmulF16_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -246,7 +130,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.F16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with bf16 weights in the {@link TensorType#BF16_X16} layout ({@link
@@ -256,7 +143,7 @@ public interface MatmulOps {
      * bit, at every batch and wherever a range cuts the rows. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; ranges of multiples of {@link #F32_X16_PASS_ROWS} rows run fastest.
      */
-    void matmulBF16_X16(
+    default void matmulBF16_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -267,7 +154,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.BF16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q8_0 weights in the {@link TensorType#Q8_0_X16} layout ({@link
@@ -279,7 +169,7 @@ public interface MatmulOps {
      * exactly that, so they agree bit for bit. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32.
      */
-    void matmulQ8_0_X16(
+    default void matmulQ8_0_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -290,7 +180,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q8_0_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q4_K weights in the {@link TensorType#Q4_K_X16} layout ({@link
@@ -306,7 +199,7 @@ public interface MatmulOps {
      * inputs as in {@link #matmulQ4_0_X16} aside. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256.
      */
-    void matmulQ4_K_X16(
+    default void matmulQ4_K_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -317,45 +210,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
-
-    /**
-     * Matmul with weights in q4_K super-blocks ({@link TensorType#Q4_K}: 144 bytes per 256 values):
-     * {@code cols} must be a multiple of 256, and row {@code r} starts
-     * {@code r * TensorType.Q4_K.rowBytes(cols)} bytes after {@code weightsOffset}.
-     */
-    void matmulQ4_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
-
-    /**
-     * Matmul with weights in q6_K super-blocks ({@link TensorType#Q6_K}: 210 bytes per 256 values,
-     * a 6-bit quant and one of 16 int8 scales per value, one f16 factor per block): {@code cols}
-     * must be a multiple of 256, and row {@code r} starts {@code r * TensorType.Q6_K.rowBytes(cols)}
-     * bytes after {@code weightsOffset}. What llama.cpp's Q4_K_M files store their most sensitive
-     * matrices in.
-     */
-    void matmulQ6_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q4_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q6_K weights in the {@link TensorType#Q6_K_X16} layout ({@link
@@ -369,7 +227,7 @@ public interface MatmulOps {
      * {@code d sc (w - 32)} with the quantized inputs. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256.
      */
-    void matmulQ6_K_X16(
+    default void matmulQ6_K_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -380,7 +238,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q6_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q5_0 weights in the {@link TensorType#Q5_0_X16} layout ({@link
@@ -391,7 +252,7 @@ public interface MatmulOps {
      * {@code dw} the block's scale. Row ranges and offsets as for {@link #matmulQ4_0_X16}; {@code
      * cols} must be a multiple of 32. Plain q5_0 has no matmul: it runs interleaved.
      */
-    void matmulQ5_0_X16(
+    default void matmulQ5_0_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -402,7 +263,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q5_0_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q4_1 weights in the {@link TensorType#Q4_1_X16} layout, computed as llama.cpp
@@ -414,7 +278,7 @@ public interface MatmulOps {
      * offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 32. Plain q4_1 has
      * no matmul: it runs interleaved.
      */
-    void matmulQ4_1_X16(
+    default void matmulQ4_1_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -425,10 +289,13 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q4_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /** {@link #matmulQ4_1_X16} for q5_1 in the {@link TensorType#Q5_1_X16} layout: {@code w} the 5-bit quants. */
-    void matmulQ5_1_X16(
+    default void matmulQ5_1_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -439,7 +306,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q5_1_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with iq4_nl weights in the {@link TensorType#IQ4_NL_X16} layout, computed as
@@ -449,7 +319,7 @@ public interface MatmulOps {
      * nibbles. Row ranges and offsets as for {@link #matmulQ4_0_X16}; {@code cols} must be a
      * multiple of 32. Plain iq4_nl has no matmul: it runs interleaved.
      */
-    void matmulIQ4_NL_X16(
+    default void matmulIQ4_NL_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -460,13 +330,16 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.IQ4_NL_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * {@link #matmulIQ4_NL_X16} for iq4_xs in the {@link TensorType#IQ4_XS_X16} layout, with
      * {@code dw = d * (ls - 32)} per sub-block of 32; {@code cols} must be a multiple of 256.
      */
-    void matmulIQ4_XS_X16(
+    default void matmulIQ4_XS_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -477,7 +350,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.IQ4_XS_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q2_K weights in the {@link TensorType#Q2_K_X16} layout, with int8 inputs quantized
@@ -487,7 +363,7 @@ public interface MatmulOps {
      * {@code acc = fma((float) Σ q, -(dmin * (sc >> 4) * dx), acc)}. Row ranges and offsets as for
      * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256. Plain q2_K has no matmul.
      */
-    void matmulQ2_K_X16(
+    default void matmulQ2_K_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -498,13 +374,16 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q2_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * {@link #matmulQ2_K_X16} for q3_K in the {@link TensorType#Q3_K_X16} layout: {@code w} the
      * 3-bit quants less 4, one fused multiply-add per sub-block with {@code d * (s - 32) * dx}.
      */
-    void matmulQ3_K_X16(
+    default void matmulQ3_K_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -515,7 +394,10 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q3_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
      * Matmul with q5_K weights in the {@link TensorType#Q5_K_X16} layout ({@link
@@ -527,7 +409,7 @@ public interface MatmulOps {
      * {@link #matmulQ4_0_X16}; {@code cols} must be a multiple of 256. Plain q5_K has no matmul: it
      * runs interleaved.
      */
-    void matmulQ5_K_X16(
+    default void matmulQ5_K_X16(
             MemorySegment weights,
             long weightsOffset,
             MemorySegment x,
@@ -538,23 +420,22 @@ public interface MatmulOps {
             int cols,
             int batch,
             int rowStart,
-            int rowEnd);
+            int rowEnd) {
+        matmul(TensorType.Q5_K_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                rowStart, rowEnd, 0);
+    }
 
     /**
-     * The matmul for weights of {@code type}: {@link TensorType#F32}, {@link TensorType#F16},
-     * {@link TensorType#BF16}, {@link TensorType#Q8_0},
-     * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_0}, {@link TensorType#Q4_0_X16},
-     * {@link TensorType#Q4_K}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K},
-     * {@link TensorType#Q6_K_X16}, {@link TensorType#F32_X16}, {@link TensorType#F16_X16} or
-     * {@link TensorType#BF16_X16}, {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16},
-     * {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16}, {@link TensorType#IQ4_NL_X16},
-     * {@link TensorType#IQ4_XS_X16}, {@link TensorType#Q2_K_X16}, {@link TensorType#Q3_K_X16}: every
-     * type but {@link TensorType#Q5_0}, {@link TensorType#Q5_K}, {@link TensorType#Q4_1},
-     * {@link TensorType#Q5_1}, {@link TensorType#IQ4_NL}, {@link TensorType#IQ4_XS},
-     * {@link TensorType#Q2_K} and {@link TensorType#Q3_K}, which run only in their interleaved
-     * layouts.
+     * The matmul for weights in an interleaved layout {@code type}: {@link TensorType#Q4_0_X16},
+     * {@link TensorType#Q8_0_X16}, {@link TensorType#Q4_K_X16}, {@link TensorType#Q6_K_X16},
+     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q5_K_X16}, {@link TensorType#Q4_1_X16},
+     * {@link TensorType#Q5_1_X16}, {@link TensorType#IQ4_NL_X16}, {@link TensorType#IQ4_XS_X16},
+     * {@link TensorType#Q2_K_X16}, {@link TensorType#Q3_K_X16}, {@link TensorType#F32_X16},
+     * {@link TensorType#F16_X16} or {@link TensorType#BF16_X16}. A file's type runs only in its
+     * interleaved layout ({@link TensorType#interleaved()}, which {@link QuantOps#interleave} makes):
+     * every matrix a model multiplies is interleaved when it is loaded.
      *
-     * @throws IllegalArgumentException for a null type and a type that runs only interleaved, and as the kernel does
+     * @throws IllegalArgumentException for a null type and a type that is not interleaved, and as the kernel does
      */
     default void matmul(
             TensorType type,
@@ -569,55 +450,7 @@ public interface MatmulOps {
             int batch,
             int rowStart,
             int rowEnd) {
-        switch (type) {
-            case F32 -> matmulF32(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case F16 -> matmulF16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case BF16 -> matmulBF16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case Q8_0 -> matmulQ8_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case Q4_0 -> matmulQ4_0(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case Q4_0_X16 -> matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q4_K -> matmulQ4_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case Q4_K_X16 -> matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q6_K -> matmulQ6_K(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                    rowEnd);
-            case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case F32_X16 -> matmulF32_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case F16_X16 -> matmulF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case BF16_X16 -> matmulBF16_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_K_X16 -> matmulQ5_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q4_1_X16 -> matmulQ4_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case IQ4_NL_X16 -> matmulIQ4_NL_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd);
-            case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd);
-            case Q2_K_X16 -> matmulQ2_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q3_K_X16 -> matmulQ3_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_0, Q5_K, Q4_1, Q5_1, IQ4_NL, IQ4_XS, Q2_K, Q3_K -> throw new IllegalArgumentException("matmul: type = " + type + " runs in its interleaved"
-                    + " layout only, " + type.interleaved() + " (QuantOps.interleave makes it)");
-            case null -> throw new IllegalArgumentException("matmul: type is null");
-        }
+        matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0);
     }
 
     /**
@@ -631,7 +464,7 @@ public interface MatmulOps {
      * either way. A caller gives each task, or each set of calls over the same values, a key of its
      * own, say from a counter.
      */
-    default void matmul(
+    void matmul(
             TensorType type,
             MemorySegment weights,
             long weightsOffset,
@@ -644,7 +477,5 @@ public interface MatmulOps {
             int batch,
             int rowStart,
             int rowEnd,
-            long inputKey) {
-        matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
+            long inputKey);
 }

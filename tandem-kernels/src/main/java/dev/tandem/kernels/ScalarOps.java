@@ -26,160 +26,39 @@ final class ScalarOps implements KernelOps {
         return "scalar";
     }
 
-    // ---- matmul ----
-
+    /** The scalar kernels keep nothing from call to call: {@code inputKey} changes nothing. */
     @Override
-    public void matmulF32(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulF32(
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * cols * F;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int k = 0; k < cols; k++) {
-                    sum += weights.get(F32, row + k * F) * x.get(F32, input + k * F);
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
-        }
-    }
-
-    @Override
-    public void matmulF16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulHalves("matmulF16",
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        matmulHalves(false, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    @Override
-    public void matmulBF16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulHalves("matmulBF16",
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        matmulHalves(true, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each weight widened, then {@link #matmulF32}'s loop. */
-    private static void matmulHalves(boolean bf16, MemorySegment weights, long weightsOffset, MemorySegment x,
-            long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd) {
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * cols * 2;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int k = 0; k < cols; k++) {
-                    short bits = weights.get(F16, row + k * 2L);
-                    float w = bf16 ? HalfFloats.bf16ToF32(bits) : HalfFloats.f16ToF32(bits);
-                    sum += w * x.get(F32, input + k * F);
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
-        }
-    }
-
-    @Override
-    public void matmulQ8_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulQ8_0(
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / Q8_0.BLOCK_SIZE;
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * blocks * Q8_0.BLOCK_BYTES;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int block = 0; block < blocks; block++) {
-                    long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
-                    long blockInput = input + (long) block * Q8_0.BLOCK_SIZE * F;
-                    float blockSum = 0f;
-                    for (int j = 0; j < Q8_0.BLOCK_SIZE; j++) {
-                        blockSum += weights.get(I8, blockOffset + 2 + j) * x.get(F32, blockInput + j * F);
-                    }
-                    sum += blockSum * Q8_0.scale(weights, blockOffset);
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
-        }
-    }
-
-    @Override
-    public void matmulQ4_0(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_0,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 32;
-        long blockBytes = TensorType.Q4_0.blockBytes();
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * blocks * blockBytes;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int block = 0; block < blocks; block++) {
-                    long blockOffset = row + block * blockBytes;
-                    long blockInput = input + (long) block * 32 * F;
-                    float blockSum = 0f;
-                    for (int j = 0; j < 32; j++) {
-                        int packed = unsigned(weights, blockOffset + 2 + j % 16);
-                        int q = j < 16 ? packed & 0x0f : packed >>> 4;
-                        blockSum += (q - 8) * x.get(F32, blockInput + j * F);
-                    }
-                    sum += blockSum * half(weights, blockOffset);
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
+    public void matmul(TensorType type, MemorySegment weights, long weightsOffset, MemorySegment x, long xOffset,
+            MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd,
+            long inputKey) {
+        switch (type) {
+            case Q4_0_X16 -> matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q4_K_X16 -> matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_K_X16 -> matmulQ5_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q4_1_X16 -> matmulQ4_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case IQ4_NL_X16 -> matmulIQ4_NL_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
+            case Q2_K_X16 -> matmulQ2_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case Q3_K_X16 -> matmulQ3_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
+                    rowStart, rowEnd);
+            case F32_X16, F16_X16, BF16_X16 -> floatsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
+                    rows, cols, batch, rowStart, rowEnd);
+            case null, default -> throw ArgumentChecks.notInterleaved(type);
         }
     }
 
@@ -290,51 +169,6 @@ final class ScalarOps implements KernelOps {
             for (int b = 0; b < batch; b++) {
                 out.set(F32, outOffset + ((long) b * rows + r) * F,
                         Q8_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
-            }
-        }
-    }
-
-    /** Each value is dequantized as {@code dequantize} does, {@code d * scale * q - dmin * min}, then multiplied. */
-    @Override
-    public void matmulQ4_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q4_K,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 256;
-        long blockBytes = TensorType.Q4_K.blockBytes();
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * blocks * blockBytes;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int block = 0; block < blocks; block++) {
-                    long blockOffset = row + block * blockBytes;
-                    float d = half(weights, blockOffset);
-                    float dmin = half(weights, blockOffset + 2);
-                    long scales = blockOffset + 4;
-                    for (int sub = 0; sub < 8; sub++) {
-                        float d1 = d * q4_KScale(weights, scales, sub);
-                        float m1 = dmin * q4_KMin(weights, scales, sub);
-                        long quants = blockOffset + 16 + (sub / 2) * 32L;
-                        long subInput = input + ((long) block * 256 + sub * 32L) * F;
-                        for (int l = 0; l < 32; l++) {
-                            int packed = unsigned(weights, quants + l);
-                            int q = sub % 2 == 0 ? packed & 0x0f : packed >>> 4;
-                            sum += (d1 * q - m1) * x.get(F32, subInput + l * F);
-                        }
-                    }
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
             }
         }
     }
@@ -547,42 +381,6 @@ final class ScalarOps implements KernelOps {
             int rowEnd) {
         int8Rows(TensorType.Q5_K_X16, (w, at, n, c, r, in, q, k) -> Q5_KX16.row(w, at, n, c / 256, r, in, q, k),
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each value is dequantized as {@code dequantize} does, {@code (d * scale) * (q - 32)}, then multiplied. */
-    @Override
-    public void matmulQ6_K(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q6_K,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 256;
-        long blockBytes = TensorType.Q6_K.blockBytes();
-        for (int r = rowStart; r < rowEnd; r++) {
-            long row = weightsOffset + (long) r * blocks * blockBytes;
-            for (int b = 0; b < batch; b++) {
-                long input = xOffset + (long) b * cols * F;
-                float sum = 0f;
-                for (int block = 0; block < blocks; block++) {
-                    long blockOffset = row + block * blockBytes;
-                    float d = half(weights, blockOffset + 208);
-                    for (int i = 0; i < 256; i++) {
-                        sum += d * weights.get(I8, blockOffset + 192 + q6_KGroup(i)) * q6_KQuant(weights, blockOffset, i)
-                                * x.get(F32, input + ((long) block * 256 + i) * F);
-                    }
-                }
-                out.set(F32, outOffset + ((long) b * rows + r) * F, sum);
-            }
-        }
     }
 
     /**

@@ -28,9 +28,8 @@ class ArgumentChecksAllocationTest {
     @Test
     void passingChecksAllocateNothing() {
         Map<String, Runnable> checks = new LinkedHashMap<>();
-        checks.put("matmulF32", () -> ArgumentChecks.matmulF32(BIG, 0, BIG, 0, BIG, 0, 64, 256, 4, 0, 64));
-        checks.put("matmulQ8_0", () -> ArgumentChecks.matmulQ8_0(BIG, 0, BIG, 0, BIG, 0, 64, 256, 4, 0, 64));
-        for (TensorType type : new TensorType[] {TensorType.Q4_0, TensorType.Q4_K, TensorType.Q6_K}) {
+        for (TensorType type : new TensorType[] {TensorType.F32_X16, TensorType.Q8_0_X16, TensorType.Q4_0_X16,
+                TensorType.Q4_K_X16, TensorType.Q6_K_X16}) {
             checks.put("matmulBlocks " + type, () ->
                     ArgumentChecks.matmulBlocks(type, BIG, 0, BIG, 0, BIG, 0, 64, 256, 4, 0, 64));
         }

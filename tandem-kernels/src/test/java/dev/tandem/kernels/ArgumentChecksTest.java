@@ -38,67 +38,69 @@ class ArgumentChecksTest {
         List<Case> cases = new ArrayList<>();
         // matmul
         cases.add(new Case(
-                "matmulF32: rows = -1 must be >= 0", ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, -1, 4, 1, 0, 0)));
+                "matmulF32_X16: rows = -1 must be >= 0", ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, -1, 4, 1, 0, 0)));
         cases.add(new Case(
-                "matmulF32: batch = -2 must be >= 0", ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, -2, 0, 4)));
+                "matmulF32_X16: batch = -2 must be >= 0", ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 4, 4, -2, 0, 4)));
         cases.add(new Case(
-                "matmulF32: rowStart = 5 is outside [0, rows = 4]",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 5, 5)));
+                "matmulF32_X16: rowStart = 5 is outside [0, rows = 4]",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 4, 4, 1, 5, 5)));
         cases.add(new Case(
-                "matmulF32: rowEnd = 5 is outside [rowStart = 1, rows = 4]",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 5)));
+                "matmulF32_X16: rowEnd = 5 is outside [rowStart = 1, rows = 4]",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 5)));
         cases.add(new Case(
-                "matmulF32: rowEnd = 0 is outside [rowStart = 1, rows = 4]",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 0)));
+                "matmulF32_X16: rowEnd = 0 is outside [rowStart = 1, rows = 4]",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 4, 4, 1, 1, 0)));
         cases.add(new Case(
-                "matmulF32: weights segment of 268 bytes is too small: 320 bytes needed at weightsOffset = 12",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 10, 8, 1, 0, 10)));
+                "matmulF32_X16: weights segment of 268 bytes is too small: 320 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 10, 8, 1, 0, 10)));
         cases.add(new Case(
-                "matmulF32: x segment of 268 bytes is too small: 288 bytes needed at xOffset = 12",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, 2, 8, 9, 0, 2)));
+                "matmulF32_X16: x segment of 268 bytes is too small: 288 bytes needed at xOffset = 12",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, 2, 8, 9, 0, 2)));
         cases.add(new Case(
-                "matmulF32: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
-                ops -> ops.matmulF32(A, PAD, B, PAD, SMALL, PAD, 4, 4, 1, 0, 4)));
+                "matmulF32_X16: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, SMALL, PAD, 4, 4, 1, 0, 4)));
         cases.add(new Case(
-                "matmulF32: xOffset = -4 must be >= 0", ops -> ops.matmulF32(A, PAD, B, -4, C, PAD, 4, 4, 1, 0, 4)));
+                "matmulF32_X16: xOffset = -4 must be >= 0", ops -> ops.matmulF32_X16(A, PAD, B, -4, C, PAD, 4, 4, 1, 0, 4)));
         cases.add(new Case(
-                "matmulF32: weights segment is null", ops -> ops.matmulF32(null, 0, B, PAD, C, PAD, 4, 4, 1, 0, 4)));
+                "matmulF32_X16: weights segment is null", ops -> ops.matmulF32_X16(null, 0, B, PAD, C, PAD, 4, 4, 1, 0, 4)));
         cases.add(new Case(
-                "matmulQ8_0: cols = 33 must be a multiple of the q8_0 block size 32",
-                ops -> ops.matmulQ8_0(A, PAD, B, PAD, C, PAD, 1, 33, 1, 0, 1)));
+                "matmulQ8_0_X16: cols = 33 must be a multiple of the q8_0_x16 block size 32",
+                ops -> ops.matmulQ8_0_X16(A, PAD, B, PAD, C, PAD, 1, 33, 1, 0, 1)));
         cases.add(new Case(
-                "matmulQ8_0: weights segment of 268 bytes is too small: 272 bytes needed at weightsOffset = 12",
-                ops -> ops.matmulQ8_0(A, PAD, B, PAD, C, PAD, 8, 32, 1, 0, 8)));
+                "matmulQ8_0_X16: weights segment of 268 bytes is too small: 272 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ8_0_X16(A, PAD, B, PAD, C, PAD, 8, 32, 1, 0, 8)));
         cases.add(new Case(
-                "matmulQ4_0: cols = 48 must be a multiple of the q4_0 block size 32",
-                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 1, 48, 1, 0, 1)));
+                "matmulQ4_0_X16: cols = 48 must be a multiple of the q4_0_x16 block size 32",
+                ops -> ops.matmulQ4_0_X16(A, PAD, B, PAD, C, PAD, 1, 48, 1, 0, 1)));
         cases.add(new Case(
-                "matmulQ4_0: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
-                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 16, 32, 1, 0, 16)));
+                "matmulQ4_0_X16: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ4_0_X16(A, PAD, B, PAD, C, PAD, 16, 32, 1, 0, 16)));
         cases.add(new Case(
-                "matmulQ4_0: x segment of 268 bytes is too small: 512 bytes needed at xOffset = 12",
-                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+                "matmulQ4_0_X16: x segment of 268 bytes is too small: 512 bytes needed at xOffset = 12",
+                ops -> ops.matmulQ4_0_X16(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
         cases.add(new Case(
-                "matmulQ4_0: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
-                ops -> ops.matmulQ4_0(A, PAD, B, PAD, SMALL, PAD, 4, 32, 1, 0, 4)));
+                "matmulQ4_0_X16: out segment of 20 bytes is too small: 16 bytes needed at outOffset = 12",
+                ops -> ops.matmulQ4_0_X16(A, PAD, B, PAD, SMALL, PAD, 4, 32, 1, 0, 4)));
         cases.add(new Case(
-                "matmulQ4_0: rowEnd = 3 is outside [rowStart = 0, rows = 2]",
-                ops -> ops.matmulQ4_0(A, PAD, B, PAD, C, PAD, 2, 32, 1, 0, 3)));
+                "matmulQ4_0_X16: rowEnd = 3 is outside [rowStart = 0, rows = 2]",
+                ops -> ops.matmulQ4_0_X16(A, PAD, B, PAD, C, PAD, 2, 32, 1, 0, 3)));
         cases.add(new Case(
-                "matmulQ4_K: cols = 128 must be a multiple of the q4_K block size 256",
-                ops -> ops.matmulQ4_K(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+                "matmulQ4_K_X16: cols = 128 must be a multiple of the q4_K_x16 block size 256",
+                ops -> ops.matmulQ4_K_X16(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
         cases.add(new Case(
-                "matmulQ4_K: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
-                ops -> ops.matmulQ4_K(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
+                "matmulQ4_K_X16: weights segment of 268 bytes is too small: 288 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ4_K_X16(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
         cases.add(new Case(
-                "matmulQ6_K: cols = 128 must be a multiple of the q6_K block size 256",
-                ops -> ops.matmulQ6_K(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
+                "matmulQ6_K_X16: cols = 128 must be a multiple of the q6_K_x16 block size 256",
+                ops -> ops.matmulQ6_K_X16(A, PAD, B, PAD, C, PAD, 1, 128, 1, 0, 1)));
         cases.add(new Case(
-                "matmulQ6_K: weights segment of 268 bytes is too small: 420 bytes needed at weightsOffset = 12",
-                ops -> ops.matmulQ6_K(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
+                "matmulQ6_K_X16: weights segment of 268 bytes is too small: 420 bytes needed at weightsOffset = 12",
+                ops -> ops.matmulQ6_K_X16(A, PAD, B, PAD, C, PAD, 2, 256, 1, 0, 2)));
         cases.add(new Case(
-                "matmulQ6_K: x segment of 268 bytes is too small: 2048 bytes needed at xOffset = 12",
-                ops -> ops.matmul(TensorType.Q6_K, A, PAD, B, PAD, C, PAD, 1, 256, 2, 0, 1)));
+                "matmulQ6_K_X16: x segment of 268 bytes is too small: 2048 bytes needed at xOffset = 12",
+                ops -> ops.matmul(TensorType.Q6_K_X16, A, PAD, B, PAD, C, PAD, 1, 256, 2, 0, 1)));
+        cases.add(new Case("matmul: type = Q8_0 runs in its interleaved layout only, Q8_0_X16 (QuantOps.interleave makes it)",
+                ops -> ops.matmul(TensorType.Q8_0, A, PAD, B, PAD, C, PAD, 1, 32, 1, 0, 1)));
         cases.add(new Case(
                 "matmul: type is null", ops -> ops.matmul(null, A, PAD, B, PAD, C, PAD, 1, 256, 1, 0, 1)));
         cases.add(new Case("embed q4_0: token = 5 is outside [0, rows = 5)",
@@ -207,8 +209,8 @@ class ArgumentChecksTest {
                 "dequantize: dst segment is null", ops -> ops.dequantize(TensorType.Q6_K, A, PAD, null, PAD, 0)));
         // The names in overflow messages are put together only when thrown; they still say which product.
         cases.add(new Case(
-                "matmulF32: rows * cols bytes = 4611686014132420609 * 4 overflows a long",
-                ops -> ops.matmulF32(A, PAD, B, PAD, C, PAD, Integer.MAX_VALUE, Integer.MAX_VALUE, 1, 0, 0)));
+                "matmulF32_X16: rows * cols bytes = 4611686014132420609 * 4 overflows a long",
+                ops -> ops.matmulF32_X16(A, PAD, B, PAD, C, PAD, Integer.MAX_VALUE, Integer.MAX_VALUE, 1, 0, 0)));
         cases.add(new Case(
                 "dequantize: blocks * block bytes = 9223372036854775807 * 4 overflows a long",
                 ops -> ops.dequantize(TensorType.F32, A, PAD, B, PAD, Long.MAX_VALUE)));

@@ -79,58 +79,6 @@ class CompiledKernelAllocationTest {
         }
     }
 
-    /** f32 at batch 8 runs the sixteen-chain tile (with 33 columns its scalar tail too), at batch 1 the four-row loop. */
-    @ParameterizedTest(name = "{0} cols batch {1}")
-    @CsvSource({"1024, 8", "33, 8", "1024, 1"})
-    void warmF32MatmulAllocatesNothing(int cols, int batch) {
-        if (!Ops.preferred().name().startsWith("vector")) {
-            return;
-        }
-        int rows = 64;
-        try (Arena arena = Arena.ofConfined()) {
-            Random random = new Random(3);
-            MemorySegment w = arena.allocate((long) rows * cols * Float.BYTES, 64);
-            MemorySegment x = arena.allocate((long) batch * cols * Float.BYTES, 64);
-            for (int i = 0; i < rows * cols; i++) {
-                w.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
-            }
-            for (int i = 0; i < batch * cols; i++) {
-                x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
-            }
-            MemorySegment out = arena.allocate((long) batch * rows * Float.BYTES, 64);
-            KernelOps ops = Ops.preferred();
-            long least = leastBytesPerCall(() -> ops.matmulF32(w, 0, x, 0, out, 0, rows, cols, batch, 0, rows));
-            assertThat(least).as("bytes allocated per warm f32 call, %d cols, batch %d", cols, batch).isZero();
-        }
-    }
-
-    /** f16 and bf16 weights, widened in the loop: the four-row tile, the four-row and the one-row paths, and a column tail. */
-    @ParameterizedTest(name = "{0}, {1} cols, batch {2}")
-    @CsvSource({"F16, 1024, 8", "F16, 1024, 1", "F16, 33, 5", "BF16, 1024, 8", "BF16, 1024, 1"})
-    void warmHalvesMatmulAllocatesNothing(TensorType type, int cols, int batch) {
-        if (!Ops.preferred().name().startsWith("vector")) {
-            return;
-        }
-        int rows = 66;
-        try (Arena arena = Arena.ofConfined()) {
-            Random random = new Random(4);
-            MemorySegment f32 = arena.allocate((long) rows * cols * Float.BYTES, 64);
-            MemorySegment x = arena.allocate((long) batch * cols * Float.BYTES, 64);
-            for (int i = 0; i < rows * cols; i++) {
-                f32.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
-            }
-            for (int i = 0; i < batch * cols; i++) {
-                x.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
-            }
-            MemorySegment w = arena.allocate((long) rows * cols * 2, 64);
-            KernelOps ops = Ops.preferred();
-            ops.quantize(type, f32, 0, w, 0, (long) rows * cols);
-            MemorySegment out = arena.allocate((long) batch * rows * Float.BYTES, 64);
-            long least = leastBytesPerCall(() -> ops.matmul(type, w, 0, x, 0, out, 0, rows, cols, batch, 0, rows));
-            assertThat(least).as("bytes allocated per warm %s call, %d cols, batch %d", type, cols, batch).isZero();
-        }
-    }
-
     /** With a key count that is not a multiple of four, so that the keys left after the four-key loop count too. */
     @ParameterizedTest(name = "{0} keys")
     @CsvSource({"7", "64"})

@@ -177,10 +177,10 @@ class FloatsX16Test {
         }
     }
 
-    /** The same products as the row-major kernel, summed in another order: both close to double precision. */
+    /** Close to double precision on the same values. */
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"16, 32", "37, 544", "80, 2048"})
-    void matchesDoublePrecisionAndThePlainKernel(int rows, int cols) {
+    void matchesDoublePrecision(int rows, int cols) {
         for (TensorType plain : TYPES) {
             try (Tensors t = new Tensors(rows + cols * 7L)) {
                 MemorySegment values = values(t, plain, (long) rows * cols);
@@ -192,9 +192,6 @@ class FloatsX16Test {
                 for (int batch : new int[] {1, 5, 8}) {
                     float[] x = t.uniform(batch * cols, -3f, 3f);
                     float[] got = run(t, VECTOR, plain, x16, t.f32(x), rows, cols, batch, 0, rows);
-                    MemorySegment plainOut = t.f32(new float[batch * rows]);
-                    VECTOR.matmul(plain, values, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
-                    float[] rowMajor = read(plainOut, batch * rows);
                     for (int b = 0; b < batch; b++) {
                         for (int r = 0; r < rows; r++) {
                             double exact = 0;
@@ -206,9 +203,6 @@ class FloatsX16Test {
                             var bound = org.assertj.core.data.Offset.offset(1e-5 * magnitude + 1e-30);
                             assertThat((double) got[b * rows + r]).as("%s row %d input %d", plain, r, b)
                                     .isCloseTo(exact, bound);
-                            assertThat((double) got[b * rows + r]).as("%s row %d input %d vs row-major", plain, r, b)
-                                    .isCloseTo(rowMajor[b * rows + r],
-                                            org.assertj.core.data.Offset.offset(2e-5 * magnitude + 1e-30));
                         }
                     }
                 }

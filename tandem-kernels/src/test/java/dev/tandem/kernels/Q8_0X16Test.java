@@ -131,13 +131,11 @@ class Q8_0X16Test {
 
     /**
      * Against double precision on the dequantized weights and the inputs quantized as the kernel
-     * defines, within f32 rounding of the magnitudes; and against the plain q8_0 kernel (f32
-     * inputs) within what the rounding of the inputs moves: at most {@code 0.57 * amax / 127} a
-     * value (half a step, and the f16 rounding of the factor), times the weight.
+     * defines, within f32 rounding of the magnitudes.
      */
     @ParameterizedTest(name = "rows = {0}, cols = {1}")
     @CsvSource({"16, 32", "37, 544", "32, 4096"})
-    void matchesDoublePrecisionOnTheQuantizedInputsAndThePlainKernel(int rows, int cols) {
+    void matchesDoublePrecisionOnTheQuantizedInputs(int rows, int cols) {
         try (Tensors t = new Tensors(rows + cols * 7L)) {
             MemorySegment q8 = GgufBlocks.random(t, TensorType.Q8_0, (long) rows * cols);
             float[] w = GgufBlocks.dequantized(t, SCALAR, TensorType.Q8_0, q8, rows * cols);
@@ -145,11 +143,7 @@ class Q8_0X16Test {
             for (int batch : new int[] {1, 5}) {
                 float[] x = t.uniform(batch * cols, -3f, 3f);
                 float[] got = run(t, SCALAR, x16, t.f32(x), rows, cols, batch, 0, rows);
-                MemorySegment plainOut = t.f32(new float[batch * rows]);
-                SCALAR.matmulQ8_0(q8, PAD, t.f32(x), PAD, plainOut, PAD, rows, cols, batch, 0, rows);
-                float[] plain = read(plainOut, batch * rows);
                 float[] quantized = new float[x.length];
-                float[] step = new float[x.length];
                 for (int block = 0; block < x.length / 32; block++) {
                     float amax = 0f;
                     for (int i = 0; i < 32; i++) {
@@ -158,23 +152,18 @@ class Q8_0X16Test {
                     for (int i = 0; i < 32; i++) {
                         int q = Q4_0X16.round(x[block * 32 + i] * Q4_0X16.scale(amax));
                         quantized[block * 32 + i] = q * Q4_0X16.factor(amax);
-                        step[block * 32 + i] = 0.57f * amax / 127f;
                     }
                 }
                 for (int b = 0; b < batch; b++) {
                     for (int r = 0; r < rows; r++) {
                         double exact = 0;
                         double magnitude = 0;
-                        double moved = 0;
                         for (int k = 0; k < cols; k++) {
                             exact += (double) w[r * cols + k] * quantized[b * cols + k];
                             magnitude += Math.abs((double) w[r * cols + k] * quantized[b * cols + k]);
-                            moved += Math.abs((double) w[r * cols + k]) * step[b * cols + k];
                         }
                         assertThat((double) got[b * rows + r]).as("row %d input %d", r, b)
                                 .isCloseTo(exact, Offset.offset(1e-5 * magnitude + 1e-30));
-                        assertThat((double) got[b * rows + r]).as("row %d input %d vs matmulQ8_0", r, b)
-                                .isCloseTo(plain[b * rows + r], Offset.offset(moved + 2e-5 * magnitude + 1e-30));
                     }
                 }
             }

@@ -23,7 +23,7 @@ final class ScalarFallbackProbe {
             MemorySegment w = f32(arena, 1, 2, 3, 4, 5, 6);
             MemorySegment x = f32(arena, 1, 0, -1, 2, 2, 2);
             MemorySegment out = arena.allocate(4 * Float.BYTES);
-            ops.matmulF32(w, 0, x, 0, out, 0, 2, 3, 2, 0, 2);
+            ops.matmulF32_X16(w, 0, x, 0, out, 0, 2, 3, 2, 0, 2); // two rows: no group of 16 to interleave
             float[] result = new float[4];
             for (int i = 0; i < 4; i++) {
                 result[i] = out.get(F32, (long) i * Float.BYTES);

@@ -14,12 +14,10 @@ final class VectorWidthProbe {
 
     public static void main(String[] args) {
         Map<String, Runnable> checks = new LinkedHashMap<>();
-        MatmulOpsTest matmul = new MatmulOpsTest();
         NormRopeElementwiseTest elementwise = new NormRopeElementwiseTest();
         AttentionOpsTest attention = new AttentionOpsTest();
         SamplingOpsTest sampling = new SamplingOpsTest();
         for (int size : Tensors.SIZES) {
-            checks.put("matmulF32 cols " + size, () -> matmul.vectorF32MatmulMatchesScalarForEveryBatch(size));
             checks.put("rmsnorm n " + size, () -> elementwise.vectorRmsnormMatchesScalarAndTheDefinition(size));
             checks.put("siluMul n " + size, () -> elementwise.vectorSiluMulMatchesScalar(size));
             checks.put("qk headDim " + size, () -> attention.vectorQkMatchesScalar(size));
@@ -33,26 +31,9 @@ final class VectorWidthProbe {
         }
         for (int cols : new int[] {32, 96, 544, 4096}) {
             checks.put(
-                    "matmulQ8_0 cols " + cols,
-                    () -> matmul.vectorQ8MatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
-            checks.put(
                     "embedQ8_0 dim " + cols,
                     () -> elementwise.embeddingQ8DequantizesTheRowIdenticallyInBothImplementations(cols));
         }
-        for (int cols : new int[] {32, 544, 4096}) {
-            checks.put("matmulQ4_0 cols " + cols,
-                    () -> matmul.vectorQ4_0MatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
-        }
-        for (int cols : new int[] {256, 1536}) {
-            checks.put("matmulQ4_K cols " + cols,
-                    () -> matmul.vectorQ4_KMatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
-        }
-        for (int cols : new int[] {256, 1536}) {
-            checks.put("matmulQ6_K cols " + cols,
-                    () -> matmul.vectorQ6_KMatmulMatchesScalarAndTheDequantizedF32Matmul(cols));
-        }
-        checks.put("matmul hand-built q4 blocks", matmul::matmulOfHandBuiltQ4Blocks);
-        checks.put("matmul hand-built q6_K block", matmul::matmulOfAHandBuiltQ6_KBlockPicksTheHandWorkedValues);
         Q4_0X16Test x16 = new Q4_0X16Test();
         for (int[] shape : new int[][] {{16, 512, 0, 16}, {37, 1024, 16, 37}, {48, 96, 3, 35}, {64, 4096, 0, 64}}) {
             checks.put("matmulQ4_0_X16 " + java.util.Arrays.toString(shape),
@@ -95,8 +76,6 @@ final class VectorWidthProbe {
             }
         }
         checks.put("dequantize every f16", quant::everyF16BitPatternWidensExactly);
-        checks.put("matmul row blocks", matmul::rowBlocksTouchOnlyTheirRows);
-        checks.put("matmul random shapes", matmul::randomShapesAgreeWithScalarInEveryLayout);
         checks.put("argmax NaN", () -> sampling.argmaxRejectsNaNNamingItsFirstIndex(130));
         checks.put(
                 "paged attention",
