@@ -20,15 +20,16 @@ class ArchitectureTest {
 
     @Test
     void usesOnlyThePublicApiOfTheCore() {
-        noClasses().should().dependOnClassesThat().resideInAnyPackage("dev.tandem.graph..", "dev.tandem.sched..",
-                "dev.tandem.cpu..", "dev.tandem.session..", "dev.tandem.memory..", "dev.tandem.trace..")
+        noClasses().should().dependOnClassesThat().resideInAnyPackage("dev.tandem.graph..", "dev.tandem.device..",
+                "dev.tandem.session..", "dev.tandem.trace..")
                 .check(SERVER);
     }
 
     @Test
     void usesThePublicPackagesOfTheLlmOnly() {
         noClasses().should().dependOnClassesThat().resideInAnyPackage("dev.tandem.llm.gguf..",
-                "dev.tandem.llm.safetensors..", "dev.tandem.kernels..", "jdk.incubator.vector..")
+                "dev.tandem.llm.safetensors..", "dev.tandem.llm.checkpoint..", "dev.tandem.llm.reference..",
+                "dev.tandem.kernels..", "jdk.incubator.vector..")
                 .check(SERVER);
     }
 
