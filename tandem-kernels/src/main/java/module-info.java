@@ -1,6 +1,7 @@
 /**
  * The CPU kernels: {@code dev.tandem.kernels.KernelOps} and its families, with a Vector API
- * implementation and a scalar twin.
+ * implementation ({@code dev.tandem.kernels.vector}) and a scalar twin
+ * ({@code dev.tandem.kernels.scalar}), neither exported.
  *
  * <p>{@code jdk.incubator.vector} is required statically: the module resolves without it, and
  * {@code Ops.preferred()} then chooses the scalar kernels (and never loads a class that names a

@@ -1,5 +1,6 @@
 package dev.tandem.kernels;
 
+import dev.tandem.kernels.scalar.ArgumentChecks;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -1,5 +1,7 @@
 package dev.tandem.kernels;
 
+import dev.tandem.kernels.scalar.ScalarOps;
+import dev.tandem.kernels.vector.VectorOps;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,9 +1,11 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.scalar.ArgumentChecks;
+import dev.tandem.kernels.scalar.ScalarOps;
 import java.lang.foreign.MemorySegment;
 
 /**

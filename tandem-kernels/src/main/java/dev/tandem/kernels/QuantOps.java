@@ -1,5 +1,15 @@
 package dev.tandem.kernels;
 
+import dev.tandem.kernels.scalar.ArgumentChecks;
+import dev.tandem.kernels.scalar.Interleaving;
+import dev.tandem.kernels.scalar.Iq4X16;
+import dev.tandem.kernels.scalar.LowBitsKX16;
+import dev.tandem.kernels.scalar.Q4_0X16;
+import dev.tandem.kernels.scalar.Q4_KX16;
+import dev.tandem.kernels.scalar.Q5_KX16;
+import dev.tandem.kernels.scalar.Q6_KX16;
+import dev.tandem.kernels.scalar.Q8_0X16;
+import dev.tandem.kernels.scalar.SmallBlocksX16;
 import java.lang.foreign.MemorySegment;
 
 /**

@@ -8,18 +8,22 @@
  * {@link SamplingOps}, {@link QuantOps}); {@link KernelOps} is all of them. {@link TensorType} names
  * the GGUF tensor types and their block layouts, which {@link QuantOps} converts to and from f32.
  * {@link KernelOps} has two implementations with identical
- * signatures and identical argument checks:
+ * signatures and identical argument checks, each in a package this module does not export:
  *
  * <ul>
- *   <li>the vector kernels, on {@code jdk.incubator.vector}: a vector loop with FMA over
- *       {@code FloatVector.SPECIES_PREFERRED}, {@code reduceLanes}, then a scalar tail. The class
- *       that holds them is the only one in this module that names the incubator module;
- *   <li>the scalar kernels: plain loops, the test oracle of the vector kernels and their fallback.
+ *   <li>{@code dev.tandem.kernels.vector}: the vector kernels, on {@code jdk.incubator.vector} (a
+ *       vector loop with FMA over {@code FloatVector.SPECIES_PREFERRED}, {@code reduceLanes}, then
+ *       a scalar tail), one class per kernel family or interleaved layout behind the dispatcher
+ *       {@code VectorOps}. The only package of this module that names the incubator module;
+ *   <li>{@code dev.tandem.kernels.scalar}: the scalar kernels ({@code ScalarOps}: plain loops, the
+ *       test oracle of the vector kernels and their fallback), and what both share: the layout
+ *       classes with their scalar rows, the argument checks, per-thread scratch, the native int8
+ *       kernels.
  * </ul>
  *
  * <p>{@link Ops#preferred()} picks the vector kernels when {@code jdk.incubator.vector} is in the
  * boot layer and the system property {@code tandem.kernels.scalar} is not {@code true}; otherwise
- * it logs one warning and returns the scalar kernels, without ever loading the vector class.
+ * it logs one warning and returns the scalar kernels, without ever loading a vector class.
  *
  * <p>Conventions shared by all kernels:
  *

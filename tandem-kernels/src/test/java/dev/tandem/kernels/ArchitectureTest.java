@@ -24,6 +24,22 @@ class ArchitectureTest {
                 .check(KERNELS);
     }
 
+    /**
+     * Only {@code dev.tandem.kernels.vector} names the Vector API, and nothing outside it names that
+     * package but {@link Ops}, on the branch where the module is present: without
+     * {@code jdk.incubator.vector} the module runs on the rest alone.
+     */
+    @Test
+    void onlyTheVectorPackageNamesTheVectorApi() {
+        noClasses().that().resideOutsideOfPackage("dev.tandem.kernels.vector..")
+                .should().dependOnClassesThat().resideInAPackage("jdk.incubator.vector..")
+                .check(KERNELS);
+        noClasses().that().resideOutsideOfPackage("dev.tandem.kernels.vector..")
+                .and().doNotHaveFullyQualifiedName("dev.tandem.kernels.Ops$Preferred")
+                .should().dependOnClassesThat().resideInAPackage("dev.tandem.kernels.vector..")
+                .check(KERNELS);
+    }
+
     @Test
     void neverPrint() {
         noClasses().should().accessField(System.class, "out").orShould().accessField(System.class, "err")

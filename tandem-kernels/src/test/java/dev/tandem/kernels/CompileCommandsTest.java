@@ -2,6 +2,18 @@ package dev.tandem.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.vector.VectorAttention;
+import dev.tandem.kernels.vector.VectorDequantize;
+import dev.tandem.kernels.vector.VectorFloatsX16;
+import dev.tandem.kernels.vector.VectorLanes;
+import dev.tandem.kernels.vector.VectorNormRope;
+import dev.tandem.kernels.vector.VectorOps;
+import dev.tandem.kernels.vector.VectorQ4_0X16;
+import dev.tandem.kernels.vector.VectorQ4_KX16;
+import dev.tandem.kernels.vector.VectorQ6_KX16;
+import dev.tandem.kernels.vector.VectorQ8_0X16;
+import dev.tandem.kernels.vector.VectorSampling;
+import dev.tandem.kernels.vector.VectorSmallBlocksX16;
 import java.io.IOException;
 import java.lang.reflect.Method;
 import java.lang.reflect.Modifier;
@@ -20,45 +32,59 @@ import org.junit.jupiter.api.Test;
  */
 class CompileCommandsTest {
 
+    /** The classes that name vector types: {@link VectorOps}, the dispatcher, and one class per kernel family. */
+    static final List<Class<?>> VECTOR_CLASSES = List.of(VectorOps.class, VectorLanes.class, VectorQ4_0X16.class,
+            VectorQ8_0X16.class, VectorQ4_KX16.class, VectorQ6_KX16.class, VectorSmallBlocksX16.class,
+            VectorFloatsX16.class, VectorNormRope.class, VectorSampling.class, VectorAttention.class,
+            VectorDequantize.class);
+
+    private static final String PREFIX = "dev/tandem/kernels/vector/";
+
+    private static List<String> commands(String kind) throws IOException {
+        return Files.readAllLines(Path.of("..", "bin", "compile-commands")).stream()
+                .filter(l -> l.startsWith(kind + " ")).map(l -> l.substring(kind.length() + 1)).toList();
+    }
+
+    /** The methods {@code Class.name} of a line names, in the vector class it names. */
+    private static List<Method> named(String target) {
+        assertThat(target).startsWith(PREFIX);
+        String className = target.substring(PREFIX.length(), target.lastIndexOf('.'));
+        String name = target.substring(target.lastIndexOf('.') + 1);
+        Class<?> type = VECTOR_CLASSES.stream().filter(c -> c.getSimpleName().equals(className)).findFirst()
+                .orElseThrow(() -> new AssertionError(target + " names no vector class of the kernels"));
+        return Arrays.stream(type.getDeclaredMethods()).filter(m -> m.getName().equals(name)).toList();
+    }
+
+    private static boolean passesVectors(Method m) {
+        return Vector.class.isAssignableFrom(m.getReturnType())
+                || VectorMask.class.isAssignableFrom(m.getReturnType())
+                || Arrays.stream(m.getParameterTypes()).anyMatch(Vector.class::isAssignableFrom);
+    }
+
     @Test
     void everyInlinedMethodIsASmallVectorHelperOfTheKernels() throws IOException {
-        Path file = Path.of("..", "bin", "compile-commands");
-        List<String> lines = Files.readAllLines(file).stream()
+        List<String> lines = Files.readAllLines(Path.of("..", "bin", "compile-commands")).stream()
                 .filter(l -> !l.isBlank() && !l.startsWith("#")).toList();
         assertThat(lines).contains("quiet"); // or the JVM prints every command on stdout, the CLI's
-        List<String> inlined = lines.stream().filter(l -> l.startsWith("inline ")).toList();
-        List<String> outOfLine = lines.stream().filter(l -> l.startsWith("dontinline ")).toList();
+        List<String> inlined = commands("inline");
+        List<String> outOfLine = commands("dontinline");
         assertThat(lines).as("quiet, inline and dontinline lines only").hasSize(1 + inlined.size() + outOfLine.size());
-        assertThat(inlined).isNotEmpty().allSatisfy(l -> assertThat(l).startsWith("inline dev/tandem/kernels/VectorOps."));
-        for (String line : outOfLine) {
-            assertThat(line).startsWith("dontinline dev/tandem/kernels/VectorOps.");
-            String name = line.substring(line.lastIndexOf('.') + 1);
-            List<Method> methods = Arrays.stream(VectorOps.class.getDeclaredMethods())
-                    .filter(m -> m.getName().equals(name)).toList();
-            assertThat(methods).as("VectorOps.%s", name).isNotEmpty().allSatisfy(m -> {
-                boolean vectors = Vector.class.isAssignableFrom(m.getReturnType())
-                        || Arrays.stream(m.getParameterTypes()).anyMatch(Vector.class::isAssignableFrom);
-                assertThat(vectors).as("%s, called out of line, passes no vectors", m).isFalse();
-            });
+        assertThat(inlined).isNotEmpty();
+        for (String target : outOfLine) {
+            assertThat(named(target)).as(target).isNotEmpty().allSatisfy(m ->
+                    assertThat(passesVectors(m)).as("%s, called out of line, passes no vectors", m).isFalse());
         }
-        for (String line : inlined) {
-            String name = line.substring(line.lastIndexOf('.') + 1);
-            List<Method> methods = Arrays.stream(VectorOps.class.getDeclaredMethods())
-                    .filter(m -> m.getName().equals(name)).toList();
-            assertThat(methods).as("VectorOps.%s", name).isNotEmpty();
-            assertThat(methods).allSatisfy(m -> {
-                assertThat(Modifier.isStatic(m.getModifiers()) && Modifier.isPrivate(m.getModifiers()))
-                        .as("%s is a private static helper", m).isTrue();
-                boolean vectors = Vector.class.isAssignableFrom(m.getReturnType())
-                        || VectorMask.class.isAssignableFrom(m.getReturnType())
-                        || Arrays.stream(m.getParameterTypes()).anyMatch(Vector.class::isAssignableFrom);
-                assertThat(vectors).as("%s takes or returns a vector", m).isTrue();
+        for (String target : inlined) {
+            assertThat(named(target)).as(target).isNotEmpty().allSatisfy(m -> {
+                assertThat(Modifier.isStatic(m.getModifiers()) && !Modifier.isPublic(m.getModifiers()))
+                        .as("%s is a static helper of the package", m).isTrue();
+                assertThat(passesVectors(m)).as("%s takes or returns a vector", m).isTrue();
             });
         }
     }
 
     /**
-     * The converse: every private helper of {@code VectorOps} that takes or returns a vector is in
+     * The converse: every static helper of the vector classes that takes or returns a vector is in
      * the file, because a helper C2 leaves out of line passes its vectors as objects. Which helpers
      * C2 inlines by its own rules depends on the order it compiles them in (one run of the
      * allocation test in six found q4_0_x16 boxing a vector a block, from an x16Scales compiled on
@@ -68,17 +94,14 @@ class CompileCommandsTest {
      */
     @Test
     void everyVectorHelperIsInlined() throws IOException {
-        Path file = Path.of("..", "bin", "compile-commands");
-        List<String> inlined = Files.readAllLines(file).stream()
-                .filter(l -> l.startsWith("inline dev/tandem/kernels/VectorOps."))
-                .map(l -> l.substring(l.lastIndexOf('.') + 1)).toList();
-        List<String> helpers = Arrays.stream(VectorOps.class.getDeclaredMethods())
-                .filter(m -> Modifier.isStatic(m.getModifiers()) && Modifier.isPrivate(m.getModifiers()))
-                .filter(m -> Vector.class.isAssignableFrom(m.getReturnType())
-                        || Arrays.stream(m.getParameterTypes()).anyMatch(Vector.class::isAssignableFrom))
-                .map(Method::getName)
-                .filter(name -> !name.equals("widenF16") && !name.startsWith("lambda$"))
-                .distinct().toList();
-        assertThat(inlined).as("helpers in bin/compile-commands").containsAll(helpers);
+        List<String> inlined = commands("inline");
+        for (Class<?> type : VECTOR_CLASSES) {
+            List<String> helpers = Arrays.stream(type.getDeclaredMethods())
+                    .filter(m -> Modifier.isStatic(m.getModifiers()) && passesVectors(m))
+                    .map(Method::getName)
+                    .filter(name -> !name.equals("widenF16") && !name.startsWith("lambda$"))
+                    .distinct().map(name -> PREFIX + type.getSimpleName() + "." + name).toList();
+            assertThat(inlined).as("helpers of %s in bin/compile-commands", type.getSimpleName()).containsAll(helpers);
+        }
     }
 }

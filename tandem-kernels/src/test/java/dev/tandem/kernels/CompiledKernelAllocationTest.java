@@ -2,6 +2,8 @@ package dev.tandem.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.scalar.LittleEndian;
+import dev.tandem.kernels.scalar.Scratch;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.management.ManagementFactory;

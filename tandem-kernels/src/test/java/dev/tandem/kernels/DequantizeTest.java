@@ -1,10 +1,11 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
 import static dev.tandem.kernels.Tensors.PAD;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.scalar.LittleEndian;
 import java.lang.foreign.MemorySegment;
 import java.util.stream.Stream;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -8,6 +8,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.tandem.kernels.scalar.LittleEndian;
+import dev.tandem.kernels.scalar.NativeInt8;
+import dev.tandem.kernels.scalar.Q4_0X16;
 import java.lang.foreign.MemorySegment;
 import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.Test;

@@ -7,6 +7,7 @@ import static dev.tandem.kernels.Tensors.read;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tandem.kernels.scalar.LittleEndian;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;

@@ -1,9 +1,9 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
-import static dev.tandem.kernels.LittleEndian.I8;
 import static dev.tandem.kernels.Tensors.PAD;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Random;

@@ -1,12 +1,13 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F32;
 import static dev.tandem.kernels.Tensors.PAD;
 import static dev.tandem.kernels.Tensors.SCALAR;
 import static dev.tandem.kernels.Tensors.VECTOR;
 import static dev.tandem.kernels.Tensors.read;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.scalar.LittleEndian;
 import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;

@@ -2,6 +2,7 @@ package dev.tandem.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.scalar.NativeInt8;
 import java.io.File;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -2,6 +2,8 @@ package dev.tandem.kernels;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.kernels.scalar.ScalarOps;
+import dev.tandem.kernels.vector.VectorOps;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

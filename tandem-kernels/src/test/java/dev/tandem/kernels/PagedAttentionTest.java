@@ -1,6 +1,6 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;

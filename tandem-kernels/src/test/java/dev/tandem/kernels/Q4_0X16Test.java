@@ -7,6 +7,9 @@ import static dev.tandem.kernels.Tensors.read;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tandem.kernels.scalar.LittleEndian;
+import dev.tandem.kernels.scalar.Q4_0X16;
+import dev.tandem.kernels.vector.VectorLanes;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import org.junit.jupiter.api.Test;
@@ -167,7 +170,7 @@ class Q4_0X16Test {
                 Q4_0X16.quantizeBlock(segment, PAD, block, scalar, 0, 0);
             }
             Q4_0X16.Inputs vector = Q4_0X16.Inputs.of(1, cols);
-            VectorOps.quantizeX16(segment, PAD, cols / 32, vector, 0, 0);
+            VectorLanes.quantizeX16(segment, PAD, cols / 32, vector, 0, 0);
             assertThat(vector.pairs()).containsExactly(scalar.pairs());
             assertThat(vector.d()).containsExactly(scalar.d());
             assertThat(vector.sum8()).containsExactly(scalar.sum8());

@@ -7,6 +7,9 @@ import static dev.tandem.kernels.Tensors.read;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tandem.kernels.scalar.LittleEndian;
+import dev.tandem.kernels.scalar.Q4_0X16;
+import dev.tandem.kernels.scalar.ScalarOps;
 import java.lang.foreign.MemorySegment;
 import org.assertj.core.data.Offset;
 import org.junit.jupiter.api.Test;

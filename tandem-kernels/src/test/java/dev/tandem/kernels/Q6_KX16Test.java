@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.tandem.kernels.scalar.LittleEndian;
+import dev.tandem.kernels.scalar.NativeInt8;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 import org.assertj.core.data.Offset;

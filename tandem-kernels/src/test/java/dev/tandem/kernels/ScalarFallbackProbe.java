@@ -1,7 +1,8 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
 
+import dev.tandem.kernels.scalar.LittleEndian;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;

@@ -1,7 +1,9 @@
 package dev.tandem.kernels;
 
-import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
 
+import dev.tandem.kernels.scalar.ScalarOps;
+import dev.tandem.kernels.vector.VectorOps;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Random;

@@ -1,5 +1,6 @@
 package dev.tandem.kernels;
 
+import dev.tandem.kernels.vector.VectorOps;
 import java.util.LinkedHashMap;
 import java.util.Map;
 

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -11,13 +13,13 @@ import java.lang.foreign.MemorySegment;
  * input, read from either layout of a row (inside an interleaved group, or among the last rows,
  * which stay as stored), in the order the vector loops compute every lane.
  */
-final class FloatsX16 {
+public final class FloatsX16 {
 
     /** Bytes of one value of the 16 rows of an f32_x16 group: 16 floats side by side. */
-    static final long F32_VALUE_BYTES = 16L * Float.BYTES;
+    public static final long F32_VALUE_BYTES = 16L * Float.BYTES;
 
     /** Bytes of one value of the 16 rows of an f16_x16 or bf16_x16 group: 16 halves side by side. */
-    static final long HALF_VALUE_BYTES = 16L * Short.BYTES;
+    public static final long HALF_VALUE_BYTES = 16L * Short.BYTES;
 
     private FloatsX16() {}
 
@@ -25,12 +27,12 @@ final class FloatsX16 {
      * Offset of row {@code row}'s value {@code k} within its group, values of {@code bytes} bytes
      * (4 or 2): value {@code k} of the 16 rows side by side.
      */
-    static long valueAt(int bytes, int k, int row) {
+    public static long valueAt(int bytes, int k, int row) {
         return (long) k * TensorType.X16_ROWS * bytes + (long) row * bytes;
     }
 
     /** The f32 of half {@code bits}, exactly: bf16 (the upper half of an f32) or f16 ({@link Float#float16ToFloat}). */
-    static float widen(boolean bf16, short bits) {
+    public static float widen(boolean bf16, short bits) {
         return bf16 ? Float.intBitsToFloat(bits << 16) : Float.float16ToFloat(bits);
     }
 
@@ -40,7 +42,7 @@ final class FloatsX16 {
      * {@code acc = fma(w_k, x_k, acc)} for {@code k} from 0, one chain from 0, each half widened
      * exactly.
      */
-    static float row(TensorType plain, MemorySegment weights, long weights0, int rows, int cols, int r,
+    public static float row(TensorType plain, MemorySegment weights, long weights0, int rows, int cols, int r,
             MemorySegment x, long x0) {
         int bytes = plain.blockBytes();
         boolean bf16 = plain == TensorType.BF16;

@@ -1,4 +1,4 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -8,12 +8,12 @@ import java.lang.foreign.ValueLayout;
  * folding a block's (max, sum) into the running (max, sum), and the element loop that the
  * vector kernel uses for its tail.
  */
-final class OnlineSoftmax {
+public final class OnlineSoftmax {
     private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
     private static final long F = Float.BYTES;
 
     /** Returned by {@link #foldStats} when the block attended nothing: leave the state as it is. */
-    static final long NO_BLOCK = -1L;
+    public static final long NO_BLOCK = -1L;
 
     private OnlineSoftmax() {}
 
@@ -23,7 +23,7 @@ final class OnlineSoftmax {
      * half, block scale in the low half), or {@link #NO_BLOCK}. Packing keeps the hot path free
      * of allocation.
      */
-    static long foldStats(MemorySegment runningStats, long runningStatsOffset, MemorySegment blockStats,
+    public static long foldStats(MemorySegment runningStats, long runningStatsOffset, MemorySegment blockStats,
             long blockStatsOffset) {
         float blockMax = blockStats.get(F32, blockStatsOffset);
         if (blockMax == Float.NEGATIVE_INFINITY) {
@@ -40,16 +40,16 @@ final class OnlineSoftmax {
         return ((long) Float.floatToRawIntBits(runningScale) << 32) | (Float.floatToRawIntBits(blockScale) & 0xFFFF_FFFFL);
     }
 
-    static float runningScale(long scales) {
+    public static float runningScale(long scales) {
         return Float.intBitsToFloat((int) (scales >>> 32));
     }
 
-    static float blockScale(long scales) {
+    public static float blockScale(long scales) {
         return Float.intBitsToFloat((int) scales);
     }
 
     /** runningOut[c] = runningOut[c] * runningScale + partial[c] * blockScale for c in [from, headDim). */
-    static void rescale(MemorySegment runningOut, long runningOutOffset, MemorySegment partial, long partialOffset,
+    public static void rescale(MemorySegment runningOut, long runningOutOffset, MemorySegment partial, long partialOffset,
             int from, int headDim, long scales) {
         float runningScale = runningScale(scales);
         float blockScale = blockScale(scales);

@@ -1,5 +1,7 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
+import dev.tandem.kernels.QuantOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 
@@ -9,11 +11,11 @@ import java.lang.foreign.ValueLayout;
  * {@code rows % 16} rows copied as they are. A load-time step, once per matrix; plain byte moves,
  * the same for every implementation.
  */
-final class Interleaving {
+public final class Interleaving {
 
     /** Where byte {@code j} of row {@code row}'s block {@code b} (of {@code blocks} a row) goes, from its group's start. */
     @FunctionalInterface
-    interface ByteAt {
+    public interface ByteAt {
         long at(int b, int blocks, int j, int row);
     }
 
@@ -24,13 +26,13 @@ final class Interleaving {
      * ({@link ArgumentChecks}): {@link #groups}' table of destinations takes four bytes per byte of
      * a group.
      */
-    static final long MAX_GROUP_BYTES = 1L << 28;
+    public static final long MAX_GROUP_BYTES = 1L << 28;
 
     /**
      * {@link #groups} for a float type ({@code F32}, {@code F16}, {@code BF16}): value {@code k} of
      * the 16 rows side by side ({@link FloatsX16#valueAt}).
      */
-    static void floats(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void floats(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         int bytes = type.blockBytes();
         groups(type, src, srcOffset, dst, dstOffset, rows, cols, (k, values, j, row) ->
@@ -44,7 +46,7 @@ final class Interleaving {
      * through the segments and the layout's function, it took 3.6-5.6 ns a byte: some 15-20 s of a
      * 4 GB file's load).
      */
-    static void groups(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void groups(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols, ByteAt byteAt) {
         long rowBytes = type.rowBytes(cols);
         int blockBytes = type.blockBytes();

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -18,21 +20,21 @@ import java.lang.foreign.MemorySegment;
  * {@code scales_l} bytes (at {@code 64 + 4 * i}), then the 128 nibble bytes in pairs (byte
  * {@code k} at {@code 128 +} {@link Q4_0X16#pairByte}).
  */
-final class Iq4X16 {
+public final class Iq4X16 {
 
     /** llama.cpp's {@code kvalues_iq4nl}: the value of each nibble before the scale. */
-    static final byte[] VALUES = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+    public static final byte[] VALUES = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
 
     /** Bytes of one iq4_xs superblock of a group of 16 rows. */
-    static final long XS_GROUP_BLOCK_BYTES = 16 * 136;
+    public static final long XS_GROUP_BLOCK_BYTES = 16 * 136;
 
     /** Where the nibble bytes of an iq4_xs superblock of a group start. */
-    static final long XS_NIBBLES = 128;
+    public static final long XS_NIBBLES = 128;
 
     private Iq4X16() {}
 
     /** Where byte {@code j} (of 136) of row {@code row}'s iq4_xs superblock sits in its group's superblock. */
-    static long xsByteAt(int j, int row) {
+    public static long xsByteAt(int j, int row) {
         if (j < 4) {
             return 32L * (j / 2) + 2L * row + j % 2; // d, then scales_h
         }
@@ -43,7 +45,7 @@ final class Iq4X16 {
     }
 
     /** The 6-bit scale of iq4_xs sub-block {@code ib} (0 to 7), less 32. */
-    static int xsScale(int scalesH, int scalesL, int ib) {
+    public static int xsScale(int scalesH, int scalesL, int ib) {
         int low = (scalesL >>> (4 * ib)) & 0x0f;
         return (low | ((scalesH >>> (2 * ib)) & 3) << 4) - 32;
     }
@@ -56,7 +58,7 @@ final class Iq4X16 {
      * {@code acc = fma(sum, dw * dx, acc)} with {@code dw} iq4_nl's scale, or iq4_xs's
      * {@code d * (ls - 32)}, the blocks in order.
      */
-    static float row(boolean xs, MemorySegment weights, long weights0, int rows, int blocks, int r,
+    public static float row(boolean xs, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = xs ? 136 : 18;
         int lane = r % TensorType.X16_ROWS;

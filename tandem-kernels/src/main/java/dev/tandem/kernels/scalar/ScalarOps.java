@@ -1,10 +1,14 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
-import static dev.tandem.kernels.LittleEndian.I32;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.I32;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.KernelOps;
+import dev.tandem.kernels.Q8_0;
+import dev.tandem.kernels.RopeOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 import java.util.SplittableRandom;
 
@@ -13,9 +17,9 @@ import java.util.SplittableRandom;
  * {@code VectorOps} and the fallback when the Vector API is absent. Same signatures, same argument
  * checks; accumulation is in f32, as in the vector kernels.
  */
-final class ScalarOps implements KernelOps {
+public final class ScalarOps implements KernelOps {
 
-    static final ScalarOps INSTANCE = new ScalarOps();
+    public static final ScalarOps INSTANCE = new ScalarOps();
 
     private static final long F = Float.BYTES;
 
@@ -25,113 +29,45 @@ final class ScalarOps implements KernelOps {
     public String name() {
         return "scalar";
     }
-
-    /** The scalar kernels keep nothing from call to call: {@code inputKey} changes nothing. */
+    /**
+     * Each input quantized block by block ({@link Q4_0X16#quantized}), then each row's sum in row
+     * order, as the layout class's {@code row} takes it; f32, f16 and bf16 each row's values in
+     * order ({@link FloatsX16#row}). Nothing is kept from call to call: {@code inputKey} changes
+     * nothing.
+     */
     @Override
     public void matmul(TensorType type, MemorySegment weights, long weightsOffset, MemorySegment x, long xOffset,
             MemorySegment out, long outOffset, int rows, int cols, int batch, int rowStart, int rowEnd,
             long inputKey) {
         switch (type) {
-            case Q4_0_X16 -> matmulQ4_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q8_0_X16 -> matmulQ8_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q4_K_X16 -> matmulQ4_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q6_K_X16 -> matmulQ6_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_0_X16 -> matmulQ5_0_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_K_X16 -> matmulQ5_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q4_1_X16 -> matmulQ4_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q5_1_X16 -> matmulQ5_1_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case IQ4_NL_X16 -> matmulIQ4_NL_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd);
-            case IQ4_XS_X16 -> matmulIQ4_XS_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
-                    batch, rowStart, rowEnd);
-            case Q2_K_X16 -> matmulQ2_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
-            case Q3_K_X16 -> matmulQ3_K_X16(weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch,
-                    rowStart, rowEnd);
             case F32_X16, F16_X16, BF16_X16 -> floatsX16(type, weights, weightsOffset, x, xOffset, out, outOffset,
                     rows, cols, batch, rowStart, rowEnd);
-            case null, default -> throw ArgumentChecks.notInterleaved(type);
+            case null -> throw ArgumentChecks.notInterleaved(null);
+            default -> int8Rows(type, int8Row(type), weights, weightsOffset, x, xOffset, out, outOffset, rows, cols,
+                    batch, rowStart, rowEnd);
         }
     }
 
-    /** Each input quantized block by block, then each row's blocks in order ({@link Q4_0X16#row}). */
-    @Override
-    public void matmulQ4_0_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q4_0_X16, (w, at, n, c, r, in, q, k) -> Q4_0X16.row(w, at, n, c / 32, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each row's values in order ({@link FloatsX16#row}). */
-    @Override
-    public void matmulF16_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        floatsX16(TensorType.F16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                rowEnd);
-    }
-
-    /** Each row's values in order ({@link FloatsX16#row}). */
-    @Override
-    public void matmulBF16_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        floatsX16(TensorType.BF16_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                rowEnd);
-    }
-
-    /** Each row's values in order ({@link FloatsX16#row}). */
-    @Override
-    public void matmulF32_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        floatsX16(TensorType.F32_X16, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart,
-                rowEnd);
+    /** The scalar row of an interleaved block layout, from its layout class. */
+    private static Int8Row int8Row(TensorType type) {
+        return switch (type) {
+            case Q4_0_X16 -> (w, at, n, c, r, in, q, k) -> Q4_0X16.row(w, at, n, c / 32, r, in, q, k);
+            case Q8_0_X16 -> (w, at, n, c, r, in, q, k) -> Q8_0X16.row(w, at, n, c / 32, r, in, q, k);
+            case Q4_K_X16 -> (w, at, n, c, r, in, q, k) -> Q4_KX16.row(w, at, n, c / 256, r, in, q, k);
+            case Q5_K_X16 -> (w, at, n, c, r, in, q, k) -> Q5_KX16.row(w, at, n, c / 256, r, in, q, k);
+            case Q6_K_X16 -> (w, at, n, c, r, in, q, k) -> Q6_KX16.row(w, at, n, c / 256, r, in, q, k);
+            case Q2_K_X16 -> (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(false, w, at, n, c / 256, r, in, q, k);
+            case Q3_K_X16 -> (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(true, w, at, n, c / 256, r, in, q, k);
+            case IQ4_NL_X16 -> (w, at, n, c, r, in, q, k) -> Iq4X16.row(false, w, at, n, c / 32, r, in, q, k);
+            case IQ4_XS_X16 -> (w, at, n, c, r, in, q, k) -> Iq4X16.row(true, w, at, n, c / 256, r, in, q, k);
+            case Q4_1_X16 -> (w, at, n, c, r, in, q, k) -> SmallBlocksX16.row(TensorType.Q4_1, w, at, n, c / 32, r, in,
+                    q, k);
+            case Q5_1_X16 -> (w, at, n, c, r, in, q, k) -> SmallBlocksX16.row(TensorType.Q5_1, w, at, n, c / 32, r, in,
+                    q, k);
+            case Q5_0_X16 -> (w, at, n, c, r, in, q, k) -> SmallBlocksX16.row(TensorType.Q5_0, w, at, n, c / 32, r, in,
+                    q, k);
+            default -> throw ArgumentChecks.notInterleaved(type);
+        };
     }
 
     private static void floatsX16(TensorType type, MemorySegment weights, long weightsOffset, MemorySegment x,
@@ -147,68 +83,6 @@ final class ScalarOps implements KernelOps {
         }
     }
 
-    /** Each row's blocks in order ({@link Q8_0X16#row}). */
-    @Override
-    public void matmulQ8_0_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        ArgumentChecks.matmulBlocks(TensorType.Q8_0_X16,
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-        int blocks = cols / 32;
-        Q4_0X16.Inputs in = Q4_0X16.quantized(x, xOffset, batch, cols);
-        for (int r = rowStart; r < rowEnd; r++) {
-            for (int b = 0; b < batch; b++) {
-                out.set(F32, outOffset + ((long) b * rows + r) * F,
-                        Q8_0X16.row(weights, weightsOffset, rows, blocks, r, in, b * cols, b * blocks));
-            }
-        }
-    }
-
-    /** Each input quantized block by block, then each row's superblocks in order ({@link Q6_KX16#row}). */
-    @Override
-    public void matmulQ6_K_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q6_K_X16, (w, at, n, c, r, in, q, k) -> Q6_KX16.row(w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's superblocks in order ({@link Q4_KX16#row}). */
-    @Override
-    public void matmulQ4_K_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q4_K_X16, (w, at, n, c, r, in, q, k) -> Q4_KX16.row(w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
     /** One row of an interleaved type against one quantized input, its {@code row} method's scalar sum. */
     @FunctionalInterface
     private interface Int8Row {
@@ -216,11 +90,7 @@ final class ScalarOps implements KernelOps {
                 int blockBase);
     }
 
-    /**
-     * The interleaved types with int8 inputs ({@link TensorType#Q4_0_X16}, {@link TensorType#Q4_K_X16},
-     * {@link TensorType#Q6_K_X16}): each input quantized block by block, then each row's sum by
-     * {@code row}, in row order.
-     */
+    /** The interleaved block types: each input quantized, then each row's sum by {@code row}, in row order. */
     private static void int8Rows(TensorType type, Int8Row row, MemorySegment weights, long weightsOffset,
             MemorySegment x, long xOffset, MemorySegment out, long outOffset, int rows, int cols, int batch,
             int rowStart, int rowEnd) {
@@ -236,160 +106,13 @@ final class ScalarOps implements KernelOps {
         }
     }
 
-    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
-    @Override
-    public void matmulQ2_K_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q2_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(false, w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's sub-blocks in order ({@link LowBitsKX16#row}). */
-    @Override
-    public void matmulQ3_K_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q3_K_X16, (w, at, n, c, r, in, q, k) -> LowBitsKX16.row(true, w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's blocks in order ({@link Iq4X16#row}). */
-    @Override
-    public void matmulIQ4_NL_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.IQ4_NL_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(false, w, at, n, c / 32, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's sub-blocks in order ({@link Iq4X16#row}). */
-    @Override
-    public void matmulIQ4_XS_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.IQ4_XS_X16, (w, at, n, c, r, in, q, k) -> Iq4X16.row(true, w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
-    @Override
-    public void matmulQ4_1_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q4_1_X16, (w, at, n, c, r, in, q, k) ->
-                SmallBlocksX16.row(TensorType.Q4_1, w, at, n, c / 32, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
-    @Override
-    public void matmulQ5_1_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q5_1_X16, (w, at, n, c, r, in, q, k) ->
-                SmallBlocksX16.row(TensorType.Q5_1, w, at, n, c / 32, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's blocks in order ({@link SmallBlocksX16#row}). */
-    @Override
-    public void matmulQ5_0_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q5_0_X16, (w, at, n, c, r, in, q, k) ->
-                SmallBlocksX16.row(TensorType.Q5_0, w, at, n, c / 32, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
-    /** Each input quantized block by block, then each row's superblocks in order ({@link Q5_KX16#row}). */
-    @Override
-    public void matmulQ5_K_X16(
-            MemorySegment weights,
-            long weightsOffset,
-            MemorySegment x,
-            long xOffset,
-            MemorySegment out,
-            long outOffset,
-            int rows,
-            int cols,
-            int batch,
-            int rowStart,
-            int rowEnd) {
-        int8Rows(TensorType.Q5_K_X16, (w, at, n, c, r, in, q, k) -> Q5_KX16.row(w, at, n, c / 256, r, in, q, k),
-                weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
-    }
-
     /**
      * The 6-bit quant of value {@code i} (0 to 255) of the q6_K block at {@code block}, less 32:
      * its low four bits from {@code ql} (the low or high nibble of byte {@code i % 32}, or of byte
      * {@code 32 + i % 32}, of its 128-value half), its top two from a bit pair of {@code qh} byte
      * {@code i % 32} of that half, as llama.cpp lays them out.
      */
-    static int q6_KQuant(MemorySegment src, long block, int i) {
+    public static int q6_KQuant(MemorySegment src, long block, int i) {
         int half = i / 128;
         int quarter = i % 128 / 32; // which of q1..q4 of llama.cpp's loop
         int l = i % 32;
@@ -400,7 +123,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /** The scale (0 to 15) of value {@code i} (0 to 255) of a q6_K block: one per 16 values. */
-    static int q6_KGroup(int i) {
+    public static int q6_KGroup(int i) {
         return i / 16;
     }
 
@@ -420,20 +143,33 @@ final class ScalarOps implements KernelOps {
         if (n == 0) {
             return;
         }
-        float sumOfSquares = 0f;
-        for (int i = 0; i < n; i++) {
+        float inverseRms = rmsInverse(sumOfSquaresFrom(0, x, xOffset, n, 0f), n, eps);
+        rmsScaleFrom(0, x, xOffset, weight, weightOffset, out, outOffset, n, inverseRms);
+    }
+
+    // The loops below run from element `from`: from 0 they are the scalar kernels, from the vector
+    // loop's bound the vector kernels' tails, so that both compute the same thing in one place.
+
+    /** {@code sum} plus the squares of elements {@code [from, n)} of {@code x}, in order. */
+    public static float sumOfSquaresFrom(int from, MemorySegment x, long xOffset, int n, float sum) {
+        for (int i = from; i < n; i++) {
             float v = x.get(F32, xOffset + i * F);
-            sumOfSquares += v * v;
+            sum += v * v;
         }
-        float inverseRms = rmsInverse(sumOfSquares, n, eps);
-        for (int i = 0; i < n; i++) {
+        return sum;
+    }
+
+    /** {@code out[i] = weight[i] * (x[i] * inverseRms)} for {@code i} in {@code [from, n)}. */
+    public static void rmsScaleFrom(int from, MemorySegment x, long xOffset, MemorySegment weight, long weightOffset,
+            MemorySegment out, long outOffset, int n, float inverseRms) {
+        for (int i = from; i < n; i++) {
             float normalized = x.get(F32, xOffset + i * F) * inverseRms;
             out.set(F32, outOffset + i * F, weight.get(F32, weightOffset + i * F) * normalized);
         }
     }
 
     /** {@code 1 / sqrt(sumOfSquares / n + eps)}, shared with the vector kernel. */
-    static float rmsInverse(float sumOfSquares, int n, float eps) {
+    public static float rmsInverse(float sumOfSquares, int n, float eps) {
         return (float) (1.0 / Math.sqrt(sumOfSquares / n + eps));
     }
 
@@ -451,7 +187,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /** Rotates the pair at {@code offset} by the angle of {@code cos} and {@code sin}. */
-    static void rotatePair(MemorySegment x, long offset, float cos, float sin) {
+    public static void rotatePair(MemorySegment x, long offset, float cos, float sin) {
         float x0 = x.get(F32, offset);
         float x1 = x.get(F32, offset + F);
         x.set(F32, offset, x0 * cos - x1 * sin);
@@ -468,7 +204,13 @@ final class ScalarOps implements KernelOps {
             long outOffset,
             int n) {
         ArgumentChecks.siluMul(gate, gateOffset, up, upOffset, out, outOffset, n);
-        for (int i = 0; i < n; i++) {
+        siluMulFrom(0, gate, gateOffset, up, upOffset, out, outOffset, n);
+    }
+
+    /** {@link #siluMul} of elements {@code [from, n)}. */
+    public static void siluMulFrom(int from, MemorySegment gate, long gateOffset, MemorySegment up, long upOffset,
+            MemorySegment out, long outOffset, int n) {
+        for (int i = from; i < n; i++) {
             float g = gate.get(F32, gateOffset + i * F);
             float silu = g / (1f + (float) Math.exp(-g));
             out.set(F32, outOffset + i * F, silu * up.get(F32, upOffset + i * F));
@@ -478,7 +220,13 @@ final class ScalarOps implements KernelOps {
     @Override
     public void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
         ArgumentChecks.residualAdd(acc, accOffset, delta, deltaOffset, n);
-        for (int i = 0; i < n; i++) {
+        residualAddFrom(0, acc, accOffset, delta, deltaOffset, n);
+    }
+
+    /** {@link #residualAdd} of elements {@code [from, n)}. */
+    public static void residualAddFrom(int from, MemorySegment acc, long accOffset, MemorySegment delta,
+            long deltaOffset, int n) {
+        for (int i = from; i < n; i++) {
             long at = accOffset + i * F;
             acc.set(F32, at, acc.get(F32, at) + delta.get(F32, deltaOffset + i * F));
         }
@@ -499,12 +247,8 @@ final class ScalarOps implements KernelOps {
         ArgumentChecks.embedQ8_0(table, tableOffset, out, outOffset, rows, dim, token);
         long row = tableOffset + (long) token * Q8_0.rowBytes(dim);
         for (int block = 0; block < dim / Q8_0.BLOCK_SIZE; block++) {
-            long blockOffset = row + (long) block * Q8_0.BLOCK_BYTES;
-            long to = outOffset + (long) block * Q8_0.BLOCK_SIZE * F;
-            float d = Q8_0.scale(table, blockOffset);
-            for (int j = 0; j < Q8_0.BLOCK_SIZE; j++) {
-                out.set(F32, to + j * F, table.get(I8, blockOffset + 2 + j) * d);
-            }
+            dequantizeQ8_0Block(
+                    table, row + (long) block * Q8_0.BLOCK_BYTES, out, outOffset + (long) block * Q8_0.BLOCK_SIZE * F);
         }
     }
 
@@ -522,7 +266,7 @@ final class ScalarOps implements KernelOps {
         for (int i = 0; i < n; i++) {
             float v = values.get(F32, offset + i * F);
             if (Float.isNaN(v)) {
-                throw nanAt("argmax", i);
+                throw ArgumentChecks.nanAt("argmax", i);
             }
             if (v > bestValue) {
                 bestValue = v;
@@ -530,10 +274,6 @@ final class ScalarOps implements KernelOps {
             }
         }
         return best;
-    }
-
-    static IllegalArgumentException nanAt(String kernel, int index) {
-        return new IllegalArgumentException(kernel + ": values[" + index + "] is NaN");
     }
 
     @Override
@@ -554,30 +294,28 @@ final class ScalarOps implements KernelOps {
         for (int i = 0; i < n; i++) {
             max = Math.max(max, logits.get(F32, logitsOffset + i * F));
         }
-        checkSampleMax(max);
-        float inverseTemperature = 1f / temperature;
-        float sum = 0f;
-        for (int i = 0; i < n; i++) {
-            float e = (float) Math.exp((logits.get(F32, logitsOffset + i * F) - max) * inverseTemperature);
-            probs.set(F32, probsOffset + i * F, e);
-            sum += e;
-        }
+        ArgumentChecks.sampleMax(max);
+        float sum = softmaxFrom(0, logits, logitsOffset, probs, probsOffset, n, max, 1f / temperature, 0f);
         float inverseSum = 1f / sum;
-        for (int i = 0; i < n; i++) {
-            long at = probsOffset + i * F;
-            probs.set(F32, at, probs.get(F32, at) * inverseSum);
-        }
+        scaleFrom(0, probs, probsOffset, probs, probsOffset, n, inverseSum);
         // The largest probability is exp(0) * inverseSum.
         float threshold = nucleusThreshold(probs, probsOffset, n, topP, inverseSum);
         float nucleusMass = massAtLeast(probs, probsOffset, n, threshold);
         return draw(probs, probsOffset, n, threshold, nucleusMass, seed);
     }
 
-    static void checkSampleMax(float max) {
-        if (Float.isNaN(max) || max == Float.POSITIVE_INFINITY || max == Float.NEGATIVE_INFINITY) {
-            throw new IllegalArgumentException("sample: largest logit = " + max
-                    + " must be finite (no NaN, no +Infinity, not every logit -Infinity)");
+    /**
+     * {@code probs[i] = exp((logits[i] - max) * inverseTemperature)} for {@code i} in
+     * {@code [from, n)}; returns {@code sum} plus them, in order.
+     */
+    public static float softmaxFrom(int from, MemorySegment logits, long logitsOffset, MemorySegment probs,
+            long probsOffset, int n, float max, float inverseTemperature, float sum) {
+        for (int i = from; i < n; i++) {
+            float e = (float) Math.exp((logits.get(F32, logitsOffset + i * F) - max) * inverseTemperature);
+            probs.set(F32, probsOffset + i * F, e);
+            sum += e;
         }
+        return sum;
     }
 
     private static float nucleusThreshold(MemorySegment probs, long offset, int n, float topP, float largest) {
@@ -603,8 +341,13 @@ final class ScalarOps implements KernelOps {
     }
 
     private static float massAtLeast(MemorySegment probs, long offset, int n, float threshold) {
-        float mass = 0f;
-        for (int i = 0; i < n; i++) {
+        return massAtLeastFrom(0, probs, offset, n, threshold, 0f);
+    }
+
+    /** {@code mass} plus the elements of {@code [from, n)} that are at least {@code threshold}, in order. */
+    public static float massAtLeastFrom(int from, MemorySegment probs, long offset, int n, float threshold,
+            float mass) {
+        for (int i = from; i < n; i++) {
             float p = probs.get(F32, offset + i * F);
             if (p >= threshold) {
                 mass += p;
@@ -618,7 +361,7 @@ final class ScalarOps implements KernelOps {
      * Shared by both implementations: it is a sequential scan, and sharing it makes equal
      * probabilities give equal tokens.
      */
-    static int draw(MemorySegment probs, long offset, int n, float threshold, float nucleusMass, long seed) {
+    public static int draw(MemorySegment probs, long offset, int n, float threshold, float nucleusMass, long seed) {
         double target = new SplittableRandom(seed).nextDouble() * nucleusMass;
         double running = 0.0;
         int last = 0;
@@ -651,13 +394,18 @@ final class ScalarOps implements KernelOps {
             float scale) {
         ArgumentChecks.qk(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
         for (int j = 0; j < validRows; j++) {
-            long key = keysOffset + (long) j * rowStride * F;
-            float dot = 0f;
-            for (int c = 0; c < headDim; c++) {
-                dot += q.get(F32, qOffset + c * F) * keys.get(F32, key + c * F);
-            }
+            float dot = dotFrom(0, q, qOffset, keys, keysOffset + (long) j * rowStride * F, headDim, 0f);
             scores.set(F32, scoresOffset + j * F, dot * scale);
         }
+    }
+
+    /** {@code sum} plus the products of elements {@code [from, n)} of {@code a} and {@code b}, in order. */
+    public static float dotFrom(int from, MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n,
+            float sum) {
+        for (int c = from; c < n; c++) {
+            sum += a.get(F32, aOffset + c * F) * b.get(F32, bOffset + c * F);
+        }
+        return sum;
     }
 
     @Override
@@ -674,15 +422,24 @@ final class ScalarOps implements KernelOps {
                 scores.set(F32, scoresOffset + j * F, 0f);
             }
         } else {
-            for (int j = 0; j < n; j++) {
-                long at = scoresOffset + j * F;
-                float e = (float) Math.exp(scores.get(F32, at) - max);
-                scores.set(F32, at, e);
-                sum += e;
-            }
+            sum = expFrom(0, scores, scoresOffset, n, max, 0f);
         }
         blockStats.set(F32, blockStatsOffset, max);
         blockStats.set(F32, blockStatsOffset + F, sum);
+    }
+
+    /**
+     * Replaces elements {@code [from, n)} of {@code scores} by {@code exp(score - max)}, and returns
+     * {@code sum} plus them, in order.
+     */
+    public static float expFrom(int from, MemorySegment scores, long scoresOffset, int n, float max, float sum) {
+        for (int j = from; j < n; j++) {
+            long at = scoresOffset + j * F;
+            float e = (float) Math.exp(scores.get(F32, at) - max);
+            scores.set(F32, at, e);
+            sum += e;
+        }
+        return sum;
     }
 
     @Override
@@ -697,7 +454,13 @@ final class ScalarOps implements KernelOps {
             int rowStride,
             int n) {
         ArgumentChecks.pv(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
-        for (int c = 0; c < headDim; c++) {
+        pvFrom(0, exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+    }
+
+    /** {@link #pv} of columns {@code [from, headDim)}: each column's sum over the {@code n} rows in order. */
+    public static void pvFrom(int from, MemorySegment exps, long expsOffset, MemorySegment values, long valuesOffset,
+            MemorySegment partial, long partialOffset, int headDim, int rowStride, int n) {
+        for (int c = from; c < headDim; c++) {
             float sum = 0f;
             for (int j = 0; j < n; j++) {
                 sum += exps.get(F32, expsOffset + j * F)
@@ -765,9 +528,14 @@ final class ScalarOps implements KernelOps {
                 runningStats, runningStatsOffset, runningOut, runningOutOffset, out, outOffset, headDim);
         float sum = runningStats.get(F32, runningStatsOffset + F);
         ArgumentChecks.attendedSomething(sum);
-        float inverseSum = 1f / sum;
-        for (int c = 0; c < headDim; c++) {
-            out.set(F32, outOffset + c * F, runningOut.get(F32, runningOutOffset + c * F) * inverseSum);
+        scaleFrom(0, runningOut, runningOutOffset, out, outOffset, headDim, 1f / sum);
+    }
+
+    /** {@code out[c] = in[c] * factor} for {@code c} in {@code [from, n)}. */
+    public static void scaleFrom(int from, MemorySegment in, long inOffset, MemorySegment out, long outOffset, int n,
+            float factor) {
+        for (int c = from; c < n; c++) {
+            out.set(F32, outOffset + c * F, in.get(F32, inOffset + c * F) * factor);
         }
     }
 
@@ -836,14 +604,14 @@ final class ScalarOps implements KernelOps {
     }
 
     /** f16 values {@code [from, to)} of the tensor at {@code src} to f32; the vector kernel's tail too. */
-    static void dequantizeF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long from, long to) {
+    public static void dequantizeF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long from, long to) {
         for (long i = from; i < to; i++) {
             dst.set(F32, dstOffset + i * F, HalfFloats.f16ToF32(src.get(F16, srcOffset + i * 2)));
         }
     }
 
     /** bf16 values {@code [from, to)} of the tensor at {@code src} to f32; the vector kernel's tail too. */
-    static void dequantizeBf16(
+    public static void dequantizeBf16(
             MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long from, long to) {
         for (long i = from; i < to; i++) {
             dst.set(F32, dstOffset + i * F, HalfFloats.bf16ToF32(src.get(F16, srcOffset + i * 2)));
@@ -851,7 +619,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /** The f32 value of the f16 at {@code offset}. */
-    static float half(MemorySegment segment, long offset) {
+    public static float half(MemorySegment segment, long offset) {
         return HalfFloats.f16ToF32(segment.get(F16, offset));
     }
 
@@ -875,7 +643,7 @@ final class ScalarOps implements KernelOps {
      * One q5_0 block to f32: {@code (q - 16) * d} per value ({@link SmallBlocksX16#quant}). The vector
      * implementation runs it too: q5_0 is dequantized only for an embedding row and the reference.
      */
-    static void dequantizeQ5_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
+    public static void dequantizeQ5_0Block(MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block);
         int qh = src.get(I32, block + 2);
         for (int j = 0; j < 16; j++) {
@@ -890,7 +658,7 @@ final class ScalarOps implements KernelOps {
      * (the bits as {@link LowBitsKX16} describes them): q2_K {@code (d * (sc & 15)) * q -
      * dmin * (sc >> 4)}, q3_K {@code (d * (s - 32)) * q}. The vector implementation runs it too.
      */
-    static void dequantizeLowBitsKBlock(boolean three, MemorySegment src, long block, MemorySegment dst, long to) {
+    public static void dequantizeLowBitsKBlock(boolean three, MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block + (three ? 108 : 80));
         float dmin = three ? 0f : half(src, block + 82);
         long quants = block + (three ? 32 : 16);
@@ -925,7 +693,7 @@ final class ScalarOps implements KernelOps {
      * and {@code _iq4_xs}: {@code dl * VALUES[n]}, with {@code dl} the f16 scale, or
      * {@code d * (ls - 32)} per sub-block. The vector implementation runs it too.
      */
-    static void dequantizeIq4Block(boolean xs, MemorySegment src, long block, MemorySegment dst, long to) {
+    public static void dequantizeIq4Block(boolean xs, MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block);
         int scalesH = xs ? src.get(F16, block + 2) & 0xffff : 0;
         int scalesL = xs ? src.get(I32, block + 4) : 0;
@@ -944,7 +712,7 @@ final class ScalarOps implements KernelOps {
      * One q4_1 or q5_1 block to f32 as llama.cpp's {@code dequantize_row_q4_1}/{@code _q5_1}:
      * {@code q * d + m} per value, a product then a sum. The vector implementation runs it too.
      */
-    static void dequantizeMinBlock(boolean fifthBits, MemorySegment src, long block, MemorySegment dst, long to) {
+    public static void dequantizeMinBlock(boolean fifthBits, MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block);
         float m = half(src, block + 2);
         int qh = fifthBits ? src.get(I32, block + 4) : 0;
@@ -957,7 +725,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /** The 6-bit scale of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
-    static int q4_KScale(MemorySegment src, long scales, int i) {
+    public static int q4_KScale(MemorySegment src, long scales, int i) {
         return q4_KScale(src, scales, 1, i);
     }
 
@@ -965,7 +733,7 @@ final class ScalarOps implements KernelOps {
      * {@link #q4_KScale(MemorySegment, long, int)} with the 12 bytes {@code step} apart
      * ({@link TensorType#Q4_K_X16} keeps a row's scale bytes 16 apart).
      */
-    static int q4_KScale(MemorySegment src, long scales, long step, int i) {
+    public static int q4_KScale(MemorySegment src, long scales, long step, int i) {
         if (i < 4) {
             return unsigned(src, scales + i * step) & 63;
         }
@@ -973,12 +741,12 @@ final class ScalarOps implements KernelOps {
     }
 
     /** The 6-bit min of q4_K sub-block {@code i} (0 to 7), from the 12 bytes at {@code scales}. */
-    static int q4_KMin(MemorySegment src, long scales, int i) {
+    public static int q4_KMin(MemorySegment src, long scales, int i) {
         return q4_KMin(src, scales, 1, i);
     }
 
     /** {@link #q4_KMin(MemorySegment, long, int)} with the 12 bytes {@code step} apart. */
-    static int q4_KMin(MemorySegment src, long scales, long step, int i) {
+    public static int q4_KMin(MemorySegment src, long scales, long step, int i) {
         if (i < 4) {
             return unsigned(src, scales + (i + 4) * step) & 63;
         }
@@ -1013,7 +781,7 @@ final class ScalarOps implements KernelOps {
      * {@code d * scale} and {@code dmin * min}, then {@code (d * scale) * q - dmin * min} per value.
      * The vector implementation runs it too (an embedding row, the reference).
      */
-    static void dequantizeQ5_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
+    public static void dequantizeQ5_KBlock(MemorySegment src, long block, MemorySegment dst, long to) {
         float d = half(src, block);
         float dmin = half(src, block + 2);
         long scales = block + 4;
@@ -1097,7 +865,7 @@ final class ScalarOps implements KernelOps {
     }
 
     /** Quantizes the 32 f32 at {@code from} to the q8_0 block at {@code block}, as {@link Q8_0#quantize} does. */
-    static void quantizeQ8_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
+    public static void quantizeQ8_0Block(MemorySegment src, long from, MemorySegment dst, long block) {
         float amax = 0f;
         for (int j = 0; j < 32; j++) {
             amax = Math.max(amax, Math.abs(src.get(F32, from + j * F)));

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -26,24 +28,24 @@ import java.lang.foreign.MemorySegment;
  * bytes in pairs (at {@code 512 +}), the 12 scale bytes ({@code 1536 + 16 s + i}) and {@code d}
  * ({@code 1728 + 2 i}).
  */
-final class LowBitsKX16 {
+public final class LowBitsKX16 {
 
-    static final long Q2_GROUP_BLOCK_BYTES = 16 * 84;
-    static final long Q3_GROUP_BLOCK_BYTES = 16 * 110;
+    public static final long Q2_GROUP_BLOCK_BYTES = 16 * 84;
+    public static final long Q3_GROUP_BLOCK_BYTES = 16 * 110;
 
     /** q2_K: where a group superblock's d, dmin and quant pairs start. */
-    static final long Q2_D = 256;
-    static final long Q2_QUANTS = 320;
+    public static final long Q2_D = 256;
+    public static final long Q2_QUANTS = 320;
 
     /** q3_K: where a group superblock's quant pairs, scale bytes and d start (the mask pairs at 0). */
-    static final long Q3_QUANTS = 512;
-    static final long Q3_SCALES = 1536;
-    static final long Q3_D = 1728;
+    public static final long Q3_QUANTS = 512;
+    public static final long Q3_SCALES = 1536;
+    public static final long Q3_D = 1728;
 
     private LowBitsKX16() {}
 
     /** Where byte {@code j} (of 84) of row {@code row}'s q2_K superblock sits in its group's superblock. */
-    static long q2ByteAt(int j, int row) {
+    public static long q2ByteAt(int j, int row) {
         if (j < 16) {
             return 16L * j + row;
         }
@@ -54,7 +56,7 @@ final class LowBitsKX16 {
     }
 
     /** Where byte {@code j} (of 110) of row {@code row}'s q3_K superblock sits in its group's superblock. */
-    static long q3ByteAt(int j, int row) {
+    public static long q3ByteAt(int j, int row) {
         if (j < 32) {
             return Q4_0X16.pairByte(j, row);
         }
@@ -71,7 +73,7 @@ final class LowBitsKX16 {
      * q3_K's scale of sub-block {@code is} (0 to 15) less 32, from the 12 scale bytes ({@code at}
      * the first, {@code step} apart): llama.cpp's unpacking of four low nibbles and two high bits.
      */
-    static int q3Scale(MemorySegment w, long at, long step, int is) {
+    public static int q3Scale(MemorySegment w, long at, long step, int is) {
         int low = unsigned(w, at + step * (is & 7));
         low = is < 8 ? low & 0x0f : low >>> 4;
         int high = (unsigned(w, at + step * (8 + (is & 3))) >>> (2 * (is / 4))) & 3;
@@ -83,7 +85,7 @@ final class LowBitsKX16 {
     }
 
     /** {@code Σ q} of the 16 input quants from {@code x}: the input's side of q2_K's min term. */
-    static int sum16(Q4_0X16.Inputs in, int x) {
+    public static int sum16(Q4_0X16.Inputs in, int x) {
         int sum = 0;
         for (int l = 0; l < 16; l++) {
             sum += in.quant(x + l);
@@ -99,7 +101,7 @@ final class LowBitsKX16 {
      * {@code acc = fma(sum, d * scale * dx, acc)}, then for q2_K
      * {@code acc = fma(Σ q, -(dmin * min * dx), acc)}.
      */
-    static float row(boolean three, MemorySegment weights, long weights0, int rows, int blocks, int r,
+    public static float row(boolean three, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = three ? 110 : 84;
         int lane = r % TensorType.X16_ROWS;

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -11,20 +13,20 @@ import java.lang.foreign.MemorySegment;
  * which stay q6_K), and one row's dot product with an input quantized as {@link Q4_0X16} quantizes
  * it.
  */
-final class Q6_KX16 {
+public final class Q6_KX16 {
 
     /** Bytes of one superblock of a group: 16 f16 {@code d}, 16 x 16 scales, 128 x 16 {@code ql}, 64 x 16 {@code qh}. */
-    static final long GROUP_BLOCK_BYTES = 16 * 210;
+    public static final long GROUP_BLOCK_BYTES = 16 * 210;
 
     /** Where a group's superblock holds the rows' scales, and its {@code ql} and {@code qh} bytes. */
-    static final int SCALES = 32;
-    static final int QUANTS = SCALES + 16 * 16;
+    public static final int SCALES = 32;
+    public static final int QUANTS = SCALES + 16 * 16;
 
     /**
      * Bytes of one run of the quants: a pair of {@code ql} bytes of the 16 rows, the pair 32
      * bytes further on in the row, and the pair of {@code qh} bytes both share.
      */
-    static final int RUN = 3 * 32;
+    public static final int RUN = 3 * 32;
 
     private Q6_KX16() {}
 
@@ -38,7 +40,7 @@ final class Q6_KX16 {
      * reads a superblock front to back, one stream; in q6_K's order it read three streams at once,
      * hundreds of bytes apart, and ran at about half the speed from memory.
      */
-    static long byteAt(int j, int row) {
+    public static long byteAt(int j, int row) {
         if (j < 192) {
             int pair = j < 128 ? j / 2 : (j - 128) / 2; // of ql, or of qh
             int slot; // 0: the first ql pair of a run, 1: the second, 2: the qh pair
@@ -66,7 +68,7 @@ final class Q6_KX16 {
      * of 32) of {@code in}, as {@link MatmulOps#matmulQ6_K_X16} defines it: per superblock, its
      * sub-blocks in the order {@link #subBlock} gives.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int supers, int r, Q4_0X16.Inputs in, int qBase,
+    public static float row(MemorySegment weights, long weights0, int rows, int supers, int r, Q4_0X16.Inputs in, int qBase,
             int blockBase) {
         long rowBytes = supers * 210L;
         int grouped = rows - rows % TensorType.X16_ROWS;
@@ -103,7 +105,7 @@ final class Q6_KX16 {
      * the first 16 of each quarter of 32 values, then the second 16 of each (0, 2, 4, 6, 1, 3, 5,
      * 7, 8, 10, ...), the order in which the vector kernel's loads meet them.
      */
-    static int subBlock(int n) {
+    public static int subBlock(int n) {
         int h = n / 8;
         int i = n % 8;
         return 8 * h + 2 * (i % 4) + i / 4;

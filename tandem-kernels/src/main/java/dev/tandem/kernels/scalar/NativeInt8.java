@@ -1,5 +1,7 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.io.IOException;
 import java.io.InputStream;
 import java.lang.foreign.Arena;
@@ -33,13 +35,13 @@ import org.slf4j.LoggerFactory;
  * and one without compute the same tokens; {@code NativeInt8Test} checks it. Any thread may call;
  * each stages its inputs in native memory of its own.
  */
-final class NativeInt8 {
+public final class NativeInt8 {
 
     /** Set to {@code false} to run the Java kernels even where the native ones could. */
-    static final String PROPERTY = "tandem.kernels.native";
+    public static final String PROPERTY = "tandem.kernels.native";
 
     /** The library's place among the module's resources, where the Maven build puts it. */
-    static final String RESOURCE = "/dev/tandem/kernels/native/libtandem_int8.so";
+    public static final String RESOURCE = "/dev/tandem/kernels/native/libtandem_int8.so";
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeInt8.class);
 
@@ -107,7 +109,7 @@ final class NativeInt8 {
     private NativeInt8() {}
 
     /** Whether the native kernels run in this JVM. */
-    static boolean available() {
+    public static boolean available() {
         return Q4_0_X16 != null;
     }
 
@@ -118,7 +120,7 @@ final class NativeInt8 {
      * @param arch {@code os.arch}
      * @param flags the CPU's flags from {@code /proc/cpuinfo}, or {@code null} where it is unreadable
      */
-    static String reasonNotToLoad(String property, String arch, List<String> flags) {
+    public static String reasonNotToLoad(String property, String arch, List<String> flags) {
         if ("false".equals(property)) {
             return PROPERTY + "=false";
         }
@@ -174,7 +176,7 @@ final class NativeInt8 {
      * {@code cols} values), into {@code out} as {@link MatmulOps#matmul} writes it: the type's
      * scalar twin's results bit for bit.
      */
-    static void x16(TensorType type, MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
+    public static void x16(TensorType type, MemorySegment weights, long weightsOffset, int first, int groups, int blocks,
             Q4_0X16.Inputs in, int batch, int cols, MemorySegment out, long outOffset, int rows) {
         MethodHandle kernel = switch (type) {
             case Q4_0_X16 -> Q4_0_X16;

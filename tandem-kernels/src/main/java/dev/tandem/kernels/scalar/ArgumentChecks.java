@@ -1,5 +1,8 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
+import dev.tandem.kernels.AttentionOps;
+import dev.tandem.kernels.Q8_0;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -9,12 +12,12 @@ import java.lang.foreign.MemorySegment;
  * <p>Messages read {@code "<kernel>: <argument> = <value> <what is wrong> <limit>"}. They are built
  * only when a check fails: a passing check allocates nothing.
  */
-final class ArgumentChecks {
+public final class ArgumentChecks {
 
     private ArgumentChecks() {}
 
     /** The failure of a matmul asked for a {@code type} it has no kernel for: null, or not interleaved. */
-    static IllegalArgumentException notInterleaved(TensorType type) {
+    public static IllegalArgumentException notInterleaved(TensorType type) {
         if (type == null) {
             return new IllegalArgumentException("matmul: type is null");
         }
@@ -29,7 +32,7 @@ final class ArgumentChecks {
      * The checks of a matmul over weights in the interleaved layout {@code type}, named
      * {@code matmulQ4_0_X16} etc. in the messages.
      */
-    static void matmulBlocks(
+    public static void matmulBlocks(
             TensorType type,
             MemorySegment weights,
             long weightsOffset,
@@ -61,17 +64,14 @@ final class ArgumentChecks {
             default -> throw new IllegalArgumentException("matmulBlocks: " + type + " has no block matmul");
         };
         matmulShape(kernel, rows, cols, batch, rowStart, rowEnd);
-        if (cols % type.blockSize() != 0) {
-            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "
-                    + type.ggmlName() + " block size " + type.blockSize());
-        }
+        multipleOfBlock(kernel, "cols", cols, type.blockSize(), type.ggmlName());
         long blocks = product(kernel, "rows * cols", rows, cols / type.blockSize());
         fits(kernel, "weights", weights, weightsOffset, product(kernel, "rows * cols bytes", blocks, type.blockBytes()));
         fits(kernel, "x", x, xOffset, f32Bytes(kernel, "batch * cols", batch, cols));
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "batch * rows", batch, rows));
     }
 
-    static void rmsnorm(
+    public static void rmsnorm(
             MemorySegment x,
             long xOffset,
             MemorySegment weight,
@@ -90,7 +90,7 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "n", n, 1));
     }
 
-    static void rope(MemorySegment x, long xOffset, int heads, int headDim, int position, float theta) {
+    public static void rope(MemorySegment x, long xOffset, int heads, int headDim, int position, float theta) {
         String kernel = "rope";
         nonNegative(kernel, "heads", heads);
         nonNegative(kernel, "headDim", headDim);
@@ -105,7 +105,7 @@ final class ArgumentChecks {
         fits(kernel, "x", x, xOffset, f32Bytes(kernel, "heads * headDim", heads, headDim));
     }
 
-    static void siluMul(
+    public static void siluMul(
             MemorySegment gate,
             long gateOffset,
             MemorySegment up,
@@ -120,14 +120,14 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "n", n, 1));
     }
 
-    static void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
+    public static void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
         String kernel = "residualAdd";
         nonNegative(kernel, "n", n);
         fits(kernel, "acc", acc, accOffset, f32Bytes(kernel, "n", n, 1));
         fits(kernel, "delta", delta, deltaOffset, f32Bytes(kernel, "n", n, 1));
     }
 
-    static void embedF32(
+    public static void embedF32(
             MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
         String kernel = "embedF32";
         embedShape(kernel, rows, dim, token);
@@ -135,7 +135,7 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
     }
 
-    static void embedQ8_0(
+    public static void embedQ8_0(
             MemorySegment table, long tableOffset, MemorySegment out, long outOffset, int rows, int dim, int token) {
         String kernel = "embedQ8_0";
         embedShape(kernel, rows, dim, token);
@@ -144,26 +144,23 @@ final class ArgumentChecks {
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
     }
 
-    static void embed(TensorType type, MemorySegment table, long tableOffset, MemorySegment out, long outOffset,
+    public static void embed(TensorType type, MemorySegment table, long tableOffset, MemorySegment out, long outOffset,
             int rows, int dim, int token) {
         String kernel = EMBED_NAMES[type.ordinal()]; // constants: a passing check allocates nothing
         embedShape(kernel, rows, dim, token);
-        if (dim % type.blockSize() != 0) {
-            throw new IllegalArgumentException(kernel + ": dim = " + dim + " must be a multiple of the "
-                    + type.ggmlName() + " block size " + type.blockSize());
-        }
+        multipleOfBlock(kernel, "dim", dim, type.blockSize(), type.ggmlName());
         long blocks = product(kernel, "rows * dim", rows, dim / type.blockSize());
         fits(kernel, "table", table, tableOffset, product(kernel, "rows * dim bytes", blocks, type.blockBytes()));
         fits(kernel, "out", out, outOffset, f32Bytes(kernel, "dim", dim, 1));
     }
 
-    static void argmax(MemorySegment values, long offset, int n) {
+    public static void argmax(MemorySegment values, long offset, int n) {
         String kernel = "argmax";
         positive(kernel, "n", n);
         fits(kernel, "values", values, offset, f32Bytes(kernel, "n", n, 1));
     }
 
-    static void sample(
+    public static void sample(
             MemorySegment logits,
             long logitsOffset,
             MemorySegment probs,
@@ -183,7 +180,7 @@ final class ArgumentChecks {
         fits(kernel, "probs", probs, probsOffset, f32Bytes(kernel, "n", n, 1));
     }
 
-    static void qk(
+    public static void qk(
             MemorySegment q,
             long qOffset,
             MemorySegment keys,
@@ -204,7 +201,7 @@ final class ArgumentChecks {
         fits(kernel, "scores", scores, scoresOffset, f32Bytes(kernel, "validRows", validRows, 1));
     }
 
-    static void softmaxPrepare(
+    public static void softmaxPrepare(
             MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {
         String kernel = "softmaxPrepare";
         nonNegative(kernel, "n", n);
@@ -212,7 +209,7 @@ final class ArgumentChecks {
         fits(kernel, "blockStats", blockStats, blockStatsOffset, AttentionOps.STATS_FLOATS * (long) Float.BYTES);
     }
 
-    static void pv(
+    public static void pv(
             MemorySegment exps,
             long expsOffset,
             MemorySegment values,
@@ -229,7 +226,7 @@ final class ArgumentChecks {
         fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
     }
 
-    static void onlineInit(
+    public static void onlineInit(
             MemorySegment runningStats,
             long runningStatsOffset,
             MemorySegment runningOut,
@@ -241,7 +238,7 @@ final class ArgumentChecks {
         fits(kernel, "runningOut", runningOut, runningOutOffset, f32Bytes(kernel, "headDim", headDim, 1));
     }
 
-    static void onlineUpdate(
+    public static void onlineUpdate(
             MemorySegment runningStats,
             long runningStatsOffset,
             MemorySegment runningOut,
@@ -260,7 +257,7 @@ final class ArgumentChecks {
         fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
     }
 
-    static void normalize(
+    public static void normalize(
             MemorySegment runningStats,
             long runningStatsOffset,
             MemorySegment runningOut,
@@ -276,14 +273,14 @@ final class ArgumentChecks {
     }
 
     /** Data check of {@code normalize}: the running sum of a context with at least one key is >= 1. */
-    static void attendedSomething(float runningSum) {
+    public static void attendedSomething(float runningSum) {
         if (!(runningSum > 0f)) {
             throw new IllegalArgumentException("normalize: running sum = " + runningSum
                     + " must be > 0; no key was attended (an empty context has no attention output)");
         }
     }
 
-    static void quantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
+    public static void quantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
         String kernel = "Q8_0.quantize";
         nonNegative(kernel, "count", count);
         multipleOfBlock(kernel, "count", count);
@@ -291,7 +288,7 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, q8Bytes(kernel, "count", 1, count));
     }
 
-    static void dequantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
+    public static void dequantizeQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int count) {
         String kernel = "Q8_0.dequantize";
         nonNegative(kernel, "count", count);
         multipleOfBlock(kernel, "count", count);
@@ -299,28 +296,28 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, f32Bytes(kernel, "count", count, 1));
     }
 
-    static void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveQ4_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ4_0", TensorType.Q4_0, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveF32(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveF32", TensorType.F32, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleaveBF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveBF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveBF16", TensorType.BF16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveF16(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveF16", TensorType.F16, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
     /** Refuses an f16 matrix {@code [rows, cols]} at {@code src} with an infinity or NaN, naming the first. */
-    static void finiteHalves(String kernel, MemorySegment src, long srcOffset, int rows, int cols) {
+    public static void finiteHalves(String kernel, MemorySegment src, long srcOffset, int rows, int cols) {
         long n = (long) rows * cols;
         for (long i = 0; i < n; i++) {
             short half = src.get(LittleEndian.F16, srcOffset + 2 * i);
@@ -332,29 +329,26 @@ final class ArgumentChecks {
         }
     }
 
-    static void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveQ8_0(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ8_0", TensorType.Q8_0, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveQ4_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ4_K", TensorType.Q4_K, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleaveQ6_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
+    public static void interleaveQ6_K(MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols) {
         interleave("interleaveQ6_K", TensorType.Q6_K, src, srcOffset, dst, dstOffset, rows, cols);
     }
 
-    static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,
+    public static void interleave(String kernel, TensorType type, MemorySegment src, long srcOffset,
             MemorySegment dst, long dstOffset, int rows, int cols) {
         nonNegative(kernel, "rows", rows);
         nonNegative(kernel, "cols", cols);
-        if (cols % type.blockSize() != 0) {
-            throw new IllegalArgumentException(kernel + ": cols = " + cols + " must be a multiple of the "
-                    + type.ggmlName() + " block size " + type.blockSize());
-        }
+        multipleOfBlock(kernel, "cols", cols, type.blockSize(), type.ggmlName());
         long groupBytes = TensorType.X16_ROWS * type.rowBytes(cols);
         if (groupBytes > Interleaving.MAX_GROUP_BYTES) {
             throw new IllegalArgumentException(kernel + ": cols = " + cols + " makes a group of 16 rows " + groupBytes
@@ -365,7 +359,7 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, bytes);
     }
 
-    static void dequantize(
+    public static void dequantize(
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "dequantize";
         long srcBytes = typeBytes(kernel, type, elements);
@@ -377,7 +371,7 @@ final class ArgumentChecks {
         fits(kernel, "dst", dst, dstOffset, product(kernel, "elements * 4", elements, Float.BYTES));
     }
 
-    static void quantize(
+    public static void quantize(
             TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, long elements) {
         String kernel = "quantize";
         long dstBytes = typeBytes(kernel, type, elements);
@@ -396,10 +390,7 @@ final class ArgumentChecks {
             throw new IllegalArgumentException(kernel + ": type is null");
         }
         nonNegative(kernel, "elements", elements);
-        if (elements % type.blockSize() != 0) {
-            throw new IllegalArgumentException(kernel + ": elements = " + elements + " must be a multiple of the "
-                    + type + " block size " + type.blockSize());
-        }
+        multipleOfBlock(kernel, "elements", elements, type.blockSize(), type.name());
         return product(kernel, "blocks * block bytes", elements / type.blockSize(), type.blockBytes());
     }
 
@@ -453,22 +444,40 @@ final class ArgumentChecks {
         return product(kernel, "block bytes", floats, Float.BYTES);
     }
 
-    static void nonNegative(String kernel, String name, long value) {
+    public static void nonNegative(String kernel, String name, long value) {
         if (value < 0) {
             throw new IllegalArgumentException(kernel + ": " + name + " = " + value + " must be >= 0");
         }
     }
 
-    static void positive(String kernel, String name, long value) {
+    public static void positive(String kernel, String name, long value) {
         if (value <= 0) {
             throw new IllegalArgumentException(kernel + ": " + name + " = " + value + " must be >= 1");
         }
     }
 
     private static void multipleOfBlock(String kernel, String name, int value) {
-        if (value % Q8_0.BLOCK_SIZE != 0) {
-            throw new IllegalArgumentException(kernel + ": " + name + " = " + value
-                    + " must be a multiple of the q8_0 block size " + Q8_0.BLOCK_SIZE);
+        multipleOfBlock(kernel, name, value, Q8_0.BLOCK_SIZE, "q8_0");
+    }
+
+    /** {@code value} a multiple of {@code blockSize}, the block size of the type {@code typeName}. */
+    private static void multipleOfBlock(String kernel, String name, long value, int blockSize, String typeName) {
+        if (value % blockSize != 0) {
+            throw new IllegalArgumentException(kernel + ": " + name + " = " + value + " must be a multiple of the "
+                    + typeName + " block size " + blockSize);
+        }
+    }
+
+    /** The failure of a kernel that met a NaN at {@code index}. */
+    public static IllegalArgumentException nanAt(String kernel, int index) {
+        return new IllegalArgumentException(kernel + ": values[" + index + "] is NaN");
+    }
+
+    /** {@code sample}'s largest logit: finite, or there is no distribution to draw from. */
+    public static void sampleMax(float max) {
+        if (Float.isNaN(max) || max == Float.POSITIVE_INFINITY || max == Float.NEGATIVE_INFINITY) {
+            throw new IllegalArgumentException("sample: largest logit = " + max
+                    + " must be finite (no NaN, no +Infinity, not every logit -Infinity)");
         }
     }
 
@@ -500,7 +509,7 @@ final class ArgumentChecks {
     }
 
     /** Checks that {@code segment} holds {@code bytes} bytes from {@code offset}. */
-    static void fits(String kernel, String name, MemorySegment segment, long offset, long bytes) {
+    public static void fits(String kernel, String name, MemorySegment segment, long offset, long bytes) {
         if (segment == null) {
             throw new IllegalArgumentException(kernel + ": " + name + " segment is null");
         }

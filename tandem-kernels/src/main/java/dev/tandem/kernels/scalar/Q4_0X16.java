@@ -1,9 +1,11 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.F32;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.F32;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -11,10 +13,10 @@ import java.lang.foreign.MemorySegment;
  * quantization of an input to q8_0 blocks, and one row's dot product with it, read from either
  * layout of a row (inside an interleaved group, or among the last rows, which stay q4_0).
  */
-final class Q4_0X16 {
+public final class Q4_0X16 {
 
     /** Bytes of one block of a group: 16 f16 scales, then 16 x 16 nibble bytes. */
-    static final long GROUP_BLOCK_BYTES = 16 * 18;
+    public static final long GROUP_BLOCK_BYTES = 16 * 18;
 
     private Q4_0X16() {}
 
@@ -24,17 +26,17 @@ final class Q4_0X16 {
      * broadcast them), one factor and {@code 8 * sum q} per block (the vector loops multiply the
      * nibbles as they are and take the 8 off once per block).
      */
-    record Inputs(int[] pairs, float[] d, int[] sum8) {
-        static Inputs of(int batch, int cols) {
+    public record Inputs(int[] pairs, float[] d, int[] sum8) {
+        public static Inputs of(int batch, int cols) {
             return new Inputs(new int[batch * cols / 2], new float[batch * (cols / 32)], new int[batch * (cols / 32)]);
         }
 
         /** Quant {@code i}. */
-        short quant(int i) {
+        public short quant(int i) {
             return (short) (pairs[i >> 1] >> ((i & 1) << 4));
         }
 
-        void setQuant(int i, int q) {
+        public void setQuant(int i, int q) {
             int shift = (i & 1) << 4;
             pairs[i >> 1] = (pairs[i >> 1] & ~(0xffff << shift)) | (q & 0xffff) << shift;
         }
@@ -45,7 +47,7 @@ final class Q4_0X16 {
      * {@code block * 32} and its factor and {@code 8 * sum q} at {@code block}, as
      * {@link MatmulOps#matmulQ4_0_X16} defines.
      */
-    static void quantizeBlock(MemorySegment x, long at, int block, Inputs into, int qBase, int blockBase) {
+    public static void quantizeBlock(MemorySegment x, long at, int block, Inputs into, int qBase, int blockBase) {
         long from = at + block * 32L * Float.BYTES;
         float amax = 0f;
         for (int i = 0; i < 32; i++) {
@@ -63,7 +65,7 @@ final class Q4_0X16 {
     }
 
     /** The {@code batch} inputs of {@code cols} values at {@code x}, every block quantized by {@link #quantizeBlock}. */
-    static Inputs quantized(MemorySegment x, long xOffset, int batch, int cols) {
+    public static Inputs quantized(MemorySegment x, long xOffset, int batch, int cols) {
         int blocks = cols / 32;
         Inputs in = Inputs.of(batch, cols);
         for (int b = 0; b < batch; b++) {
@@ -80,12 +82,12 @@ final class Q4_0X16 {
      * {@link TensorType#Q4_K_X16}): bytes {@code 2j} and {@code 2j + 1} of the 16 rows side by side,
      * 32 bytes per pair.
      */
-    static long pairByte(int k, int row) {
+    public static long pairByte(int k, int row) {
         return 32L * (k / 2) + 2L * row + k % 2;
     }
 
     /** Whether row {@code r} of a matrix of {@code rows} rows lies in a group of 16 (else it is one of the last, as stored). */
-    static boolean inGroup(int rows, int r) {
+    public static boolean inGroup(int rows, int r) {
         return r < rows - rows % TensorType.X16_ROWS;
     }
 
@@ -95,7 +97,7 @@ final class Q4_0X16 {
      * 16 rows block by block: its group's block (16 rows' worth) for a row in a group, else the
      * row's own block.
      */
-    static long blockStart(long weights0, int rows, int blocks, long blockBytes, int r, int b) {
+    public static long blockStart(long weights0, int rows, int blocks, long blockBytes, int r, int b) {
         long rowBytes = blocks * blockBytes;
         if (inGroup(rows, r)) {
             return weights0 + (long) (r - r % TensorType.X16_ROWS) * rowBytes + b * TensorType.X16_ROWS * blockBytes;
@@ -104,17 +106,17 @@ final class Q4_0X16 {
     }
 
     /** {@code 127 / amax}, or 0 for an all-zero block. */
-    static float scale(float amax) {
+    public static float scale(float amax) {
         return amax != 0f ? 127f / amax : 0f;
     }
 
     /** The block's factor: {@code amax / 127} rounded to f16 and back. */
-    static float factor(float amax) {
+    public static float factor(float amax) {
         return HalfFloats.f16ToF32(HalfFloats.f32ToF16(amax / 127f));
     }
 
     /** {@code v} rounded half away from zero, as {@code (int)} of {@code v + copySign(0.5f, v)}. */
-    static int round(float v) {
+    public static int round(float v) {
         return (int) (v + Math.copySign(0.5f, v));
     }
 
@@ -123,7 +125,7 @@ final class Q4_0X16 {
      * {@code weights}, times the quantized input at {@code qBase} and {@code blockBase} of
      * {@code in}: the blocks in order, each added with one fused multiply-add.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Inputs in, int qBase,
+    public static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Inputs in, int qBase,
             int blockBase) {
         long rowBytes = blocks * 18L;
         int grouped = rows - rows % TensorType.X16_ROWS;

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -11,15 +13,15 @@ import java.lang.foreign.MemorySegment;
  * interleaved group, or among the last rows, which stay q8_0), in the order the vector loops and
  * the native kernel compute every lane.
  */
-final class Q8_0X16 {
+public final class Q8_0X16 {
 
     /** Bytes of one block of a group: 16 f16 scales, then 32 x 16 quants. */
-    static final long GROUP_BLOCK_BYTES = 16 * 34;
+    public static final long GROUP_BLOCK_BYTES = 16 * 34;
 
     private Q8_0X16() {}
 
     /** Blocks of a row of {@code blocks} that lie in pairs: all but a last odd one. */
-    static int paired(int blocks) {
+    public static int paired(int blocks) {
         return blocks - blocks % 2;
     }
 
@@ -30,16 +32,16 @@ final class Q8_0X16 {
      * and quant {@code k} of block {@code b + 1} of the 16 rows, 16 bytes each, for {@code k} from
      * 0 to 31. A last odd block takes its 544 bytes alone: scales, then quant {@code k} at
      * {@code 32 + 16 * k}. In pairs, one pass front to back runs two blocks' chains of
-     * multiply-adds side by side (see {@code VectorOps.q8x16Group}).
+     * multiply-adds side by side (see {@code VectorQ8_0X16.q8x16Group}).
      */
-    static long scaleAt(int b, int blocks, int row) {
+    public static long scaleAt(int b, int blocks, int row) {
         int odd = b % 2;
         long pair = (long) (b - odd) * GROUP_BLOCK_BYTES;
         return b < paired(blocks) ? pair + 32L * odd + 2L * row : pair + 2L * row;
     }
 
     /** Offset of row {@code row}'s quant {@code k} of block {@code b} (of {@code blocks}) within its group, as {@link #scaleAt} lays them out. */
-    static long quantAt(int b, int blocks, int k, int row) {
+    public static long quantAt(int b, int blocks, int k, int row) {
         int odd = b % 2;
         long pair = (long) (b - odd) * GROUP_BLOCK_BYTES;
         return b < paired(blocks) ? pair + 64 + 32L * k + 16L * odd + row : pair + 32 + 16L * k + row;
@@ -52,7 +54,7 @@ final class Q8_0X16 {
      * sum {@code Σ w_k q_k} over its 32 values, then {@code acc = fma((float) sum, dw * dx, acc)},
      * blocks in order from 0.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
+    public static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
             int blockBase) {
         long rowBytes = blocks * 34L;
         int grouped = rows - rows % TensorType.X16_ROWS;

@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,19 +12,19 @@ import java.lang.foreign.MemorySegment;
  * dot product with an input quantized as {@link Q4_0X16} quantizes it, read from either layout of
  * a row (inside an interleaved group, or among the last rows, which stay q4_K).
  */
-final class Q4_KX16 {
+public final class Q4_KX16 {
 
     /** Bytes of one superblock of a group: 16 f16 {@code d}, 16 f16 {@code dmin}, 12 x 16 scale bytes, 128 x 16 nibble bytes. */
-    static final long GROUP_BLOCK_BYTES = 16 * 144;
+    public static final long GROUP_BLOCK_BYTES = 16 * 144;
 
     /** Bytes of the 16 rows' header of a superblock: their {@code d}, {@code dmin} and scale bytes. */
-    static final int HEADER_BYTES = 256;
+    public static final int HEADER_BYTES = 256;
 
     /**
      * Superblocks of a row that the layout keeps together: their headers side by side, then their
      * nibbles, so that a kernel reading a chunk's headers and then its nibbles reads front to back.
      */
-    static final int CHUNK = 4;
+    public static final int CHUNK = 4;
 
     private Q4_KX16() {}
 
@@ -31,7 +33,7 @@ final class Q4_KX16 {
      * {@link #CHUNK} superblocks (fewer for a row's last) that holds it, its header is the
      * {@code b % CHUNK}-th of the chunk's headers, which come first.
      */
-    static long headerAt(int b) {
+    public static long headerAt(int b) {
         int first = b - b % CHUNK;
         return first * GROUP_BLOCK_BYTES + (long) HEADER_BYTES * (b - first);
     }
@@ -40,7 +42,7 @@ final class Q4_KX16 {
      * Offset from its group's start of superblock {@code b}'s 2048 nibble bytes (of {@code supers}
      * a row), after its chunk's headers.
      */
-    static long nibblesAt(int b, int supers) {
+    public static long nibblesAt(int b, int supers) {
         int first = b - b % CHUNK;
         int chunk = Math.min(CHUNK, supers - first);
         return first * GROUP_BLOCK_BYTES + (long) HEADER_BYTES * chunk + 2048L * (b - first);
@@ -51,7 +53,7 @@ final class Q4_KX16 {
      * {@code weights}, times the quantized input at {@code qBase} and {@code blockBase} (in blocks
      * of 32) of {@code in}, as {@link MatmulOps#matmulQ4_K_X16} defines it.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
+    public static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
             int blockBase) {
         long rowBytes = blocks * 144L;
         int grouped = rows - rows % TensorType.X16_ROWS;

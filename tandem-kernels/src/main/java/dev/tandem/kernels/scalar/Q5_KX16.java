@@ -1,8 +1,10 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -10,25 +12,25 @@ import java.lang.foreign.MemorySegment;
  * one row's dot product with an input quantized as {@link Q4_0X16} quantizes it, read from either
  * layout of a row (inside an interleaved group, or among the last rows, which stay q5_K).
  */
-final class Q5_KX16 {
+public final class Q5_KX16 {
 
     /**
      * Bytes of one superblock of a group: a 256-byte header (16 f16 {@code d}, 16 f16 {@code dmin},
      * 12 x 16 scale bytes, as in {@link TensorType#Q4_K_X16}), 32 x 16 bytes of fifth bits, 128 x 16
      * nibble bytes.
      */
-    static final long GROUP_BLOCK_BYTES = 16 * 176;
+    public static final long GROUP_BLOCK_BYTES = 16 * 176;
 
     /** Where the fifth bits of a group's superblock start: byte {@code l} of row {@code i} at {@link Q4_0X16#pairByte}. */
-    static final long HIGH_BITS = 256;
+    public static final long HIGH_BITS = 256;
 
     /** Where the nibble bytes of a group's superblock start: byte {@code k} of row {@code i} at {@link Q4_0X16#pairByte}. */
-    static final long NIBBLES = 768;
+    public static final long NIBBLES = 768;
 
     private Q5_KX16() {}
 
     /** Where byte {@code j} (of 176) of row {@code row}'s superblock sits in its group's superblock. */
-    static long byteAt(int j, int row) {
+    public static long byteAt(int j, int row) {
         if (j < 4) {
             return 32L * (j / 2) + 2L * row + j % 2; // d, then dmin
         }
@@ -46,7 +48,7 @@ final class Q5_KX16 {
      * the low nibble of nibble byte {@code 32 * (t / 2) + l} for an even {@code t}, the high one for
      * an odd, with bit {@code t} of fifth-bit byte {@code l} above it.
      */
-    static int quant(int highBits, int packed, int t) {
+    public static int quant(int highBits, int packed, int t) {
         int nibble = t % 2 == 0 ? packed & 0x0f : packed >>> 4;
         return nibble | ((highBits >>> t) & 1) << 4;
     }
@@ -56,7 +58,7 @@ final class Q5_KX16 {
      * {@code weights}, times the quantized input at {@code qBase} and {@code blockBase} (in blocks
      * of 32) of {@code in}, as {@link MatmulOps#matmulQ5_K_X16} defines it.
      */
-    static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
+    public static float row(MemorySegment weights, long weights0, int rows, int blocks, int r, Q4_0X16.Inputs in, int qBase,
             int blockBase) {
         int lane = r % TensorType.X16_ROWS;
         boolean interleaved = Q4_0X16.inGroup(rows, r);

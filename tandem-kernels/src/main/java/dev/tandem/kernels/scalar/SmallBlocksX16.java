@@ -1,9 +1,11 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
-import static dev.tandem.kernels.LittleEndian.F16;
-import static dev.tandem.kernels.LittleEndian.I32;
-import static dev.tandem.kernels.LittleEndian.I8;
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
+import static dev.tandem.kernels.scalar.LittleEndian.I32;
+import static dev.tandem.kernels.scalar.LittleEndian.I8;
 
+import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -19,37 +21,37 @@ import java.lang.foreign.MemorySegment;
  * then the nibble bytes in pairs (byte {@code k} at {@link #nibblesAt} {@code +}
  * {@link Q4_0X16#pairByte}).
  */
-final class SmallBlocksX16 {
+public final class SmallBlocksX16 {
 
     private SmallBlocksX16() {}
 
     /** Bytes of one block index of a group of 16 rows of {@code type} (a file type: q5_0, q4_1, q5_1). */
-    static long groupBlockBytes(TensorType type) {
+    public static long groupBlockBytes(TensorType type) {
         return 16L * type.blockBytes();
     }
 
     /** Whether {@code type} has a fifth bit per value. */
-    static boolean hasHighBits(TensorType type) {
+    public static boolean hasHighBits(TensorType type) {
         return type != TensorType.Q4_1;
     }
 
     /** Whether {@code type}'s values are {@code q * d + m} (q4_1, q5_1), not {@code (q - 16) * d} (q5_0). */
-    static boolean hasMins(TensorType type) {
+    public static boolean hasMins(TensorType type) {
         return type != TensorType.Q5_0;
     }
 
     /** Where the fifth bits of a group's block start, from the block's start (q5_0, q5_1). */
-    static long highBitsAt(TensorType type) {
+    public static long highBitsAt(TensorType type) {
         return type == TensorType.Q5_1 ? 64 : 32;
     }
 
     /** Where the nibble bytes of a group's block start, from the block's start. */
-    static long nibblesAt(TensorType type) {
+    public static long nibblesAt(TensorType type) {
         return 16L * (type.blockBytes() - 16);
     }
 
     /** Where byte {@code j} of row {@code row}'s block of {@code type} sits in its group's block. */
-    static long byteAt(TensorType type, int j, int row) {
+    public static long byteAt(TensorType type, int j, int row) {
         int nibbles = type.blockBytes() - 16; // the nibbles end every block
         if (j >= nibbles) {
             return nibblesAt(type) + Q4_0X16.pairByte(j - nibbles, row);
@@ -68,7 +70,7 @@ final class SmallBlocksX16 {
      * Value {@code k} (0 to 31) of a block as its unsigned quant: the nibble of byte {@code k % 16}
      * (low for {@code k < 16}) with bit {@code k} of {@code qh} above it ({@code qh} 0 for q4_1).
      */
-    static int quant(int qh, int packed, int k) {
+    public static int quant(int qh, int packed, int k) {
         int nibble = k < 16 ? packed & 0x0f : packed >>> 4;
         return nibble | ((qh >>> k) & 1) << 4;
     }
@@ -77,7 +79,7 @@ final class SmallBlocksX16 {
      * The input's term for a block's min, as llama.cpp's q8_1 blocks hold it: {@code dx * Σ q}
      * rounded to f16 ({@code sum8} is {@code 8 Σ q}).
      */
-    static float inputSum(float dx, int sum8) {
+    public static float inputSum(float dx, int sum8) {
         return HalfFloats.f16ToF32(HalfFloats.f32ToF16(dx * (float) (sum8 / 8)));
     }
 
@@ -88,7 +90,7 @@ final class SmallBlocksX16 {
      * quant, less 16 for q5_0), then {@code acc = fma(sum, dw * dx, acc)} and, for q4_1 and q5_1,
      * {@code acc = fma(m, inputSum(dx, sum8), acc)}, the blocks in order.
      */
-    static float row(TensorType type, MemorySegment weights, long weights0, int rows, int blocks, int r,
+    public static float row(TensorType type, MemorySegment weights, long weights0, int rows, int blocks, int r,
             Q4_0X16.Inputs in, int qBase, int blockBase) {
         long blockBytes = type.blockBytes();
         int nibbles = type.blockBytes() - 16;

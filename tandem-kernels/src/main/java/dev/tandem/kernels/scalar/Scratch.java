@@ -1,5 +1,6 @@
-package dev.tandem.kernels;
+package dev.tandem.kernels.scalar;
 
+import dev.tandem.kernels.MatmulOps;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -14,7 +15,7 @@ import java.lang.foreign.MemorySegment;
  * other call takes their array ({@link #inputs} and {@link #quantized} forget the key). No kernel
  * calls another that uses the same array, so one set per thread is enough.
  */
-final class Scratch {
+public final class Scratch {
     private static final ThreadLocal<Scratch> OF_THREAD = ThreadLocal.withInitial(Scratch::new);
 
     private float[] inputs = new float[0];
@@ -70,12 +71,12 @@ final class Scratch {
     private Scratch() {}
 
     /** This thread's arrays. */
-    static Scratch get() {
+    public static Scratch get() {
         return OF_THREAD.get();
     }
 
     /** At least {@code n} floats for a copy of the inputs; what they held may no longer be reused. */
-    float[] inputs(int n) {
+    public float[] inputs(int n) {
         inputsKept.forget();
         if (inputs.length < n) {
             inputs = new float[n];
@@ -84,7 +85,7 @@ final class Scratch {
     }
 
     /** At least {@code n} floats for per-row or per-block factors. */
-    float[] factors(int n) {
+    public float[] factors(int n) {
         if (factors.length < n) {
             factors = new float[n];
         }
@@ -92,7 +93,7 @@ final class Scratch {
     }
 
     /** At least {@code n} bytes. */
-    byte[] bytes(int n) {
+    public byte[] bytes(int n) {
         if (bytes.length < n) {
             bytes = new byte[n];
         }
@@ -100,7 +101,7 @@ final class Scratch {
     }
 
     /** At least {@code n} shorts. */
-    short[] shorts(int n) {
+    public short[] shorts(int n) {
         if (shorts.length < n) {
             shorts = new short[n];
         }
@@ -108,7 +109,7 @@ final class Scratch {
     }
 
     /** At least {@code n} floats for weights widened to f32. */
-    float[] wide(int n) {
+    public float[] wide(int n) {
         if (wide.length < n) {
             wide = new float[n];
         }
@@ -116,7 +117,7 @@ final class Scratch {
     }
 
     /** Room for {@code batch} inputs of {@code cols} values quantized as {@link Q4_0X16.Inputs#of} sizes them. */
-    Q4_0X16.Inputs quantized(int batch, int cols) {
+    public Q4_0X16.Inputs quantized(int batch, int cols) {
         quantizedKept.forget();
         int values = batch * cols;
         int blocks = batch * (cols / 32);
@@ -127,7 +128,7 @@ final class Scratch {
     }
 
     /** Eight arrays of at least {@code n} shorts each. */
-    short[][] shortsByEight(int n) {
+    public short[][] shortsByEight(int n) {
         if (shortsByEight[0].length < n) {
             for (int i = 0; i < 8; i++) {
                 shortsByEight[i] = new short[n];
@@ -140,7 +141,7 @@ final class Scratch {
      * Room for {@code n} ints: the pairs of quants of {@link #quantized}, eight inputs side by side,
      * written with them and kept with them.
      */
-    int[] pairsByEight(int n) {
+    public int[] pairsByEight(int n) {
         if (pairsByEight.length < n) {
             pairsByEight = new int[n];
         }
@@ -166,7 +167,7 @@ final class Scratch {
      * what {@link #inputsOf} keeps for {@code key}, or a fresh copy into {@link #inputs}, kept for
      * the next call with {@code key}.
      */
-    float[] heapInputs(long key, MemorySegment x, long offset, int batch, int cols) {
+    public float[] heapInputs(long key, MemorySegment x, long offset, int batch, int cols) {
         float[] kept = inputsOf(key, x, offset, batch, cols);
         if (kept != null) {
             return kept;
@@ -189,7 +190,7 @@ final class Scratch {
      * value {@code k} side by side: row {@code 8g + i}'s at {@code (g * n + k) * 8 + i}, into
      * {@code into}. The layout of {@link #heapInputsByEight} and {@link #pairsByEight}.
      */
-    static void byEight(float[] rows, int eights, int n, float[] into) {
+    public static void byEight(float[] rows, int eights, int n, float[] into) {
         for (int g = 0; g < eights; g++) {
             for (int i = 0; i < 8; i++) {
                 int from = (g * 8 + i) * n;
@@ -202,7 +203,7 @@ final class Scratch {
     }
 
     /** {@link #byEight(float[], int, int, float[])} for ints. */
-    static void byEight(int[] rows, int eights, int n, int[] into) {
+    public static void byEight(int[] rows, int eights, int n, int[] into) {
         for (int g = 0; g < eights; g++) {
             for (int i = 0; i < 8; i++) {
                 int from = (g * 8 + i) * n;
@@ -220,7 +221,7 @@ final class Scratch {
      * + i}, so that the eight-input loops broadcast from one base at constant offsets. Written and
      * kept with them.
      */
-    float[] heapInputsByEight() {
+    public float[] heapInputsByEight() {
         return inputsByEight;
     }
 
@@ -229,7 +230,7 @@ final class Scratch {
      * floats, input after input, and the first {@code batch / 8 * 8} of them also as
      * {@link #quantFloatsByEight} holds them.
      */
-    float[] quantFloats(Q4_0X16.Inputs in, int batch, int cols) {
+    public float[] quantFloats(Q4_0X16.Inputs in, int batch, int cols) {
         int n = batch * cols;
         if (quantFloats.length < n) {
             quantFloats = new float[n];
@@ -248,7 +249,7 @@ final class Scratch {
     }
 
     /** The quants of the last {@link #quantFloats} call's first {@code batch / 8 * 8} inputs, eight side by side as in {@link #byEight}. */
-    float[] quantFloatsByEight() {
+    public float[] quantFloatsByEight() {
         return quantFloatsByEight;
     }
 
@@ -257,12 +258,12 @@ final class Scratch {
      * {@link #quantized} holds them since a call with the same nonzero {@code key}
      * ({@link #quantizedAre}), or null.
      */
-    Q4_0X16.Inputs quantizedOf(long key, MemorySegment x, long offset, int batch, int cols) {
+    public Q4_0X16.Inputs quantizedOf(long key, MemorySegment x, long offset, int batch, int cols) {
         return quantizedKept.holds(key, x, offset, batch, cols) ? quantized : null;
     }
 
     /** {@link #quantized} now holds the inputs at {@code x} and {@code offset}, named by {@code key}. */
-    void quantizedAre(long key, MemorySegment x, long offset, int batch, int cols) {
+    public void quantizedAre(long key, MemorySegment x, long offset, int batch, int cols) {
         quantizedKept.set(key, x, offset, batch, cols);
     }
 }
