@@ -7,7 +7,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * The main class {@link InlineDirectivesTest} starts in a JVM of its own: it chooses the kernels,
  * prints what {@link InlineDirectives} did and the JVM's directive stack, then runs rmsnorm
- * (whose loads are {@code VectorOps.load}) until C2 has compiled it, so a {@code
+ * (whose loads are {@code VectorLanes.load}) until C2 has compiled it, so a {@code
  * -XX:+PrintInlining} run shows how C2 treated its helpers.
  */
 final class InlineDirectivesProbe {

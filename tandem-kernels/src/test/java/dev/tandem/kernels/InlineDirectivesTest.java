@@ -45,7 +45,7 @@ class InlineDirectivesTest {
     void theModuleCarriesTheLaunchersFile() throws IOException {
         List<String> launchers = Files.readAllLines(Path.of("..", "bin", "compile-commands"));
         assertThat(InlineDirectives.commands()).isEqualTo(launchers);
-        assertThat(InlineDirectives.directive(launchers)).contains("+dev/tandem/kernels/VectorOps.load");
+        assertThat(InlineDirectives.directive(launchers)).contains("+dev/tandem/kernels/vector/VectorLanes.load");
     }
 
     @Test
@@ -64,10 +64,10 @@ class InlineDirectivesTest {
     void aJvmWithoutTheFlagGetsTheDirectiveAndC2ForceInlinesTheHelpers() throws Exception {
         String output = probe();
         assertThat(output).contains("kernels: VectorOps").contains("outcome: installed: 1 compiler directives added")
-                .contains("matching: dev/tandem/*.*").contains("+dev/tandem/kernels/VectorOps.load")
+                .contains("matching: dev/tandem/*.*").contains("+dev/tandem/kernels/vector/VectorLanes.load")
                 .contains("probe done");
-        assertThat(output.lines().filter(l -> l.contains("dev.tandem.kernels.VectorOps::load ")))
-                .as("C2's inlining of VectorOps.load; the probe's output:%n%s", output)
+        assertThat(output.lines().filter(l -> l.contains("dev.tandem.kernels.vector.VectorLanes::load ")))
+                .as("C2's inlining of VectorLanes.load; the probe's output:%n%s", output)
                 .isNotEmpty().anySatisfy(l -> assertThat(l).contains("force inline by CompileCommand"));
     }
 

@@ -151,7 +151,7 @@ public final class ScalarOps implements KernelOps {
     // loop's bound the vector kernels' tails, so that both compute the same thing in one place.
 
     /** {@code sum} plus the squares of elements {@code [from, n)} of {@code x}, in order. */
-    public static float sumOfSquaresFrom(int from, MemorySegment x, long xOffset, int n, float sum) {
+    private static float sumOfSquaresFrom(int from, MemorySegment x, long xOffset, int n, float sum) {
         for (int i = from; i < n; i++) {
             float v = x.get(F32, xOffset + i * F);
             sum += v * v;
@@ -160,7 +160,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@code out[i] = weight[i] * (x[i] * inverseRms)} for {@code i} in {@code [from, n)}. */
-    public static void rmsScaleFrom(int from, MemorySegment x, long xOffset, MemorySegment weight, long weightOffset,
+    private static void rmsScaleFrom(int from, MemorySegment x, long xOffset, MemorySegment weight, long weightOffset,
             MemorySegment out, long outOffset, int n, float inverseRms) {
         for (int i = from; i < n; i++) {
             float normalized = x.get(F32, xOffset + i * F) * inverseRms;
@@ -208,7 +208,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@link #siluMul} of elements {@code [from, n)}. */
-    public static void siluMulFrom(int from, MemorySegment gate, long gateOffset, MemorySegment up, long upOffset,
+    private static void siluMulFrom(int from, MemorySegment gate, long gateOffset, MemorySegment up, long upOffset,
             MemorySegment out, long outOffset, int n) {
         for (int i = from; i < n; i++) {
             float g = gate.get(F32, gateOffset + i * F);
@@ -224,7 +224,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@link #residualAdd} of elements {@code [from, n)}. */
-    public static void residualAddFrom(int from, MemorySegment acc, long accOffset, MemorySegment delta,
+    private static void residualAddFrom(int from, MemorySegment acc, long accOffset, MemorySegment delta,
             long deltaOffset, int n) {
         for (int i = from; i < n; i++) {
             long at = accOffset + i * F;
@@ -308,7 +308,7 @@ public final class ScalarOps implements KernelOps {
      * {@code probs[i] = exp((logits[i] - max) * inverseTemperature)} for {@code i} in
      * {@code [from, n)}; returns {@code sum} plus them, in order.
      */
-    public static float softmaxFrom(int from, MemorySegment logits, long logitsOffset, MemorySegment probs,
+    private static float softmaxFrom(int from, MemorySegment logits, long logitsOffset, MemorySegment probs,
             long probsOffset, int n, float max, float inverseTemperature, float sum) {
         for (int i = from; i < n; i++) {
             float e = (float) Math.exp((logits.get(F32, logitsOffset + i * F) - max) * inverseTemperature);
@@ -345,7 +345,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@code mass} plus the elements of {@code [from, n)} that are at least {@code threshold}, in order. */
-    public static float massAtLeastFrom(int from, MemorySegment probs, long offset, int n, float threshold,
+    private static float massAtLeastFrom(int from, MemorySegment probs, long offset, int n, float threshold,
             float mass) {
         for (int i = from; i < n; i++) {
             float p = probs.get(F32, offset + i * F);
@@ -400,7 +400,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@code sum} plus the products of elements {@code [from, n)} of {@code a} and {@code b}, in order. */
-    public static float dotFrom(int from, MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n,
+    private static float dotFrom(int from, MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n,
             float sum) {
         for (int c = from; c < n; c++) {
             sum += a.get(F32, aOffset + c * F) * b.get(F32, bOffset + c * F);
@@ -432,7 +432,7 @@ public final class ScalarOps implements KernelOps {
      * Replaces elements {@code [from, n)} of {@code scores} by {@code exp(score - max)}, and returns
      * {@code sum} plus them, in order.
      */
-    public static float expFrom(int from, MemorySegment scores, long scoresOffset, int n, float max, float sum) {
+    private static float expFrom(int from, MemorySegment scores, long scoresOffset, int n, float max, float sum) {
         for (int j = from; j < n; j++) {
             long at = scoresOffset + j * F;
             float e = (float) Math.exp(scores.get(F32, at) - max);
@@ -458,7 +458,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@link #pv} of columns {@code [from, headDim)}: each column's sum over the {@code n} rows in order. */
-    public static void pvFrom(int from, MemorySegment exps, long expsOffset, MemorySegment values, long valuesOffset,
+    private static void pvFrom(int from, MemorySegment exps, long expsOffset, MemorySegment values, long valuesOffset,
             MemorySegment partial, long partialOffset, int headDim, int rowStride, int n) {
         for (int c = from; c < headDim; c++) {
             float sum = 0f;
@@ -532,7 +532,7 @@ public final class ScalarOps implements KernelOps {
     }
 
     /** {@code out[c] = in[c] * factor} for {@code c} in {@code [from, n)}. */
-    public static void scaleFrom(int from, MemorySegment in, long inOffset, MemorySegment out, long outOffset, int n,
+    private static void scaleFrom(int from, MemorySegment in, long inOffset, MemorySegment out, long outOffset, int n,
             float factor) {
         for (int c = from; c < n; c++) {
             out.set(F32, outOffset + c * F, in.get(F32, inOffset + c * F) * factor);

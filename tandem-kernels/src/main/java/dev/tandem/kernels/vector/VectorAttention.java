@@ -56,10 +56,10 @@ public final class VectorAttention {
                 a2 = qv.fma(load(keys, k2 + k * F), a2);
                 a3 = qv.fma(load(keys, k3 + k * F), a3);
             }
-            float s0 = ScalarOps.dotFrom(k, q, qOffset, keys, k0, headDim, a0.reduceLanes(VectorOperators.ADD));
-            float s1 = ScalarOps.dotFrom(k, q, qOffset, keys, k1, headDim, a1.reduceLanes(VectorOperators.ADD));
-            float s2 = ScalarOps.dotFrom(k, q, qOffset, keys, k2, headDim, a2.reduceLanes(VectorOperators.ADD));
-            float s3 = ScalarOps.dotFrom(k, q, qOffset, keys, k3, headDim, a3.reduceLanes(VectorOperators.ADD));
+            float s0 = VectorTails.dotFrom(k, q, qOffset, keys, k0, headDim, a0.reduceLanes(VectorOperators.ADD));
+            float s1 = VectorTails.dotFrom(k, q, qOffset, keys, k1, headDim, a1.reduceLanes(VectorOperators.ADD));
+            float s2 = VectorTails.dotFrom(k, q, qOffset, keys, k2, headDim, a2.reduceLanes(VectorOperators.ADD));
+            float s3 = VectorTails.dotFrom(k, q, qOffset, keys, k3, headDim, a3.reduceLanes(VectorOperators.ADD));
             long at = scoresOffset + j * F;
             scores.set(F32, at, s0 * scale);
             scores.set(F32, at + F, s1 * scale);
@@ -75,7 +75,7 @@ public final class VectorAttention {
             for (; k < upper; k += L) {
                 a0 = load(q, qOffset + k * F).fma(load(keys, kj + k * F), a0);
             }
-            float s0 = ScalarOps.dotFrom(k, q, qOffset, keys, kj, headDim, a0.reduceLanes(VectorOperators.ADD));
+            float s0 = VectorTails.dotFrom(k, q, qOffset, keys, kj, headDim, a0.reduceLanes(VectorOperators.ADD));
             scores.set(F32, scoresOffset + j * F, s0 * scale);
         }
     }
@@ -97,7 +97,7 @@ public final class VectorAttention {
                 e.intoMemorySegment(scores, at, LE);
                 sums = sums.add(e);
             }
-            sum = ScalarOps.expFrom(j, scores, scoresOffset, n, max, sums.reduceLanes(VectorOperators.ADD));
+            sum = VectorTails.expFrom(j, scores, scoresOffset, n, max, sums.reduceLanes(VectorOperators.ADD));
         }
         blockStats.set(F32, blockStatsOffset, max);
         blockStats.set(F32, blockStatsOffset + F, sum);
@@ -146,7 +146,7 @@ public final class VectorAttention {
             }
             acc.intoMemorySegment(partial, partialOffset + c * F, LE);
         }
-        ScalarOps.pvFrom(c, exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+        VectorTails.pvFrom(c, exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
     }
 
     static void onlineInit(
@@ -213,6 +213,6 @@ public final class VectorAttention {
         for (; c < upper; c += L) {
             load(runningOut, runningOutOffset + c * F).mul(inverseSum).intoMemorySegment(out, outOffset + c * F, LE);
         }
-        ScalarOps.scaleFrom(c, runningOut, runningOutOffset, out, outOffset, headDim, inverseSum);
+        VectorTails.scaleFrom(c, runningOut, runningOutOffset, out, outOffset, headDim, inverseSum);
     }
 }

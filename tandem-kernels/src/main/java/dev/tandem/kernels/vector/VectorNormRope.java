@@ -51,14 +51,14 @@ public final class VectorNormRope {
             FloatVector v = load(x, xOffset + i * F);
             acc = v.fma(v, acc);
         }
-        float sumOfSquares = ScalarOps.sumOfSquaresFrom(i, x, xOffset, n, acc.reduceLanes(VectorOperators.ADD));
+        float sumOfSquares = VectorTails.sumOfSquaresFrom(i, x, xOffset, n, acc.reduceLanes(VectorOperators.ADD));
         float inverseRms = ScalarOps.rmsInverse(sumOfSquares, n, eps);
         i = 0;
         for (; i < upper; i += L) {
             FloatVector normalized = load(x, xOffset + i * F).mul(inverseRms);
             load(weight, weightOffset + i * F).mul(normalized).intoMemorySegment(out, outOffset + i * F, LE);
         }
-        ScalarOps.rmsScaleFrom(i, x, xOffset, weight, weightOffset, out, outOffset, n, inverseRms);
+        VectorTails.rmsScaleFrom(i, x, xOffset, weight, weightOffset, out, outOffset, n, inverseRms);
     }
 
     static void rope(MemorySegment x, long xOffset, int heads, int headDim, int position, float theta) {
@@ -109,7 +109,7 @@ public final class VectorNormRope {
             FloatVector silu = g.div(g.neg().lanewise(VectorOperators.EXP).add(1f));
             silu.mul(load(up, upOffset + i * F)).intoMemorySegment(out, outOffset + i * F, LE);
         }
-        ScalarOps.siluMulFrom(i, gate, gateOffset, up, upOffset, out, outOffset, n);
+        VectorTails.siluMulFrom(i, gate, gateOffset, up, upOffset, out, outOffset, n);
     }
 
     static void residualAdd(MemorySegment acc, long accOffset, MemorySegment delta, long deltaOffset, int n) {
@@ -120,7 +120,7 @@ public final class VectorNormRope {
             long at = accOffset + i * F;
             load(acc, at).add(load(delta, deltaOffset + i * F)).intoMemorySegment(acc, at, LE);
         }
-        ScalarOps.residualAddFrom(i, acc, accOffset, delta, deltaOffset, n);
+        VectorTails.residualAddFrom(i, acc, accOffset, delta, deltaOffset, n);
     }
 
     /** A row copy: {@link MemorySegment#copy} is already the vector loop. */

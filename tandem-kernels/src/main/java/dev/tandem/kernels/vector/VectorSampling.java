@@ -83,7 +83,7 @@ public final class VectorSampling {
             e.intoMemorySegment(probs, probsOffset + i * F, LE);
             sums = sums.add(e);
         }
-        float sum = ScalarOps.softmaxFrom(i, logits, logitsOffset, probs, probsOffset, n, max, inverseTemperature,
+        float sum = VectorTails.softmaxFrom(i, logits, logitsOffset, probs, probsOffset, n, max, inverseTemperature,
                 sums.reduceLanes(VectorOperators.ADD));
         float inverseSum = 1f / sum;
         i = 0;
@@ -91,7 +91,7 @@ public final class VectorSampling {
             long at = probsOffset + i * F;
             load(probs, at).mul(inverseSum).intoMemorySegment(probs, at, LE);
         }
-        ScalarOps.scaleFrom(i, probs, probsOffset, probs, probsOffset, n, inverseSum);
+        VectorTails.scaleFrom(i, probs, probsOffset, probs, probsOffset, n, inverseSum);
         // The largest probability is exp(0) * inverseSum.
         float threshold = nucleusThreshold(probs, probsOffset, n, topP, inverseSum);
         float nucleusMass = massAtLeast(probs, probsOffset, n, threshold);
@@ -127,6 +127,6 @@ public final class VectorSampling {
             FloatVector p = load(probs, offset + i * F);
             masses = masses.add(p, p.compare(VectorOperators.GE, threshold));
         }
-        return ScalarOps.massAtLeastFrom(i, probs, offset, n, threshold, masses.reduceLanes(VectorOperators.ADD));
+        return VectorTails.massAtLeastFrom(i, probs, offset, n, threshold, masses.reduceLanes(VectorOperators.ADD));
     }
 }
