@@ -16,6 +16,11 @@ import java.util.SplittableRandom;
  * The scalar kernels: plain loops in the order a reader expects, the test oracle of
  * {@code VectorOps} and the fallback when the Vector API is absent. Same signatures, same argument
  * checks; accumulation is in f32, as in the vector kernels.
+ *
+ * <p>One class of about 1,000 lines on purpose, where the vector kernels are a class per family:
+ * it is the oracle, read family by family in the interfaces' order beside the vector class under
+ * test, and each kernel here is a loop of a few lines with nothing to share but the checks
+ * ({@link ArgumentChecks}) and the layout classes' rows, which already live apart.
  */
 public final class ScalarOps implements KernelOps {
 
