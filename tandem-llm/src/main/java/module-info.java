@@ -22,7 +22,8 @@ module dev.tandem.llm {
     // The decoder's insides, for the plain-program server engine, the benches and the CLI's tools;
     // an embedder goes through LanguageModel and Batcher.
     exports dev.tandem.llm.model to dev.tandem.server, dev.tandem.bench, dev.tandem.cli;
-    // Random weights, the reference decoder and demo workloads: what benches and the demo compare against.
+    // Random weights, the reference decoder and sampler, demo workloads and the GGUF and safetensors
+    // writers: what benches, the demo and the tests build and compare against.
     exports dev.tandem.llm.reference to dev.tandem.bench, dev.tandem.cli;
     exports dev.tandem.llm.safetensors;
     exports dev.tandem.llm.sampling;

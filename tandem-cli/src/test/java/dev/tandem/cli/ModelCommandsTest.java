@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.tandem.llm.reference.SafetensorsWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -139,7 +140,7 @@ class ModelCommandsTest {
                 dev.tandem.kernels.TensorType.F32).withRope(dev.tandem.llm.model.RopeStyle.NEOX, false).withVariants(true, false, true);
         dev.tandem.llm.reference.RandomWeights weights = new dev.tandem.llm.reference.RandomWeights(c, 3);
         Path model = Files.createDirectories(dir.resolve("qwen2-random"));
-        dev.tandem.llm.safetensors.SafetensorsWriter w = new dev.tandem.llm.safetensors.SafetensorsWriter();
+        SafetensorsWriter w = new SafetensorsWriter();
         for (dev.tandem.llm.model.LlamaWeights.Tensor t : dev.tandem.llm.model.LlamaWeights.Tensor.values()) {
             if (!t.present(c) || t == dev.tandem.llm.model.LlamaWeights.Tensor.OUTPUT) {
                 continue;

@@ -30,7 +30,7 @@ public enum GgufValueType {
     }
 
     /** The fewest bytes a value of this type takes in the file (a string's or array's header). */
-    int minBytes() {
+    public int minBytes() {
         return minBytes;
     }
 

@@ -39,7 +39,7 @@ import java.lang.foreign.ValueLayout;
  * last. Masses and weights are sums of fixed-point weights ({@code floor(x * 2^40)} of each
  * {@code x in [0, 1]}), so they are exact and the same in any order: this sampler, which sorts only
  * the top-k (or a widening band below the largest logit) and never the vocabulary, agrees token for
- * token with {@link SamplerReference}, which sorts it all.
+ * token with {@code SamplerReference} (the reference package), which sorts it all.
  *
  * <h2>The penalty window</h2>
  *

@@ -8,7 +8,7 @@
  *       kernel) on a sequence's f32 logits in a {@link java.lang.foreign.MemorySegment} or a
  *       {@code float[]}; token {@code k}'s draw depends on {@code (seed, k)} only, so a sequence
  *       gives the same text alone or batched;
- *   <li>{@link dev.tandem.llm.sampling.SamplerReference}: the same chain sorting the whole
+ *   <li>{@code dev.tandem.llm.reference.SamplerReference}: the same chain sorting the whole
  *       vocabulary, the oracle of the sampler's property tests;
  *   <li>{@link dev.tandem.llm.sampling.TextStreamer}: on the host, token bytes to text deltas that are
  *       valid UTF-8 at every token, ending at stop strings.

@@ -2,6 +2,7 @@ package dev.tandem.llm.gguf;
 
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.tandem.llm.reference.GgufWriter;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;

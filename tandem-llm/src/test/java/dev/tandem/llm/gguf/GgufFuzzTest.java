@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
+import dev.tandem.llm.reference.GgufWriter;
 import dev.tandem.llm.reference.RandomWeights;
 import java.io.IOException;
 import java.io.UncheckedIOException;

@@ -7,6 +7,7 @@ import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaWeights.Tensor;
 import dev.tandem.llm.model.LlamaWeights;
+import dev.tandem.llm.reference.SafetensorsWriter;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;

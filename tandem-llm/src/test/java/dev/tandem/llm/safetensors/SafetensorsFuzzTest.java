@@ -8,6 +8,7 @@ import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.RopeStyle;
 import dev.tandem.llm.reference.RandomWeights;
+import dev.tandem.llm.reference.SafetensorsWriter;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;

@@ -2,6 +2,7 @@ package dev.tandem.llm.sampling;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.llm.reference.SamplerReference;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.tandem.llm.gguf.GgufValue;
 import dev.tandem.llm.gguf.GgufVocabulary;
-import dev.tandem.llm.gguf.GgufWriter;
+import dev.tandem.llm.reference.GgufWriter;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

@@ -1,7 +1,11 @@
-package dev.tandem.llm.safetensors;
+package dev.tandem.llm.reference;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.tandem.llm.safetensors.SafetensorsDtype;
+import dev.tandem.llm.safetensors.SafetensorsFile;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -27,6 +31,8 @@ import java.util.Map;
  * engines. Not thread-safe.
  */
 public final class SafetensorsWriter {
+    private static final ObjectMapper JSON = JsonMapper.builder().build();
+
     private final Map<String, String> metadata = new LinkedHashMap<>();
     private final List<Entry> tensors = new ArrayList<>();
 
@@ -82,7 +88,7 @@ public final class SafetensorsWriter {
     public void write(Path path) throws IOException {
         List<Entry> order = new ArrayList<>(tensors);
         order.sort(Comparator.comparingInt((Entry e) -> -e.dtype.bytes()));
-        ObjectNode header = SafetensorsFile.JSON.createObjectNode();
+        ObjectNode header = JSON.createObjectNode();
         if (!metadata.isEmpty()) {
             ObjectNode m = header.putObject(SafetensorsFile.METADATA_KEY);
             metadata.forEach(m::put);
@@ -100,7 +106,7 @@ public final class SafetensorsWriter {
             offset += e.data.byteSize();
             offsets.add(offset);
         }
-        byte[] json = SafetensorsFile.JSON.writeValueAsString(header).getBytes(StandardCharsets.UTF_8);
+        byte[] json = JSON.writeValueAsString(header).getBytes(StandardCharsets.UTF_8);
         int padded = (int) Math.ceilDiv(json.length + 8L, 8L) * 8 - 8;
         byte[] headerBytes = Arrays.copyOf(json, padded);
         Arrays.fill(headerBytes, json.length, padded, (byte) ' ');

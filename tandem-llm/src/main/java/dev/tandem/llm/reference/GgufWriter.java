@@ -1,5 +1,9 @@
-package dev.tandem.llm.gguf;
+package dev.tandem.llm.reference;
 
+import dev.tandem.llm.gguf.GgmlType;
+import dev.tandem.llm.gguf.GgufFile;
+import dev.tandem.llm.gguf.GgufValue;
+import dev.tandem.llm.gguf.GgufValueType;
 import java.io.BufferedOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;

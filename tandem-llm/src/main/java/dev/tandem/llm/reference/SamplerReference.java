@@ -1,5 +1,7 @@
-package dev.tandem.llm.sampling;
+package dev.tandem.llm.reference;
 
+import dev.tandem.llm.sampling.Sampler;
+import dev.tandem.llm.sampling.SamplerConfig;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Map;
