@@ -999,6 +999,40 @@ final class VectorOps implements KernelOps {
     /** As {@link #NATIVE_Q4_0_BATCH}, for q4_K_x16. */
     private static final int NATIVE_Q4_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_KBatch", 1);
 
+    /**
+     * As {@link #NATIVE_Q4_0_BATCH}, for the types of {@link #matmulFiveBitsX16} other than
+     * q5_0_x16 (which always goes native), by type: a property each, named after the type
+     * ({@code tandem.kernels.nativeQ5_KBatch}, ...; a large value keeps the Java loops).
+     */
+    private static final int NATIVE_Q5_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_KBatch", 1);
+
+    private static final int NATIVE_Q2_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ2_KBatch", 1);
+
+    private static final int NATIVE_Q3_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ3_KBatch", 1);
+
+    private static final int NATIVE_IQ4_XS_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_XSBatch", 1);
+
+    private static final int NATIVE_IQ4_NL_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_NLBatch", 1);
+
+    private static final int NATIVE_Q4_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_1Batch", 1);
+
+    private static final int NATIVE_Q5_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_1Batch", 1);
+
+    /** The fewest inputs {@code type}'s matmul hands to {@link NativeInt8} (of {@link #matmulFiveBitsX16}'s types). */
+    private static int nativeBatch(TensorType type) {
+        return switch (type) {
+            case Q5_0_X16 -> 1;
+            case Q5_K_X16 -> NATIVE_Q5_K_BATCH;
+            case Q2_K_X16 -> NATIVE_Q2_K_BATCH;
+            case Q3_K_X16 -> NATIVE_Q3_K_BATCH;
+            case IQ4_XS_X16 -> NATIVE_IQ4_XS_BATCH;
+            case IQ4_NL_X16 -> NATIVE_IQ4_NL_BATCH;
+            case Q4_1_X16 -> NATIVE_Q4_1_BATCH;
+            case Q5_1_X16 -> NATIVE_Q5_1_BATCH;
+            default -> Integer.MAX_VALUE;
+        };
+    }
+
     /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
     private static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;
 
@@ -2870,12 +2904,12 @@ final class VectorOps implements KernelOps {
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        boolean nativeKernel = NATIVE_INT8 && type == TensorType.Q5_0_X16;
+        boolean nativeKernel = NATIVE_INT8 && batch >= nativeBatch(type);
         int r = rowStart;
         while (r < rowEnd) {
             if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.x16(TensorType.Q5_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
+                NativeInt8.x16(type, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
                         outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
