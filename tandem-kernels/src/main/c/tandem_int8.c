@@ -771,7 +771,8 @@ static inline __attribute__((always_inline)) void low_bits_k_x16_tile(int three,
         int h = is % 2;
         const uint8_t *qv = quants + 32 * (16 * half + 8 * h);
         const uint8_t *mv = super + 32 * (8 * h);
-        const __m256i bit = _mm256_set1_epi8((char) (1 << (4 * half + j)));
+        /* the mask's bit 4 half + j to bit 2 (a 16-bit shift by -2 to 5: no bit crosses into bit 2 or 10) */
+        int up = 2 - (4 * half + j);
         __m256i acc[4];
         for (int i = 0; i < n; i++) {
             acc[i] = _mm256_setzero_si256();
@@ -782,8 +783,9 @@ static inline __attribute__((always_inline)) void low_bits_k_x16_tile(int three,
             __m256i u = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (qv + 32 * m)), 2 * j),
                     two);
             if (three) {
-                __m256i mask = _mm256_and_si256(_mm256_loadu_si256((const __m256i *) (mv + 32 * m)), bit);
-                u = _mm256_or_si256(u, _mm256_and_si256(_mm256_cmpeq_epi8(mask, bit), four));
+                __m256i mask = _mm256_loadu_si256((const __m256i *) (mv + 32 * m));
+                mask = up >= 0 ? _mm256_slli_epi16(mask, up) : _mm256_srli_epi16(mask, -up);
+                u = _mm256_or_si256(u, _mm256_and_si256(mask, four));
             }
             for (int i = 0; i < n; i++) {
                 acc[i] = _mm256_add_epi16(acc[i], _mm256_maddubs_epi16(u,
