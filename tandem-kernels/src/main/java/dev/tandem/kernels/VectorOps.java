@@ -2888,6 +2888,46 @@ final class VectorOps implements KernelOps {
             int rowStart,
             int rowEnd,
             long inputKey) {
+        matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd,
+                inputKey, NATIVE_INT8);
+    }
+
+    /**
+     * {@link #matmul} of a type of {@link #matmulFiveBitsX16} by its Java loops, even where
+     * {@link NativeInt8} would take it: for the tests, which hold both to the scalar twin.
+     */
+    static void matmulFiveBitsX16JavaLoops(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmulFiveBitsX16(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd,
+                0, false);
+    }
+
+    private static void matmulFiveBitsX16(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey,
+            boolean allowNative) {
         ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         boolean k = type == TensorType.Q5_K_X16;
@@ -2904,7 +2944,7 @@ final class VectorOps implements KernelOps {
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        boolean nativeKernel = NATIVE_INT8 && batch >= nativeBatch(type);
+        boolean nativeKernel = allowNative && batch >= nativeBatch(type);
         int r = rowStart;
         while (r < rowEnd) {
             if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
