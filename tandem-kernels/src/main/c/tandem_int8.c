@@ -675,6 +675,64 @@ static inline __attribute__((always_inline)) void q5_k_x16_tile(
     }
 }
 
+/*
+ * As q5_k_x16_tile, for one input: the quants as they are (0 to 31, unsigned), with no sign to
+ * copy onto the input, a vector op fewer per product and two per decoded vector; a pair of
+ * products is at most 2 * 31 * 127, so four of them, not eight, share an int16 lane (two
+ * accumulators per half of a sub-block, which one input leaves the registers for).
+ */
+static inline __attribute__((always_inline)) void q5_k_x16_tile1(
+        const uint8_t *super, int b, float f[8][16], float g[8][16], const uint32_t *pairs, const float *ds,
+        const int32_t *sum8, float *out) {
+    const __m256 sign = _mm256_set1_ps(-0.0f);
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const uint8_t *high = super + 256;
+    for (int t = 0; t < 8; t++) {
+        const uint8_t *v = super + 768 + 512 * (t / 2);
+        int shift = 4 * (t % 2);
+        /* bit t of each fifth-bit byte to bit 4 (a 16-bit shift by -3 to 4: no bit crosses into bit 4 or 12) */
+        int up = 4 - t;
+        const uint32_t *p = pairs + (int64_t) b * 128 + t * 16;
+        __m256i s0 = _mm256_setzero_si256();
+        __m256i s1 = _mm256_setzero_si256();
+        for (int k = 0; k < 2; k++) {
+            __m256i first = _mm256_setzero_si256();
+            __m256i second = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int j = 4 * k; j < 4 * k + 4; j++) {
+                __m256i ha = _mm256_loadu_si256((const __m256i *) (high + 32 * j));
+                __m256i hc = _mm256_loadu_si256((const __m256i *) (high + 256 + 32 * j));
+                ha = up >= 0 ? _mm256_slli_epi16(ha, up) : _mm256_srli_epi16(ha, -up);
+                hc = up >= 0 ? _mm256_slli_epi16(hc, up) : _mm256_srli_epi16(hc, -up);
+                __m256i a = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(
+                        _mm256_loadu_si256((const __m256i *) (v + 32 * j)), shift), nibble), _mm256_and_si256(ha, bit4));
+                __m256i c = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(
+                        _mm256_loadu_si256((const __m256i *) (v + 256 + 32 * j)), shift), nibble),
+                        _mm256_and_si256(hc, bit4));
+                first = _mm256_add_epi16(first, _mm256_maddubs_epi16(a, _mm256_set1_epi32((int) p[j])));
+                second = _mm256_add_epi16(second, _mm256_maddubs_epi16(c, _mm256_set1_epi32((int) p[8 + j])));
+            }
+            __m256i w0;
+            __m256i w1;
+            widen_rows(first, second, &w0, &w1);
+            s0 = _mm256_add_epi32(s0, w0);
+            s1 = _mm256_add_epi32(s1, w1);
+        }
+        int block = b * 8 + t;
+        __m256 dx = _mm256_set1_ps(ds[block]);
+        __m256 sum = _mm256_set1_ps((float) (sum8[block] / 8));
+        __m256 a0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(_mm256_loadu_ps(f[t]), dx),
+                _mm256_loadu_ps(out));
+        __m256 a1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(_mm256_loadu_ps(f[t] + 8), dx),
+                _mm256_loadu_ps(out + 8));
+        a0 = _mm256_fmadd_ps(sum, _mm256_mul_ps(_mm256_xor_ps(_mm256_loadu_ps(g[t]), sign), dx), a0);
+        a1 = _mm256_fmadd_ps(sum, _mm256_mul_ps(_mm256_xor_ps(_mm256_loadu_ps(g[t] + 8), sign), dx), a1);
+        _mm256_storeu_ps(out, a0);
+        _mm256_storeu_ps(out + 8, a1);
+    }
+}
+
 /* As tandem_q4_k_x16, for q5_K_x16 (supers superblocks of 256 values a row). */
 void tandem_q5_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes, int groups, int supers,
         int inputs, const uint32_t *pairs, int64_t pairStride, const float *ds, const int32_t *sum8,
@@ -694,8 +752,8 @@ void tandem_q5_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
                         sum8 + i * dStride, dStride, o + i * outStride, outStride);
             }
             for (; i < inputs; i++) {
-                q5_k_x16_tile(super, b, f, g, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
-                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+                q5_k_x16_tile1(super, b, f, g, pairs + i * pairStride, ds + i * dStride, sum8 + i * dStride,
+                        o + i * outStride);
             }
         }
     }
