@@ -874,6 +874,58 @@ static inline __attribute__((always_inline)) void low_bits_k_x16_tile(int three,
     }
 }
 
+/*
+ * As low_bits_k_x16_tile, for one input: its two row accumulators stay in registers over the
+ * superblock, the m loop is unrolled, and q3_K's 4 sum16 comes off the int16 lanes (at most
+ * 8 * 2 * 7 * 127 + 4 * 16 * 127: within int16).
+ */
+static inline __attribute__((always_inline)) void low_bits_k_x16_tile1(int three,
+        const uint8_t *super, int b, float f[16][16], float ng[16][16], const uint32_t *pairs, const float *ds,
+        const int32_t *sum16, float *out) {
+    const __m256i two = _mm256_set1_epi8(3);
+    const __m256i four = _mm256_set1_epi8(4);
+    const uint8_t *quants = super + (three ? 512 : 320);
+    __m256 r0 = _mm256_loadu_ps(out);
+    __m256 r1 = _mm256_loadu_ps(out + 8);
+    for (int is = 0; is < 16; is++) {
+        int half = is / 8;
+        int j = (is / 2) % 4;
+        int h = is % 2;
+        const uint8_t *qv = quants + 32 * (16 * half + 8 * h);
+        const uint8_t *mv = super + 32 * (8 * h);
+        int up = 2 - (4 * half + j);
+        __m256i acc = _mm256_setzero_si256();
+        const uint32_t *p = pairs + (int64_t) b * 128 + 64 * half + 16 * j + 8 * h;
+#pragma GCC unroll 8
+        for (int m = 0; m < 8; m++) {
+            __m256i u = _mm256_and_si256(_mm256_srli_epi16(_mm256_loadu_si256((const __m256i *) (qv + 32 * m)), 2 * j),
+                    two);
+            if (three) {
+                __m256i mask = _mm256_loadu_si256((const __m256i *) (mv + 32 * m));
+                mask = up >= 0 ? _mm256_slli_epi16(mask, up) : _mm256_srli_epi16(mask, -up);
+                u = _mm256_or_si256(u, _mm256_and_si256(mask, four));
+            }
+            acc = _mm256_add_epi16(acc, _mm256_maddubs_epi16(u, _mm256_set1_epi32((int) p[m])));
+        }
+        int32_t sum = sum16[b * 16 + is];
+        if (three) {
+            acc = _mm256_sub_epi16(acc, _mm256_set1_epi16((short) (4 * sum)));
+        }
+        __m256i s0 = _mm256_cvtepi16_epi32(_mm256_castsi256_si128(acc));
+        __m256i s1 = _mm256_cvtepi16_epi32(_mm256_extracti128_si256(acc, 1));
+        __m256 dx = _mm256_set1_ps(ds[b * 8 + 4 * half + j]);
+        r0 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s0), _mm256_mul_ps(_mm256_loadu_ps(f[is]), dx), r0);
+        r1 = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s1), _mm256_mul_ps(_mm256_loadu_ps(f[is] + 8), dx), r1);
+        if (!three) {
+            __m256 s = _mm256_set1_ps((float) sum);
+            r0 = _mm256_fmadd_ps(s, _mm256_mul_ps(_mm256_loadu_ps(ng[is]), dx), r0);
+            r1 = _mm256_fmadd_ps(s, _mm256_mul_ps(_mm256_loadu_ps(ng[is] + 8), dx), r1);
+        }
+    }
+    _mm256_storeu_ps(out, r0);
+    _mm256_storeu_ps(out + 8, r1);
+}
+
 static inline __attribute__((always_inline)) void low_bits_k_x16(int three, const uint8_t *weights, int64_t offset,
         int64_t groupBytes, int groups, int supers, int inputs, const uint32_t *pairs, int64_t pairStride,
         const float *ds, const int32_t *sum16, int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
@@ -897,8 +949,8 @@ static inline __attribute__((always_inline)) void low_bits_k_x16(int three, cons
                         sum16 + 2 * i * dStride, dStride, o + i * outStride, outStride);
             }
             for (; i < inputs; i++) {
-                low_bits_k_x16_tile(three, super, b, f, ng, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
-                        sum16 + 2 * i * dStride, dStride, o + i * outStride, outStride);
+                low_bits_k_x16_tile1(three, super, b, f, ng, pairs + i * pairStride, ds + i * dStride,
+                        sum16 + 2 * i * dStride, o + i * outStride);
             }
         }
     }
