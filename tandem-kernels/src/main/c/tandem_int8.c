@@ -257,16 +257,11 @@ void tandem_q4_k_x16(const uint8_t *weights, int64_t offset, int64_t groupBytes,
 #define Q5_0_GROUP_BLOCK 352
 
 /*
- * One block of a q5_0_x16 group decoded for the products: vector v (0 to 15) holds, for the 16
- * rows side by side, the pair of values (2v, 2v + 1) of the low nibbles (v < 8) or
- * (16 + 2(v - 8), 17 + 2(v - 8)) of the high ones, as signed w - 16 in s[v] and as |w - 16| in
- * a[v]: vpmaddubsw takes a[v] unsigned and the input quants with w's sign (vpsignb), so a pair of
- * products is at most 2 * 16 * 127 and eight of them stay within int16.
+ * The fifth bits of a q5_0_x16 block (its qh at block + 32) spread for q5_0_decode: y[2 half + j / 4]
+ * holds, in each row's pair of bytes, the bits of values (2j, 2j + 1) (low nibbles, half 0) or
+ * (16 + 2j, 17 + 2j) (high, half 1) at bit 2j (mod 8) of both bytes.
  */
-static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *block, __m256i a[16], __m256i s[16]) {
-    const __m256i nibble = _mm256_set1_epi8(0x0f);
-    const __m256i bit4 = _mm256_set1_epi8(0x10);
-    const __m256i sixteen = _mm256_set1_epi8(16);
+static inline __attribute__((always_inline)) void q5_0_high_bits(const uint8_t *block, __m256i y[4]) {
     const __m256i odd = _mm256_set1_epi16((short) 0xff00);
     /* Byte c of each row's qh, for rows 0-15 side by side, twice (bytes 2r and 2r + 1): per 128-bit
      * lane (four rows), bytes 0-7 take byte c of each row, bytes 8-15 byte c + 1. */
@@ -276,7 +271,6 @@ static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *blo
             2, 2, 6, 6, 10, 10, 14, 14, 3, 3, 7, 7, 11, 11, 15, 15);
     __m256i qa = _mm256_loadu_si256((const __m256i *) (block + 32));
     __m256i qb = _mm256_loadu_si256((const __m256i *) (block + 64));
-    __m256i y[4];
     for (int h = 0; h < 2; h++) {
         __m256i pick = h == 0 ? pick01 : pick23;
         __m256i sa = _mm256_shuffle_epi8(qa, pick);
@@ -287,6 +281,21 @@ static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *blo
         y[2 * h] = _mm256_blendv_epi8(x0, _mm256_srli_epi16(x0, 1), odd);
         y[2 * h + 1] = _mm256_blendv_epi8(x1, _mm256_srli_epi16(x1, 1), odd);
     }
+}
+
+/*
+ * One block of a q5_0_x16 group decoded for the products: vector v (0 to 15) holds, for the 16
+ * rows side by side, the pair of values (2v, 2v + 1) of the low nibbles (v < 8) or
+ * (16 + 2(v - 8), 17 + 2(v - 8)) of the high ones, as signed w - 16 in s[v] and as |w - 16| in
+ * a[v]: vpmaddubsw takes a[v] unsigned and the input quants with w's sign (vpsignb), so a pair of
+ * products is at most 2 * 16 * 127 and eight of them stay within int16.
+ */
+static inline __attribute__((always_inline)) void q5_0_decode(const uint8_t *block, __m256i a[16], __m256i s[16]) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    const __m256i sixteen = _mm256_set1_epi8(16);
+    __m256i y[4];
+    q5_0_high_bits(block, y);
     for (int j = 0; j < 8; j++) {
         __m256i w = _mm256_loadu_si256((const __m256i *) (block + 96 + 32 * j));
         __m256i n[2] = {_mm256_and_si256(w, nibble), _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble)};
@@ -1174,6 +1183,60 @@ static inline __attribute__((always_inline)) void mins_x16_tile(int five,
     }
 }
 
+/*
+ * As mins_x16_tile for q5_1_x16 and one input, decoding as it goes: the 5-bit quants unsigned
+ * (nibble and fifth bit, w as it is: no vpabsb per decoded vector, no vpsignb per product), so a
+ * pair of products is at most 2 * 31 * 127 and four of them, not eight, share an int16 lane.
+ */
+static inline __attribute__((always_inline)) void q5_1_x16_block1(
+        const uint8_t *block, int b, const uint32_t *pairs, const float *ds, const int32_t *sum8, float *out) {
+    const __m256i nibble = _mm256_set1_epi8(0x0f);
+    const __m256i bit4 = _mm256_set1_epi8(0x10);
+    __m256i y[4];
+    q5_0_high_bits(block + 32, y);
+    const uint32_t *p = pairs + (int64_t) b * 16;
+    __m256i s0 = _mm256_setzero_si256();
+    __m256i s1 = _mm256_setzero_si256();
+    for (int k = 0; k < 2; k++) {
+        __m256i low = _mm256_setzero_si256();
+        __m256i high = _mm256_setzero_si256();
+#pragma GCC unroll 4
+        for (int j = 4 * k; j < 4 * k + 4; j++) {
+            __m256i w = _mm256_loadu_si256((const __m256i *) (block + 128 + 32 * j));
+            __m256i n[2] = {_mm256_and_si256(w, nibble), _mm256_and_si256(_mm256_srli_epi16(w, 4), nibble)};
+            __m256i u[2];
+            for (int half = 0; half < 2; half++) {
+                /* as q5_0_decode: bit 2j (mod 8) of y to bit 4 */
+                __m256i c = y[2 * half + j / 4];
+                __m256i bits;
+                switch (j % 4) {
+                case 0: bits = _mm256_slli_epi16(c, 4); break;
+                case 1: bits = _mm256_slli_epi16(c, 2); break;
+                case 2: bits = c; break;
+                default: bits = _mm256_srli_epi16(c, 2); break;
+                }
+                u[half] = _mm256_or_si256(n[half], _mm256_and_si256(bits, bit4));
+            }
+            low = _mm256_add_epi16(low, _mm256_maddubs_epi16(u[0], _mm256_set1_epi32((int) p[j])));
+            high = _mm256_add_epi16(high, _mm256_maddubs_epi16(u[1], _mm256_set1_epi32((int) p[8 + j])));
+        }
+        __m256i w0;
+        __m256i w1;
+        widen_rows(low, high, &w0, &w1);
+        s0 = _mm256_add_epi32(s0, w0);
+        s1 = _mm256_add_epi32(s1, w1);
+    }
+    __m256 d0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) block));
+    __m256 d1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 16)));
+    __m256 m0 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 32)));
+    __m256 m1 = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *) (block + 48)));
+    float dx = ds[b];
+    fma_rows(out, s0, s1, d0, d1, _mm256_set1_ps(dx));
+    __m256 in = _mm256_set1_ps(input_sum(dx, sum8[b]));
+    _mm256_storeu_ps(out, _mm256_fmadd_ps(m0, in, _mm256_loadu_ps(out)));
+    _mm256_storeu_ps(out + 8, _mm256_fmadd_ps(m1, in, _mm256_loadu_ps(out + 8)));
+}
+
 static inline __attribute__((always_inline)) void mins_x16(int five, const uint8_t *weights, int64_t offset,
         int64_t groupBytes, int groups, int blocks, int inputs, const uint32_t *pairs, int64_t pairStride,
         const float *ds, const int32_t *sum8, int64_t dStride, float *out, int64_t outOffset, int64_t outStride) {
@@ -1186,7 +1249,7 @@ static inline __attribute__((always_inline)) void mins_x16(int five, const uint8
         zero_rows(o, inputs, outStride);
         for (int b = 0; b < blocks; b++) {
             const uint8_t *block = group + (int64_t) b * blockBytes;
-            if (five) {
+            if (five && inputs > 1) {
                 /* q5_0_decode reads qh at 32 and the nibbles at 96 from where it is given */
                 q5_0_decode(block + 32, a, s);
             }
@@ -1195,9 +1258,15 @@ static inline __attribute__((always_inline)) void mins_x16(int five, const uint8
                 mins_x16_tile(five, block, a, s, b, 4, pairs + i * pairStride, pairStride, ds + i * dStride,
                         sum8 + i * dStride, dStride, o + i * outStride, outStride);
             }
+            /* one input alone decodes as it goes; more share q5_0_decode's decoding */
             for (; i < inputs; i++) {
-                mins_x16_tile(five, block, a, s, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
-                        sum8 + i * dStride, dStride, o + i * outStride, outStride);
+                if (five && inputs == 1) {
+                    q5_1_x16_block1(block, b, pairs + i * pairStride, ds + i * dStride, sum8 + i * dStride,
+                            o + i * outStride);
+                } else {
+                    mins_x16_tile(five, block, a, s, b, 1, pairs + i * pairStride, pairStride, ds + i * dStride,
+                            sum8 + i * dStride, dStride, o + i * outStride, outStride);
+                }
             }
         }
     }
