@@ -115,11 +115,6 @@ final class NativeInt8 {
         return !KERNELS.isEmpty();
     }
 
-    /** Whether {@code type} has a native kernel ({@link #x16} takes it where {@link #available()}). */
-    static boolean has(TensorType type) {
-        return FUNCTIONS.containsKey(type);
-    }
-
     /**
      * Why the native kernels must not run, or {@code null} when they may.
      *
@@ -176,8 +171,8 @@ final class NativeInt8 {
     }
 
     /**
-     * Full groups {@code [first, first + groups)} of 16 rows of a matrix of {@code type} (one
-     * that {@link #has} a kernel) of {@code blocks} blocks a row (superblocks of 256 for the K
+     * Full groups {@code [first, first + groups)} of 16 rows of a matrix of {@code type} (one that
+     * {@link #FUNCTIONS} names) of {@code blocks} blocks a row (superblocks of 256 for the K
      * types and iq4_xs), against the {@code batch} inputs {@code in} quantized (each
      * {@code cols} values), into {@code out} as {@link MatmulOps#matmul} writes it: the type's
      * scalar twin's results bit for bit.
