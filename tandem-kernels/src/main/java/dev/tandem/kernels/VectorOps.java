@@ -2866,13 +2866,15 @@ final class VectorOps implements KernelOps {
     }
 
     /**
-     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
-     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link NativeInt8} (q5_0_x16, where it
-     * runs), {@link #x16SmallBlocksGroup} or {@link #x16Q5KGroup}, one input at a time (each
-     * part's weights stay in the caches from input
-     * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
-     * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
-     * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
+     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16},
+     * {@link TensorType#Q5_K_X16}, the iq4 and the q2_K/q3_K types: groups of 16 rows by
+     * {@link NativeInt8} where it runs (from {@link #nativeBatch} inputs), else by
+     * {@link #x16SmallBlocksGroup}, {@link #x16Q5KGroup}, {@link #x16Iq4Group} or
+     * {@link #x16LowBitsKGroup}, one input at a time (each part's weights stay in the caches from
+     * input to input), one row at a time where the range cuts a group, and the last
+     * {@code rows % 16} rows one at a time (they are in the file's layout): the type's scalar twin
+     * ({@link SmallBlocksX16#row}, {@link Q5_KX16#row}, ...) for both, the same operations as the
+     * vector loops lane by lane.
      */
     private static void matmulFiveBitsX16(
             TensorType type,
