@@ -53,16 +53,52 @@ public final class VectorSmallBlocksX16 {
     private static final VectorSpecies<Byte> X16_ROW_BYTES =
             VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
 
+    /**
+     * The fewest inputs a type's matmul hands to {@link NativeInt8}, by type: a property each,
+     * named after the type ({@code tandem.kernels.nativeQ5_KBatch}, ...; a large value keeps the
+     * Java loops); q5_0_x16 always goes native.
+     */
+    private static final int NATIVE_Q5_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_KBatch", 1);
+
+    private static final int NATIVE_Q2_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ2_KBatch", 1);
+
+    private static final int NATIVE_Q3_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ3_KBatch", 1);
+
+    private static final int NATIVE_IQ4_XS_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_XSBatch", 1);
+
+    private static final int NATIVE_IQ4_NL_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_NLBatch", 1);
+
+    private static final int NATIVE_Q4_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_1Batch", 1);
+
+    private static final int NATIVE_Q5_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_1Batch", 1);
+
     private VectorSmallBlocksX16() {}
 
+    /** The fewest inputs {@code type}'s matmul hands to {@link NativeInt8}. */
+    private static int nativeBatch(TensorType type) {
+        return switch (type) {
+            case Q5_0_X16 -> 1;
+            case Q5_K_X16 -> NATIVE_Q5_K_BATCH;
+            case Q2_K_X16 -> NATIVE_Q2_K_BATCH;
+            case Q3_K_X16 -> NATIVE_Q3_K_BATCH;
+            case IQ4_XS_X16 -> NATIVE_IQ4_XS_BATCH;
+            case IQ4_NL_X16 -> NATIVE_IQ4_NL_BATCH;
+            case Q4_1_X16 -> NATIVE_Q4_1_BATCH;
+            case Q5_1_X16 -> NATIVE_Q5_1_BATCH;
+            default -> Integer.MAX_VALUE;
+        };
+    }
+
     /**
-     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16} and
-     * {@link TensorType#Q5_K_X16}: groups of 16 rows by {@link NativeInt8} (q5_0_x16, where it
-     * runs), {@link #x16SmallBlocksGroup} or {@link #x16Q5KGroup}, one input at a time (each
-     * part's weights stay in the caches from input
-     * to input), one row at a time where the range cuts a group, and the last {@code rows % 16} rows
-     * one at a time (they are in the file's layout): {@link SmallBlocksX16#row} or
-     * {@link Q5_KX16#row} for both, the same operations as the vector loops lane by lane.
+     * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16},
+     * {@link TensorType#Q5_K_X16}, the iq4 and the q2_K/q3_K types: groups of 16 rows by
+     * {@link NativeInt8} where it runs (from {@link #nativeBatch} inputs), else by
+     * {@link #x16SmallBlocksGroup}, {@link #x16Q5KGroup}, {@link #x16Iq4Group} or
+     * {@link #x16LowBitsKGroup}, one input at a time (each part's weights stay in the caches from
+     * input to input), one row at a time where the range cuts a group, and the last
+     * {@code rows % 16} rows one at a time (they are in the file's layout): the type's scalar twin
+     * ({@link SmallBlocksX16#row}, {@link Q5_KX16#row}, ...) for both, the same operations as the
+     * vector loops lane by lane.
      */
     static void matmul(
             TensorType type,
@@ -78,6 +114,45 @@ public final class VectorSmallBlocksX16 {
             int rowStart,
             int rowEnd,
             long inputKey) {
+        matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, inputKey,
+                NATIVE_INT8);
+    }
+
+    /**
+     * {@link #matmul} by the Java loops, even where {@link NativeInt8} would take it: for the tests,
+     * which hold both to the scalar twin.
+     */
+    public static void matmulJavaLoops(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd) {
+        matmul(type, weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd, 0, false);
+    }
+
+    private static void matmul(
+            TensorType type,
+            MemorySegment weights,
+            long weightsOffset,
+            MemorySegment x,
+            long xOffset,
+            MemorySegment out,
+            long outOffset,
+            int rows,
+            int cols,
+            int batch,
+            int rowStart,
+            int rowEnd,
+            long inputKey,
+            boolean allowNative) {
         ArgumentChecks.matmulBlocks(type,
                 weights, weightsOffset, x, xOffset, out, outOffset, rows, cols, batch, rowStart, rowEnd);
         boolean k = type == TensorType.Q5_K_X16;
@@ -94,13 +169,12 @@ public final class VectorSmallBlocksX16 {
         long rowBytes = type.rowBytes(cols);
         long outStride = (long) rows * F;
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
-        boolean nativeKernel = NATIVE_INT8 && type == TensorType.Q5_0_X16;
+        boolean nativeKernel = allowNative && batch >= nativeBatch(type);
         int r = rowStart;
         while (r < rowEnd) {
             if (nativeKernel && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
-                NativeInt8.x16(TensorType.Q5_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,
-                        outOffset, rows);
+                NativeInt8.x16(type, weights, weightsOffset, r, groups, blocks, in, batch, cols, out, outOffset, rows);
                 r += groups * TensorType.X16_ROWS;
             } else if (X16_VECTORS && r % TensorType.X16_ROWS == 0 && r + TensorType.X16_ROWS <= groupEnd) {
                 long group = weightsOffset + r * rowBytes;
