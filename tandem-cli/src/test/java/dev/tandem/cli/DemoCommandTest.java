@@ -40,10 +40,10 @@ class DemoCommandTest {
         assertBadInput(execute("bench", "kernels", "--mb", "0"), "--mb must be >= 1, was 0");
         CliRun.Run run = execute("bench", "kernels", "--mb", "1", "--quick", "--json");
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
-        assertThat(run.out()).contains("machine, 1 thread(s): a plain read").contains("q8_0 ").contains("f32 ");
+        assertThat(run.out()).contains("machine, 1 thread(s): a plain read").contains("q8_0_x16 ").contains("f32_x16 ");
         assertThat(run.out().lines().reduce((a, b) -> b).orElseThrow())
                 .startsWith("{\"ops\":")
-                .contains("\"read_bandwidth\"", "\"kernel\":\"q8_0\"", "\"batch\":8", "\"fraction_of_read\"");
+                .contains("\"read_bandwidth\"", "\"kernel\":\"q8_0_x16\"", "\"batch\":8", "\"fraction_of_read\"");
     }
 
     @Test
