@@ -41,7 +41,20 @@ public final class PeerDecodeBench {
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
             double tandemBatch8, double tandemBatch8Request, double tandemFourRequests, double heapBytesPerToken,
-            double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp) {
+            double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp,
+            double loadAverage) {
+
+        /**
+         * Whether the machine was busy with other work while this row ran: a 1-minute load average
+         * ({@code loadAverage}, the highest seen at the start of a round) above 1.5 times the cores
+         * the bench runs on. The bench's own engines keep those cores busy, so a load near their
+         * count is the bench itself; well above it, both engines share their cores with other work,
+         * llama.cpp's spinning threads worst (a llama-bench figure 1,000x below its own repeat was
+         * seen so), and the row's ratios are not ones a reader should trust.
+         */
+        public boolean busy(int cores) {
+            return loadAverage > 1.5 * cores;
+        }
 
         public double tandemBest() {
             return Math.max(tandemRa1, tandemRa2);
@@ -79,6 +92,7 @@ public final class PeerDecodeBench {
             out.put("prompt_ratio", Double.isNaN(llamaCppPrompt) ? null : promptRatio());
             out.put("tandem_warm_up_s", warmUp.seconds());
             out.put("tandem_warm_up_jit_quiet", warmUp.quiet());
+            out.put("load_average_1m_max", Double.isNaN(loadAverage) ? null : loadAverage);
             if (llamaCppMissing != null) {
                 out.put("llamacpp_missing", llamaCppMissing);
             }
@@ -134,6 +148,7 @@ public final class PeerDecodeBench {
         long fileBytes = 0;
         String type;
         WarmUp.Result warmUp;
+        double load = Double.NaN;
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores)); GgufModel weights = GgufModel.open(path, 1024)) {
             for (GgufTensor t : weights.file().tensors()) {
                 fileBytes += t.bytes();
@@ -147,6 +162,7 @@ public final class PeerDecodeBench {
                 DecodeBench.prefillTokensPerSecond(worker, model, PROMPT_TOKENS);
             }, warmUpNanos);
             for (int r = 0; r < rounds; r++) {
+                load = maxOf(load, ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 long allocated = allocatedBytes();
                 tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
@@ -172,7 +188,15 @@ public final class PeerDecodeBench {
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
                 Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap),
-                Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp);
+                Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp, load);
+    }
+
+    /** The larger of a running maximum and a load average; a negative average means the OS gives none. */
+    static double maxOf(double max, double loadAverage) {
+        if (loadAverage < 0) {
+            return max;
+        }
+        return Double.isNaN(max) ? loadAverage : Math.max(max, loadAverage);
     }
 
     /**

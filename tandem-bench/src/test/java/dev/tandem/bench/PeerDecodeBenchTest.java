@@ -61,5 +61,27 @@ class PeerDecodeBenchTest {
         assertThat(row.toJson()).containsEntry("tandem_prompt_tokens_per_s", row.tandemPrompt())
                 .containsEntry("prompt_tokens", PeerDecodeBench.PROMPT_TOKENS)
                 .containsEntry("llamacpp_prompt_tokens_per_s", null).containsEntry("prompt_ratio", null);
+        // The machine's load while the row ran (Linux reports it), so a reader sees a busy machine's rows.
+        assertThat(row.loadAverage()).isFinite().isNotNegative();
+        assertThat(row.toJson()).containsEntry("load_average_1m_max", row.loadAverage());
+    }
+
+    @Test
+    void aRowIsBusyWhenTheLoadIsWellAboveTheBenchsCores() {
+        assertThat(PeerDecodeBench.maxOf(Double.NaN, 1.25)).isEqualTo(1.25);
+        assertThat(PeerDecodeBench.maxOf(1.25, 0.5)).isEqualTo(1.25);
+        assertThat(PeerDecodeBench.maxOf(1.25, 3.5)).isEqualTo(3.5);
+        assertThat(PeerDecodeBench.maxOf(Double.NaN, -1)).isNaN(); // the OS gives no load average
+        assertThat(PeerDecodeBench.maxOf(2.0, -1)).isEqualTo(2.0);
+        assertThat(rowAtLoad(3.0).busy(2)).isFalse(); // 1.5 x 2 cores: the bench itself
+        assertThat(rowAtLoad(3.01).busy(2)).isTrue();
+        assertThat(rowAtLoad(20).busy(16)).isFalse();
+        assertThat(rowAtLoad(Double.NaN).busy(2)).isFalse();
+        assertThat(rowAtLoad(Double.NaN).toJson()).containsEntry("load_average_1m_max", null);
+    }
+
+    private static PeerDecodeBench.Row rowAtLoad(double load) {
+        return new PeerDecodeBench.Row("m", "Q8_0", 1, 1, 1, 1, 1, 1, 1, 1, Double.NaN, "none", 1, Double.NaN,
+                new WarmUp.Result(1, 1, 0, true), load);
     }
 }

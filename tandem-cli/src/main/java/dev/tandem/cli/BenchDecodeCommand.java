@@ -83,15 +83,16 @@ final class BenchDecodeCommand implements Runnable {
         // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
         long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
         double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
-        out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s %7s%n", "model", "type", "tandem",
-                "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp", "pp ratio",
-                "warm s");
+        out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s %7s %6s%n", "model", "type",
+                "tandem", "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp",
+                "pp ratio", "warm s", "load");
         for (PeerDecodeBench.Row r : rows) {
-            out.printf(Locale.ROOT, "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f %6.1f%s%n",
+            out.printf(Locale.ROOT,
+                    "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f %6.1f%s %5.1f%s%n",
                     r.model(), r.type(), r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(),
                     r.tandemFourRequests(), r.llamaCpp(), r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9,
                     kilobytes(r.heapBytesPerToken()), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio(),
-                    r.warmUp().seconds(), r.warmUp().quiet() ? "" : "!");
+                    r.warmUp().seconds(), r.warmUp().quiet() ? "" : "!", r.loadAverage(), r.busy(coreCount) ? "!" : "");
             if (r.llamaCppMissing() != null && withPeer) {
                 out.println("  llama.cpp: " + r.llamaCppMissing());
             }
@@ -105,6 +106,9 @@ final class BenchDecodeCommand implements Runnable {
                 + " -n 0)%n", PeerDecodeBench.PROMPT_TOKENS, PeerDecodeBench.PROMPT_TOKENS);
         out.printf(Locale.ROOT, "(warm s: the file's warm-up; ! where the JIT was still compiling for more than %.0f%% of"
                 + " a warm-up round when it ended)%n", 100 * dev.tandem.bench.WarmUp.QUIET_SHARE);
+        out.printf(Locale.ROOT, "(load: the highest 1-minute load average at the start of a round; ! above %.1f, 1.5x"
+                + " the cores the bench runs on: other work shared them, and the row's ratios are not to be trusted)%n",
+                1.5 * coreCount);
         PeerDecodeBench.TracedRun traced = null;
         if (common.trace != null) {
             traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
