@@ -14,8 +14,8 @@ import org.junit.jupiter.params.provider.CsvSource;
  * compiled. A kernel method warm on its own may still box every vector where C2 inlines it into
  * the task's body and runs out of room for the vector intrinsics there: softmaxPrepare did so in
  * the server (its exponentials were most of the heap's garbage), while the kernels module's own
- * allocation test, which calls it directly, passed. {@code bin/compile-commands} keeps it a
- * compilation of its own.
+ * allocation test, which calls it directly, passed. {@code bin/compile-commands} keeps it, and
+ * attention's other kernels, compilations of their own.
  */
 class PagedAttentionAllocationTest {
 
