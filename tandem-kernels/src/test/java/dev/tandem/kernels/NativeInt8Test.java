@@ -12,6 +12,7 @@ import dev.tandem.kernels.scalar.NativeInt8;
 import dev.tandem.kernels.scalar.Q4_0X16;
 import dev.tandem.kernels.scalar.Q5_KX16;
 import dev.tandem.kernels.scalar.SmallBlocksX16;
+import dev.tandem.kernels.vector.VectorLanes;
 import java.io.File;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -35,6 +36,20 @@ import org.junit.jupiter.params.provider.CsvSource;
 class NativeInt8Test {
 
     private static final List<String> FEATURES = List.of("avx2", "fma", "f16c", "sse2");
+
+    /**
+     * Every interleaved type hands batch 1 and up to the native kernels unless its property says
+     * otherwise (this JVM sets none); a type with no interleaved layout never does.
+     */
+    @Test
+    void everyInterleavedTypeGoesNativeFromBatchOne() {
+        for (TensorType type : TensorType.values()) {
+            assertThat(VectorLanes.nativeBatch(type)).as("%s", type)
+                    .isEqualTo(type.source() == null ? Integer.MAX_VALUE : 1);
+        }
+        assertThat(VectorLanes.nativeBatch(TensorType.Q5_K_X16)).isEqualTo(1);
+        assertThat(VectorLanes.nativeBatch(TensorType.Q5_K)).isEqualTo(Integer.MAX_VALUE);
+    }
 
     @Test
     void runsWhereTheBuildHadACompilerAndTheCpuTheFeatures() throws IOException {

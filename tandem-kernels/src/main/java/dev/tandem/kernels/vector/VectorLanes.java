@@ -4,6 +4,7 @@ import static dev.tandem.kernels.scalar.LittleEndian.F32;
 import static dev.tandem.kernels.vector.VectorDequantize.widenF16;
 
 import dev.tandem.kernels.MatmulOps;
+import dev.tandem.kernels.TensorType;
 import dev.tandem.kernels.scalar.LittleEndian;
 import dev.tandem.kernels.scalar.NativeInt8;
 import dev.tandem.kernels.scalar.Q4_0X16;
@@ -45,6 +46,31 @@ public final class VectorLanes {
 
     /** Whether {@link NativeInt8}'s kernels run (see there for when). */
     static final boolean NATIVE_INT8 = NativeInt8.available();
+
+    /**
+     * The fewest inputs each interleaved type's matmul hands to {@link NativeInt8}, by ordinal: the
+     * system property {@code tandem.kernels.native<Type>Batch} (the file's type, e.g.
+     * {@code nativeQ4_KBatch}), else 1, as every native loop measured faster at batch 1 and at
+     * batch 8 (docs/performance-notes.md); a property, to measure again. Either side computes the
+     * same bits, so the choice never changes a token.
+     */
+    private static final int[] NATIVE_BATCH = nativeBatches();
+
+    private static int[] nativeBatches() {
+        TensorType[] types = TensorType.values();
+        int[] batches = new int[types.length];
+        for (TensorType type : types) {
+            TensorType file = type.source();
+            batches[type.ordinal()] =
+                    file == null ? Integer.MAX_VALUE : Integer.getInteger("tandem.kernels.native" + file.name() + "Batch", 1);
+        }
+        return batches;
+    }
+
+    /** The fewest inputs {@code type}'s matmul hands to {@link NativeInt8} ({@link #NATIVE_BATCH}). */
+    public static int nativeBatch(TensorType type) {
+        return NATIVE_BATCH[type.ordinal()];
+    }
 
     /** The float lanes a group's sums widen to, one per row: 16 in one vector, or 8 in each of two. */
     static final VectorSpecies<Float> X16_FLOATS = L >= 16 ? FloatVector.SPECIES_512 : S;

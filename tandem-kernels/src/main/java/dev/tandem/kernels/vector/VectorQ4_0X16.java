@@ -4,6 +4,7 @@ import static dev.tandem.kernels.scalar.LittleEndian.F32;
 import static dev.tandem.kernels.vector.VectorLanes.F;
 import static dev.tandem.kernels.vector.VectorLanes.LE;
 import static dev.tandem.kernels.vector.VectorLanes.NATIVE_INT8;
+import static dev.tandem.kernels.vector.VectorLanes.nativeBatch;
 import static dev.tandem.kernels.vector.VectorLanes.X16_FLOATS;
 import static dev.tandem.kernels.vector.VectorLanes.X16_INPUTS;
 import static dev.tandem.kernels.vector.VectorLanes.X16_PARTS;
@@ -30,13 +31,6 @@ import jdk.incubator.vector.ShortVector;
 
 /** The vector matmul of {@link TensorType#Q4_0_X16}, whose layout and scalar rows are {@link Q4_0X16}. */
 public final class VectorQ4_0X16 {
-
-    /**
-     * The fewest inputs q4_0_x16 hands to {@link NativeInt8}: 1, as the native loop measured
-     * faster at batch 1 and at batch 8 (docs/performance-notes.md); a property, to measure again.
-     * Either side computes the same bits, so the choice never changes a token.
-     */
-    private static final int NATIVE_Q4_0_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_0Batch", 1);
 
     /** Blocks that {@link #x16Dots4} runs before {@link #x16Sums2} takes their sums: a few KB of scratch. */
     private static final int X16_CHUNK = 16;
@@ -76,7 +70,7 @@ public final class VectorQ4_0X16 {
                 : null;
         int r = rowStart;
         while (r < rowEnd) {
-            if (NATIVE_INT8 && batch >= NATIVE_Q4_0_BATCH && r % TensorType.X16_ROWS == 0
+            if (NATIVE_INT8 && batch >= nativeBatch(TensorType.Q4_0_X16) && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
                 NativeInt8.x16(TensorType.Q4_0_X16, weights, weightsOffset, r, groups, blocks, in, batch, cols, out,

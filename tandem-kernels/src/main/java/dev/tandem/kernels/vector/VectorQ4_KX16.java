@@ -5,6 +5,7 @@ import static dev.tandem.kernels.vector.VectorDequantize.widenF16;
 import static dev.tandem.kernels.vector.VectorLanes.F;
 import static dev.tandem.kernels.vector.VectorLanes.LE;
 import static dev.tandem.kernels.vector.VectorLanes.NATIVE_INT8;
+import static dev.tandem.kernels.vector.VectorLanes.nativeBatch;
 import static dev.tandem.kernels.vector.VectorLanes.X16_FLOATS;
 import static dev.tandem.kernels.vector.VectorLanes.X16_INPUTS;
 import static dev.tandem.kernels.vector.VectorLanes.X16_INTS;
@@ -41,9 +42,6 @@ import jdk.incubator.vector.VectorSpecies;
 
 /** The vector matmul of {@link TensorType#Q4_K_X16}, whose layout and scalar rows are {@link Q4_KX16}. */
 public final class VectorQ4_KX16 {
-
-    /** As {@link VectorQ4_0X16#NATIVE_Q4_0_BATCH}, for q4_K_x16. */
-    private static final int NATIVE_Q4_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_KBatch", 1);
 
     /** The f16 bits of a part's {@code d} or {@code dmin}, as bytes: two per row. */
     private static final VectorSpecies<Byte> X16_HALF_BYTES =
@@ -107,7 +105,7 @@ public final class VectorQ4_KX16 {
         int groupEnd = Math.min(rowEnd, rows - rows % TensorType.X16_ROWS);
         int r = rowStart;
         while (r < rowEnd) {
-            if (NATIVE_INT8 && batch >= NATIVE_Q4_K_BATCH && r % TensorType.X16_ROWS == 0
+            if (NATIVE_INT8 && batch >= nativeBatch(TensorType.Q4_K_X16) && r % TensorType.X16_ROWS == 0
                     && r + TensorType.X16_ROWS <= groupEnd) {
                 int groups = (groupEnd - r) / TensorType.X16_ROWS;
                 NativeInt8.x16(TensorType.Q4_K_X16, weights, weightsOffset, r, groups, supers, in, batch, cols, out,

@@ -4,6 +4,7 @@ import static dev.tandem.kernels.scalar.LittleEndian.F32;
 import static dev.tandem.kernels.vector.VectorLanes.F;
 import static dev.tandem.kernels.vector.VectorLanes.LE;
 import static dev.tandem.kernels.vector.VectorLanes.NATIVE_INT8;
+import static dev.tandem.kernels.vector.VectorLanes.nativeBatch;
 import static dev.tandem.kernels.vector.VectorLanes.X16_FLOATS;
 import static dev.tandem.kernels.vector.VectorLanes.X16_HALVES;
 import static dev.tandem.kernels.vector.VectorLanes.X16_INTS;
@@ -53,46 +54,12 @@ public final class VectorSmallBlocksX16 {
     private static final VectorSpecies<Byte> X16_ROW_BYTES =
             VectorSpecies.of(byte.class, VectorShape.forBitSize(Math.max(64, X16_FLOATS.length() * Byte.SIZE)));
 
-    /**
-     * The fewest inputs a type's matmul hands to {@link NativeInt8}, by type: a property each,
-     * named after the type ({@code tandem.kernels.nativeQ5_KBatch}, ...; a large value keeps the
-     * Java loops); q5_0_x16 always goes native.
-     */
-    private static final int NATIVE_Q5_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_KBatch", 1);
-
-    private static final int NATIVE_Q2_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ2_KBatch", 1);
-
-    private static final int NATIVE_Q3_K_BATCH = Integer.getInteger("tandem.kernels.nativeQ3_KBatch", 1);
-
-    private static final int NATIVE_IQ4_XS_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_XSBatch", 1);
-
-    private static final int NATIVE_IQ4_NL_BATCH = Integer.getInteger("tandem.kernels.nativeIQ4_NLBatch", 1);
-
-    private static final int NATIVE_Q4_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ4_1Batch", 1);
-
-    private static final int NATIVE_Q5_1_BATCH = Integer.getInteger("tandem.kernels.nativeQ5_1Batch", 1);
-
     private VectorSmallBlocksX16() {}
-
-    /** The fewest inputs {@code type}'s matmul hands to {@link NativeInt8}. */
-    private static int nativeBatch(TensorType type) {
-        return switch (type) {
-            case Q5_0_X16 -> 1;
-            case Q5_K_X16 -> NATIVE_Q5_K_BATCH;
-            case Q2_K_X16 -> NATIVE_Q2_K_BATCH;
-            case Q3_K_X16 -> NATIVE_Q3_K_BATCH;
-            case IQ4_XS_X16 -> NATIVE_IQ4_XS_BATCH;
-            case IQ4_NL_X16 -> NATIVE_IQ4_NL_BATCH;
-            case Q4_1_X16 -> NATIVE_Q4_1_BATCH;
-            case Q5_1_X16 -> NATIVE_Q5_1_BATCH;
-            default -> Integer.MAX_VALUE;
-        };
-    }
 
     /**
      * {@link TensorType#Q5_0_X16}, {@link TensorType#Q4_1_X16}, {@link TensorType#Q5_1_X16},
      * {@link TensorType#Q5_K_X16}, the iq4 and the q2_K/q3_K types: groups of 16 rows by
-     * {@link NativeInt8} where it runs (from {@link #nativeBatch} inputs), else by
+     * {@link NativeInt8} where it runs (from {@link VectorLanes#nativeBatch} inputs), else by
      * {@link #x16SmallBlocksGroup}, {@link #x16Q5KGroup}, {@link #x16Iq4Group} or
      * {@link #x16LowBitsKGroup}, one input at a time (each part's weights stay in the caches from
      * input to input), one row at a time where the range cuts a group, and the last
