@@ -51,10 +51,7 @@ public final class NativeInt8 {
 
     private static final Logger LOG = LoggerFactory.getLogger(NativeInt8.class);
 
-    /**
-     * The native kernel of each type that has one, by the name of its C function: all of them, or
-     * none where the native kernels do not run.
-     */
+    /** The types that have a native kernel, each with the name of its C function. */
     private static final Map<TensorType, String> FUNCTIONS = functions();
 
     /** The kernels of {@link #FUNCTIONS}' types; empty where the native kernels do not run. */
