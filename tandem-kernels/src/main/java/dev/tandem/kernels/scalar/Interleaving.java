@@ -41,10 +41,13 @@ public final class Interleaving {
 
     /**
      * Interleaves the groups of 16 rows of {@code src} into {@code dst}. Where each byte of a group
-     * goes is the same for every group, so it is worked out once, into a table; then each group is
-     * copied in bulk into an array, permuted by the table, and copied out in bulk (byte by byte
-     * through the segments and the layout's function, it took 3.6-5.6 ns a byte: some 15-20 s of a
-     * 4 GB file's load).
+     * goes is the same for every group, so it is worked out once, into a table, and checked to
+     * be one to one onto the group; then each group is copied in bulk into an array, permuted by
+     * the table, and copied out in bulk (byte by byte through the segments and the layout's
+     * function, it took 3.6-5.6 ns a byte: some 15-20 s of a 4 GB file's load).
+     *
+     * @throws IllegalStateException if {@code byteAt} does not map a group's bytes one to one
+     *     onto the group (a layout's bug: no byte has moved)
      */
     public static void groups(TensorType type, MemorySegment src, long srcOffset, MemorySegment dst, long dstOffset, int rows,
             int cols, ByteAt byteAt) {
@@ -55,11 +58,19 @@ public final class Interleaving {
         if (grouped > 0) {
             int groupBytes = (int) (TensorType.X16_ROWS * rowBytes); // at most MAX_GROUP_BYTES (ArgumentChecks)
             int[] destination = new int[groupBytes]; // of each byte of a group, in the order of its rows
+            boolean[] taken = new boolean[groupBytes];
             for (int i = 0; i < TensorType.X16_ROWS; i++) {
                 for (int b = 0; b < blocks; b++) {
                     int source = (int) (i * rowBytes + (long) b * blockBytes);
                     for (int j = 0; j < blockBytes; j++) {
-                        destination[source + j] = (int) byteAt.at(b, blocks, j, i);
+                        long to = byteAt.at(b, blocks, j, i);
+                        if (to < 0 || to >= groupBytes || taken[(int) to]) {
+                            throw new IllegalStateException(type + "'s interleaving puts byte " + j + " of block "
+                                    + b + " of row " + i + " at " + to + ", outside its group of " + groupBytes
+                                    + " bytes or onto another byte");
+                        }
+                        taken[(int) to] = true;
+                        destination[source + j] = (int) to;
                     }
                 }
             }
@@ -67,13 +78,23 @@ public final class Interleaving {
             byte[] out = new byte[groupBytes];
             for (int group = 0; group < grouped; group += TensorType.X16_ROWS) {
                 MemorySegment.copy(src, ValueLayout.JAVA_BYTE, srcOffset + group * rowBytes, in, 0, groupBytes);
-                for (int k = 0; k < groupBytes; k++) {
-                    out[destination[k]] = in[k];
-                }
+                permute(in, out, destination);
                 MemorySegment.copy(out, 0, dst, ValueLayout.JAVA_BYTE, dstOffset + group * rowBytes, groupBytes);
             }
         }
         MemorySegment.copy(src, srcOffset + grouped * rowBytes, dst, dstOffset + grouped * rowBytes,
                 (rows - grouped) * rowBytes);
+    }
+
+    /**
+     * {@code out[destination[k]] = in[k]} for every {@code k}: one group. A method of its own, so
+     * that C2 compiles it after a few groups of the first matrix rather than waiting for an
+     * on-stack replacement of a loop inside each matrix's call, and so that the launcher's AOT
+     * cache carries its profile (the training run's f16 model interleaves through it too).
+     */
+    private static void permute(byte[] in, byte[] out, int[] destination) {
+        for (int k = 0; k < in.length; k++) {
+            out[destination[k]] = in[k];
+        }
     }
 }
