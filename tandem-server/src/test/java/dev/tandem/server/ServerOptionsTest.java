@@ -58,6 +58,20 @@ class ServerOptionsTest {
         assertThat(error.get("param").asText()).isEqualTo("model");
     }
 
+    /**
+     * {@link TandemServer#prepare} run on two threads at once (as {@code tandem serve} runs it
+     * beside the model's load) binds nothing and leaves a server that starts and answers.
+     */
+    @Test
+    void preparedTwiceAtOnceAServerStillStartsAndAnswers() throws Exception {
+        Thread other = Thread.ofVirtual().start(TandemServer::prepare);
+        TandemServer.prepare();
+        other.join();
+        try (Served served = Served.start()) {
+            assertThat(RawHttp.exchange(served.server.port(), "GET", "/health", H, null).status()).isEqualTo(200);
+        }
+    }
+
     @Test
     void withoutCorsOriginsNoCorsHeadersAreSent() throws Exception {
         try (Served served = Served.start()) {
