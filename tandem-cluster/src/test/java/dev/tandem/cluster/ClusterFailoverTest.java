@@ -279,12 +279,14 @@ class ClusterFailoverTest {
                 maxGapMs);
         assertThat(resumeMs.getLast()).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
         Map<String, Double> after = scrape(httpPort);
-        assertThat(delta(before, after, "tandem_cluster_failovers_total{worker=\"" + victimAddress + "\"}"))
+        assertThat(delta(before, after, failovers(EmbeddedModel.NAME, victimAddress)))
                 .as("/metrics: failovers from the killed worker").isEqualTo(onVictim);
-        assertThat(delta(before, after, "tandem_cluster_streams_resumed_total")).as("/metrics: streams resumed")
-                .isEqualTo(onVictim);
-        assertThat(delta(before, after, "tandem_cluster_resume_latency_seconds_count"))
-                .as("/metrics: resume latencies recorded").isEqualTo(onVictim);
+        assertThat(delta(before, after, "tandem_cluster_streams_resumed_total{model=\"" + EmbeddedModel.NAME + "\"}"))
+                .as("/metrics: streams resumed").isEqualTo(onVictim);
+        assertThat(delta(before, after, "tandem_cluster_resume_latency_seconds_count{model=\"" + EmbeddedModel.NAME
+                + "\"}")).as("/metrics: resume latencies recorded").isEqualTo(onVictim);
+        assertThat(after.keySet()).as("/metrics: no failover of the other model's streams")
+                .noneMatch(sample -> sample.startsWith("tandem_cluster_failovers_total{model=\"" + nameB + "\""));
         String survivor = workers.keySet().iterator().next();
         assertThat(delta(before, after, routed(EmbeddedModel.NAME, survivor)))
                 .as("/metrics: resumptions routed to the survivor").isEqualTo(onVictim);
@@ -357,6 +359,11 @@ class ClusterFailoverTest {
         return http.send(HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + httpPort + "/v1/completions"))
                 .header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(body.toString()))
                 .build(), HttpResponse.BodyHandlers.ofString());
+    }
+
+    /** The gateway's sample of the streams of {@code model} that lost {@code worker}. */
+    private static String failovers(String model, String worker) {
+        return "tandem_cluster_failovers_total{model=\"" + model + "\",worker=\"" + worker + "\"}";
     }
 
     /** The gateway's sample of the requests {@code worker} accepted for {@code model}. */
@@ -490,7 +497,7 @@ class ClusterFailoverTest {
         long slowest = resumed.stream().mapToLong(l -> Long.parseLong(matcher(RESUMED, l).group(3))).max().orElseThrow();
         assertThat(slowest).as("resumption after the failure detector's verdict, ms").isLessThan(3000);
         Map<String, Double> after = scrape(httpPort);
-        assertThat(delta(before, after, "tandem_cluster_failovers_total{worker=\"" + victimAddress + "\"}"))
+        assertThat(delta(before, after, failovers(EmbeddedModel.NAME, victimAddress)))
                 .as("/metrics: failovers from the stopped worker").isEqualTo(onVictim);
         System.out.printf("partition: %d streams, %d on the stopped worker, all resumed; verdict %d ms after SIGSTOP,"
                 + " slowest resumption %d ms after the verdict; downed %d ms after the verdict; the worker exited after"
