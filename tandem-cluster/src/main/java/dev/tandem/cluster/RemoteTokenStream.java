@@ -153,7 +153,7 @@ final class RemoteTokenStream implements TokenStream {
     private Attempt admit(int[] tokens, GenerateOptions opts) throws InterruptedException {
         WorkerDirectory directory = engine.directory();
         String model = engine.model().name();
-        List<Worker> eligible = directory.eligible(model);
+        List<Worker> eligible = directory.eligible(model, engine.fingerprint()); // never another file's workers
         eligible.removeIf(w -> avoid.contains(w.ref()));
         List<Worker> order = Routing.order(key, eligible, Worker::identity, w -> w.load().utilisation(),
                 w -> w.load().saturated());
