@@ -212,6 +212,7 @@ class ClusterFailoverTest {
         NodeProcess worker = workers.remove(leaving);
         long term = System.nanoTime();
         worker.process.destroy(); // SIGTERM
+        CompletableFuture<Long> exitedAt = worker.process.onExit().thenApply(p -> System.nanoTime());
         for (int i = 0; i < prompts.length; i++) {
             SseClient c = clients.get(i);
             c.readAll();
@@ -220,7 +221,7 @@ class ClusterFailoverTest {
         }
         long streamsDone = System.nanoTime();
         assertThat(worker.process.waitFor(60, TimeUnit.SECONDS)).as("the leaving worker exits").isTrue();
-        long exited = System.nanoTime();
+        long exited = exitedAt.get(10, TimeUnit.SECONDS);
         assertThat(gateway.lines(l -> l.contains(" lost worker ")).size()).as("streams that had to resume")
                 .isEqualTo(lostBefore);
         System.out.printf("graceful leave: %d streams of %d tokens, %d on the worker sent SIGTERM, every text exact and"
