@@ -5,6 +5,7 @@ import dev.tandem.cluster.WorkerProtocol.Load;
 import dev.tandem.llm.Completion;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.ModelFingerprint;
 import dev.tandem.server.Engine;
 import dev.tandem.server.EngineStats;
 import java.nio.file.Path;
@@ -41,14 +42,23 @@ import org.slf4j.LoggerFactory;
  * one a request without {@code model} gets). Each other model the cluster's workers serve has an
  * engine of its own, made by {@link #models()} once the model's text is read: from the path its
  * first worker announced in its {@link Load} (the nodes share one machine or filesystem), on a
- * virtual thread as that worker arrives, so that no request waits for it. Every engine routes
- * only among its model's workers (admission, affinity, failover); all share the gateway's
- * directory, counters, waiting places and requests in flight, so closing one closes them all.
+ * virtual thread as that worker arrives. A model is a name and a file ({@link WorkerDirectory}:
+ * a name stands for one file at a time); each engine is one file's, and routes only among the
+ * workers of that file (admission, affinity, failover), so that a stream never goes on from
+ * another file's weights. All share the gateway's directory, counters, waiting places and
+ * requests in flight, so closing one closes them all.
+ *
+ * <p><b>While a model's text is read</b> (from its first worker's arrival until the read is
+ * done: a tokenizer of a large vocabulary takes a moment), {@link #models()} leaves the model
+ * out and {@link #pendingModel} gives the read's future: the server waits for it a few seconds,
+ * then answers 503 with {@code Retry-After}, never 404, for a model a worker serves.
  */
 public final class ClusterEngine implements Engine {
     private static final Logger log = LoggerFactory.getLogger(ClusterEngine.class);
 
     private final LanguageModel model;
+    /** The {@link ModelFingerprint} of the file this engine's workers serve. */
+    private final String fingerprint;
     private final WorkerDirectory directory;
     private final ActorSystem<?> system;
     private final Materializer materializer;
@@ -60,7 +70,7 @@ public final class ClusterEngine implements Engine {
     private final AtomicInteger waiting;
     /** The gateway's own model's engine (this one, or the one that made it). */
     private final ClusterEngine own;
-    /** The other models' engines by name, each complete once its text is read; shared by all. */
+    /** The other models' engines by {@link #key}, each complete once its text is read; shared by all. */
     private final Map<String, CompletableFuture<ClusterEngine>> others;
 
     /**
@@ -83,8 +93,17 @@ public final class ClusterEngine implements Engine {
         }
     }
 
-    ClusterEngine(LanguageModel model, WorkerDirectory directory, ActorSystem<?> system, Settings settings) {
+    /**
+     * The gateway's own engine.
+     *
+     * @param model       the gateway's own model (its text)
+     * @param fingerprint the {@link ModelFingerprint} of the file it was read from: this engine
+     *                    routes to the workers of that file only
+     */
+    ClusterEngine(LanguageModel model, String fingerprint, WorkerDirectory directory, ActorSystem<?> system,
+            Settings settings) {
         this.model = model;
+        this.fingerprint = java.util.Objects.requireNonNull(fingerprint, "fingerprint");
         this.directory = directory;
         this.system = system;
         this.materializer = Materializer.createMaterializer(system);
@@ -97,13 +116,17 @@ public final class ClusterEngine implements Engine {
         this.own = this;
         this.others = new ConcurrentHashMap<>();
         // A model's text is read as its first worker arrives (again after a failed read).
-        directory.onArrival(load -> others.compute(load.model(), (name, f) -> f == null
-                || f.isCompletedExceptionally() ? readText(name, load.modelPath()) : f));
+        directory.onArrival(load -> {
+            if (!isOwn(load)) {
+                others.compute(key(load), (k, f) -> f == null || f.isCompletedExceptionally() ? readText(load) : f);
+            }
+        });
     }
 
-    /** The engine of another model, {@code model}, sharing everything else with {@code own}. */
-    private ClusterEngine(LanguageModel model, ClusterEngine own) {
+    /** The engine of another model, {@code model} of file {@code fingerprint}, sharing everything else with {@code own}. */
+    private ClusterEngine(LanguageModel model, String fingerprint, ClusterEngine own) {
         this.model = model;
+        this.fingerprint = fingerprint;
         this.directory = own.directory;
         this.system = own.system;
         this.materializer = own.materializer;
@@ -122,20 +145,22 @@ public final class ClusterEngine implements Engine {
         return model;
     }
 
+    /** The {@link ModelFingerprint} of the file this engine's workers serve. */
+    String fingerprint() {
+        return fingerprint;
+    }
+
     /**
      * The models the cluster's workers serve now, each with its engine: the gateway's own model
      * while a worker serves it, and every other model whose text has been read (a model whose
-     * text is still being read, or could not be, is left out).
+     * text is still being read, or could not be, is left out: {@link #pendingModel}). A name
+     * gives the engine of the file it stands for ({@link WorkerDirectory}).
      */
     @Override
     public Map<String, ClusterEngine> models() {
         Map<String, ClusterEngine> out = new TreeMap<>();
-        directory.models().forEach((name, path) -> {
-            if (name.equals(own.model.name())) {
-                out.put(name, own);
-                return;
-            }
-            CompletableFuture<ClusterEngine> engine = others.computeIfAbsent(name, n -> readText(n, path));
+        directory.models().forEach((name, load) -> {
+            CompletableFuture<ClusterEngine> engine = engine(load);
             if (engine.isDone() && !engine.isCompletedExceptionally()) {
                 out.put(name, engine.join());
             }
@@ -143,23 +168,62 @@ public final class ClusterEngine implements Engine {
         return out;
     }
 
-    /** The engine of another model, complete once its text is read; null before a worker of it was seen. */
-    CompletableFuture<ClusterEngine> otherModel(String name) {
-        return others.get(name);
+    /**
+     * The engine of a model a worker serves now whose text is still being read (or could not be
+     * read): the read's future, which the server waits on a while rather than answer 404; null
+     * when no eligible worker serves a model of that name.
+     */
+    @Override
+    public CompletableFuture<ClusterEngine> pendingModel(String name) {
+        Load load = directory.models().get(name);
+        return load == null ? null : engine(load);
     }
 
-    /** Reads the text of the model {@code name} from {@code path} on a virtual thread: its engine, once read. */
-    private CompletableFuture<ClusterEngine> readText(String name, String path) {
-        if (name.equals(own.model.name())) {
-            return CompletableFuture.completedFuture(own);
-        }
+    /** The engine of another model by name, complete once its text is read; null before a worker of it was seen. */
+    CompletableFuture<ClusterEngine> otherModel(String name) {
+        String file = directory.standsFor(name);
+        return file == null ? null : others.get(key(name, file));
+    }
+
+    /** The engine of the model {@code load} reports: the own one, or another's, its text read once. */
+    private CompletableFuture<ClusterEngine> engine(Load load) {
+        return isOwn(load) ? CompletableFuture.completedFuture(own)
+                : others.computeIfAbsent(key(load), k -> readText(load));
+    }
+
+    private boolean isOwn(Load load) {
+        return load.model().equals(own.model.name()) && load.fingerprint().equals(own.fingerprint);
+    }
+
+    private static String key(Load load) {
+        return key(load.model(), load.fingerprint());
+    }
+
+    /** A model's key among the others: its name and its file's fingerprint. */
+    private static String key(String name, String fingerprint) {
+        return name + "@" + fingerprint;
+    }
+
+    /**
+     * Reads the text of the model {@code load} reports from the path it names, on a virtual
+     * thread: its engine, once read, if the file there has the worker's name and fingerprint
+     * (a gateway on another filesystem might find another file at that path).
+     */
+    private CompletableFuture<ClusterEngine> readText(Load load) {
+        String name = load.model();
+        String path = load.modelPath();
         return CompletableFuture.supplyAsync(() -> {
             LanguageModel text = LanguageModel.loadText(Path.of(path));
             if (!text.name().equals(name)) {
                 throw new IllegalStateException("the file names its model '" + text.name() + "'");
             }
-            log.info("model {} ready: its tokenizer and template read from {}", name, path);
-            return new ClusterEngine(text, own);
+            String file = ModelFingerprint.of(Path.of(path));
+            if (!file.equals(load.fingerprint())) {
+                throw new IllegalStateException("the file there is another one than the worker's (fingerprint " + file
+                        + ", the worker's " + load.fingerprint() + ")");
+            }
+            log.info("model {} ready: its tokenizer and template read from {} (fingerprint {})", name, path, file);
+            return new ClusterEngine(text, file, own);
         }, task -> Thread.ofVirtual().name("tandem-model-text").start(task)).whenComplete((engine, failure) -> {
             if (failure != null) {
                 log.warn("model {} is not served here: its text cannot be read from {}: {}", name, path,
@@ -183,7 +247,7 @@ public final class ClusterEngine implements Engine {
             throw new IllegalArgumentException("prompt of " + prompt.length + " tokens leaves no room in the context of "
                     + model.config().contextLength());
         }
-        List<WorkerDirectory.Worker> eligible = directory.eligible(model.name());
+        List<WorkerDirectory.Worker> eligible = directory.eligible(model.name(), fingerprint);
         if (eligible.isEmpty()) {
             throw new AdmissionRejectedException(AdmissionRejectedException.Reason.CLOSED,
                     "no reachable worker serves the model '" + model.name() + "'");

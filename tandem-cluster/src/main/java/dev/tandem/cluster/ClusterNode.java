@@ -6,6 +6,7 @@ import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.ModelFingerprint;
 import dev.tandem.server.BatcherEngine;
 import dev.tandem.server.ServerConfig;
 import dev.tandem.server.TandemServer;
@@ -123,13 +124,16 @@ public final class ClusterNode implements AutoCloseable {
             if (options.role().gateway() && model == null) {
                 model = LanguageModel.loadText(options.model()); // its tokenizer and template; no weights
             }
-            WorkerDirectory directory = new WorkerDirectory();
+            // With its name, the model's identity: two files of one name are two models (WorkerDirectory).
+            String fingerprint = ModelFingerprint.of(options.model());
+            WorkerDirectory directory = new WorkerDirectory(model.name(), fingerprint);
             BatcherEngine workerEngine = engine;
             String modelName = model.name();
             system = ActorSystem.create(Behaviors.setup(ctx -> {
                 if (options.role().worker()) {
                     ctx.spawn(WorkerActor.create(workerEngine, modelName, options.model().toAbsolutePath().toString(),
-                            options.batcher().maxQueued(), options.loadInterval(), draining, workerStreams), "worker");
+                            fingerprint, options.batcher().maxQueued(), options.loadInterval(), draining, workerStreams),
+                            "worker");
                 }
                 if (options.role().gateway()) {
                     ctx.spawn(GatewayActor.create(directory), "gateway");
@@ -140,7 +144,7 @@ public final class ClusterNode implements AutoCloseable {
             this.device = device;
             this.engine = engine;
             if (options.role().gateway()) {
-                gatewayEngine = new ClusterEngine(model, directory, system,
+                gatewayEngine = new ClusterEngine(model, fingerprint, directory, system,
                         ClusterEngine.Settings.defaults().withMaxWaiting(options.maxWaiting()));
                 // /metrics shows the cluster's counters: ClusterEngine.bindMeters
                 server = TandemServer.start(gatewayEngine, options.server());

@@ -83,6 +83,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                     out.writeUTF(resolver().toSerializationFormat(l.worker()));
                     out.writeUTF(l.model());
                     out.writeUTF(l.modelPath());
+                    out.writeUTF(l.fingerprint());
                     out.writeInt(l.active());
                     out.writeInt(l.queued());
                     out.writeInt(l.maxActive());
@@ -124,7 +125,7 @@ public final class ClusterSerializer extends SerializerWithStringManifest {
                 case "R" -> new Rejected(in.readUTF(), in.readUTF());
                 case "L" -> {
                     ActorRef<WorkerProtocol.Command> worker = resolver().resolveActorRef(in.readUTF());
-                    yield new Load(worker, in.readUTF(), in.readUTF(), in.readInt(), in.readInt(), in.readInt(),
+                    yield new Load(worker, in.readUTF(), in.readUTF(), in.readUTF(), in.readInt(), in.readInt(), in.readInt(),
                             in.readInt(), in.readLong(), in.readLong(), in.readBoolean(), in.readLong(), in.readLong());
                 }
                 default -> throw new NotSerializableException("unknown tandem cluster manifest '" + manifest + "'");

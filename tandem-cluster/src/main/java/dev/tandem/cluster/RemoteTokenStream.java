@@ -153,7 +153,7 @@ final class RemoteTokenStream implements TokenStream {
     private Attempt admit(int[] tokens, GenerateOptions opts) throws InterruptedException {
         WorkerDirectory directory = engine.directory();
         String model = engine.model().name();
-        List<Worker> eligible = directory.eligible(model);
+        List<Worker> eligible = directory.eligible(model, engine.fingerprint()); // never another file's workers
         eligible.removeIf(w -> avoid.contains(w.ref()));
         List<Worker> order = Routing.order(key, eligible, Worker::identity, w -> w.load().utilisation(),
                 w -> w.load().saturated());
@@ -342,7 +342,7 @@ final class RemoteTokenStream implements TokenStream {
         }
         if (lostAt != 0) {
             long took = now - lostAt;
-            engine.stats.resumed(took);
+            engine.stats.resumed(engine.model().name(), took);
             log.info("request {} resumed: token {} arrived {} ms after its worker was lost", id, n,
                     TimeUnit.NANOSECONDS.toMillis(took));
             lostAt = 0;
@@ -359,7 +359,7 @@ final class RemoteTokenStream implements TokenStream {
         a.end();
         attempt = null;
         avoid.add(a.worker.ref());
-        engine.stats.failover(a.worker.address().toString());
+        engine.stats.failover(engine.model().name(), a.worker.address().toString());
         if (lostAt == 0) {
             lostAt = at;
         }

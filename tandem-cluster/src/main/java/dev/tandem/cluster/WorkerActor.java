@@ -8,6 +8,7 @@ import dev.tandem.cluster.WorkerProtocol.Generate;
 import dev.tandem.cluster.WorkerProtocol.Load;
 import dev.tandem.cluster.WorkerProtocol.Rejected;
 import dev.tandem.llm.Completion;
+import dev.tandem.llm.ModelFingerprint;
 import dev.tandem.server.Engine;
 import dev.tandem.server.EngineStats;
 import java.time.Duration;
@@ -50,14 +51,15 @@ final class WorkerActor {
     /**
      * The behaviour.
      *
-     * @param model     the name of the engine's model, and {@code modelPath} where it was loaded from,
-     *                  reported with the load
+     * @param model     the name of the engine's model, {@code modelPath} where it was loaded from and
+     *                  {@code fingerprint} its {@link ModelFingerprint}, reported with the load
      * @param maxQueued the engine's bound on waiting requests, reported with the load
      * @param draining set when the node leaves: it then admits nothing and says so in its load
      * @param streams  the token streams still running (each completes when its last token has
      *                 left, or it was cancelled), for the drain to wait on
      */
-    static Behavior<Command> create(Engine engine, String model, String modelPath, int maxQueued, Duration loadInterval,
+    static Behavior<Command> create(Engine engine, String model, String modelPath, String fingerprint,
+            int maxQueued, Duration loadInterval,
             AtomicBoolean draining, Set<CompletableFuture<Void>> streams) {
         return Behaviors.setup(ctx -> {
             ctx.getSystem().receptionist().tell(Receptionist.register(WorkerProtocol.WORKERS, ctx.getSelf()));
@@ -73,7 +75,7 @@ final class WorkerActor {
                         })
                         .onMessageEquals(Tick.INSTANCE, () -> {
                             EngineStats s = engine.stats();
-                            topic.tell(Topic.publish(new Load(ctx.getSelf(), model, modelPath, s.active(), s.queued(),
+                            topic.tell(Topic.publish(new Load(ctx.getSelf(), model, modelPath, fingerprint, s.active(), s.queued(),
                                     s.maxActive(), maxQueued, s.kvBlocksInUse(), s.kvBlocksTotal(),
                                     draining.get(), s.cachedPromptTokens(), s.computedPromptTokens())));
                             return Behaviors.same();

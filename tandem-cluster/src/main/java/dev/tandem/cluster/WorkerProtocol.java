@@ -1,6 +1,7 @@
 package dev.tandem.cluster;
 
 import dev.tandem.llm.GenerateOptions;
+import dev.tandem.llm.ModelFingerprint;
 import org.apache.pekko.actor.typed.ActorRef;
 import org.apache.pekko.actor.typed.receptionist.ServiceKey;
 import org.apache.pekko.stream.SourceRef;
@@ -58,10 +59,12 @@ final class WorkerProtocol {
      * A worker's load, as its engine reports it.
      *
      * @param worker    the worker's actor
-     * @param model     the name of the model it serves
+     * @param model     the name of the model it serves (a GGUF's {@code general.name}, else its file name)
      * @param modelPath the file or directory it loaded that model from, as it names it (a
      *                  gateway that has not seen the model yet reads its text there: the nodes of
      *                  a cluster share one machine or filesystem)
+     * @param fingerprint the {@link ModelFingerprint} of that file: with the name, the model's
+     *                  identity (two files of one name are two models, {@link WorkerDirectory})
      * @param active    requests generating
      * @param queued    requests admitted and waiting
      * @param maxActive the batch's capacity
@@ -72,7 +75,7 @@ final class WorkerProtocol {
      * @param cachedPromptTokens   prompt tokens its prefix cache served since it started
      * @param computedPromptTokens prompt tokens it computed since it started
      */
-    record Load(ActorRef<Command> worker, String model, String modelPath, int active, int queued, int maxActive, int maxQueued,
+    record Load(ActorRef<Command> worker, String model, String modelPath, String fingerprint, int active, int queued, int maxActive, int maxQueued,
             long kvInUse, long kvTotal, boolean draining, long cachedPromptTokens, long computedPromptTokens)
             implements ClusterMessage {
 

@@ -73,7 +73,7 @@ class ClusterSerializerTest {
         Rejected r = new Rejected("QUEUE_FULL", "64 requests wait");
         assertThat(roundTrip(r)).isEqualTo(r);
         ActorRef<WorkerProtocol.Command> worker = Adapter.toTyped(Adapter.toClassic(system).deadLetters());
-        Load load = new Load(worker, "stories260K", "/models/stories260K.gguf", 3, 2, 8, 64, 40, 512, true, 96, 1000);
+        Load load = new Load(worker, "stories260K", "/models/stories260K.gguf", "270cba1bd5109f42", 3, 2, 8, 64, 40, 512, true, 96, 1000);
         assertThat(roundTrip(load)).isEqualTo(load);
     }
 

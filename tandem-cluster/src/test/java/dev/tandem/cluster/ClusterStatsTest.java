@@ -22,28 +22,53 @@ class ClusterStatsTest {
         stats.bindTo(registry);
         stats.routed("m", A, true);
         stats.routed("m", B, false);
-        stats.failover(A);
+        stats.failover("m", A);
         stats.routed("m", B, null); // the resumption of A's stream
         stats.routed("n", C, true); // a worker of another model
-        stats.resumed(400_000_000L);
+        stats.resumed("m", 400_000_000L);
+        stats.failover("n", C); // a stream of the other model lost its worker, and went on elsewhere
+        stats.resumed("n", 2_000_000_000L);
 
         assertThat(stats.routedByWorker()).containsEntry(A, 2L).containsEntry(B, 2L).containsEntry(C, 1L);
         assertThat(stats.routedByModel()).containsOnly(Map.entry("m", 4L), Map.entry("n", 1L));
-        assertThat(stats.failoversByWorker()).containsOnlyKeys(A).containsEntry(A, 1L);
+        assertThat(stats.failoversByWorker()).containsOnly(Map.entry(A, 1L), Map.entry(C, 1L));
+        assertThat(stats.failoversByModel()).containsOnly(Map.entry("m", 1L), Map.entry("n", 1L));
+        assertThat(stats.resumedByModel()).containsOnly(Map.entry("m", 1L), Map.entry("n", 1L));
+        assertThat(stats.resumedCount()).isEqualTo(2);
         assertThat(stats.affinityHits()).isEqualTo(3);
         assertThat(stats.affinityMisses()).isEqualTo(1);
-        assertThat(stats.resumeNanos()).isEqualTo(List.of(400_000_000L));
+        assertThat(stats.resumeNanos()).isEqualTo(List.of(400_000_000L, 2_000_000_000L));
 
         String text = registry.scrape();
         assertThat(text).contains("tandem_cluster_requests_routed_total{model=\"m\",worker=\"" + A + "\"} 2.0")
                 .contains("tandem_cluster_requests_routed_total{model=\"m\",worker=\"" + B + "\"} 2.0")
                 .contains("tandem_cluster_requests_routed_total{model=\"n\",worker=\"" + C + "\"} 1.0")
-                .contains("tandem_cluster_failovers_total{worker=\"" + A + "\"} 1.0")
+                .contains("tandem_cluster_failovers_total{model=\"m\",worker=\"" + A + "\"} 1.0")
+                .contains("tandem_cluster_failovers_total{model=\"n\",worker=\"" + C + "\"} 1.0")
                 .contains("tandem_cluster_affinity_total{placed=\"affine\"} 3.0")
                 .contains("tandem_cluster_affinity_total{placed=\"other\"} 1.0")
-                .contains("tandem_cluster_streams_resumed_total 1.0")
-                .contains("tandem_cluster_resume_latency_seconds_count 1")
-                .contains("tandem_cluster_resume_latency_seconds_bucket{le=\"0.5\"} 1");
+                .contains("tandem_cluster_streams_resumed_total{model=\"m\"} 1.0")
+                .contains("tandem_cluster_streams_resumed_total{model=\"n\"} 1.0")
+                .contains("tandem_cluster_resume_latency_seconds_count{model=\"m\"} 1")
+                .contains("tandem_cluster_resume_latency_seconds_bucket{model=\"m\",le=\"0.5\"} 1")
+                .contains("tandem_cluster_resume_latency_seconds_bucket{model=\"n\",le=\"0.5\"} 0")
+                .contains("tandem_cluster_resume_latency_seconds_bucket{model=\"n\",le=\"2.0\"} 1")
+                .doesNotContain("tandem_cluster_failovers_total{worker=");
+    }
+
+    @Test
+    void aResumptionSeenBeforeTheRegistryIsRecordedUnderItsModelWhenBound() {
+        ClusterStats stats = new ClusterStats();
+        stats.failover("m", A);
+        stats.resumed("m", 300_000_000L);
+        PrometheusMeterRegistry registry = new PrometheusMeterRegistry(PrometheusConfig.DEFAULT);
+        stats.bindTo(registry);
+        stats.resumed("m", 700_000_000L);
+        assertThat(registry.scrape())
+                .contains("tandem_cluster_failovers_total{model=\"m\",worker=\"" + A + "\"} 1.0")
+                .contains("tandem_cluster_streams_resumed_total{model=\"m\"} 2.0")
+                .contains("tandem_cluster_resume_latency_seconds_count{model=\"m\"} 2")
+                .contains("tandem_cluster_resume_latency_seconds_bucket{model=\"m\",le=\"0.5\"} 1");
     }
 
     @Test

@@ -1,5 +1,6 @@
 package dev.tandem.cluster;
 
+import dev.tandem.llm.ModelFingerprint;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -44,6 +45,8 @@ import org.junit.jupiter.api.Timeout;
  */
 @Timeout(120)
 class GatewayAdmissionTest {
+    /** The stand-in workers' file of the gateway's model. */
+    private static final String FILE = "0123456789abcdef";
     private static ClusterNode gateway;
 
     @BeforeAll
@@ -82,8 +85,8 @@ class GatewayAdmissionTest {
                 }).build(), "stand-in-worker", org.apache.pekko.actor.typed.Props.empty());
         WorkerDirectory directory = new WorkerDirectory();
         directory.listing(Set.of(worker));
-        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0));
-        ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
+        directory.load(new Load(worker, model.name(), "/m.gguf", FILE, 1, 0, 1, 0, 0, 8, false, 0, 0));
+        ClusterEngine engine = new ClusterEngine(model, FILE, directory, node.system(),
                 ClusterEngine.Settings.defaults().withMaxWaiting(1));
         GenerateOptions options = GenerateOptions.defaults().withMaxTokens(tokens.length - 1);
 
@@ -97,12 +100,12 @@ class GatewayAdmissionTest {
         refused.get(30, TimeUnit.SECONDS); // the reader asked, was refused, and waits for the directory to change
         assertThat(text).isNotDone();
         admit.set(true);
-        directory.load(new Load(worker, model.name(), "/m.gguf", 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
+        directory.load(new Load(worker, model.name(), "/m.gguf", FILE, 0, 0, 1, 0, 0, 8, false, 0, 0)); // the next report: a free slot
         assertThat(text.get(30, TimeUnit.SECONDS)).isNotEmpty();
         assertThat(waiting.tokens()).containsExactly(java.util.Arrays.copyOfRange(tokens, 1, tokens.length));
         assertThat(waiting.finishReason()).isEqualTo(FinishReason.LENGTH);
 
-        directory.load(new Load(worker, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
+        directory.load(new Load(worker, model.name(), "/m.gguf", FILE, 1, 0, 1, 0, 0, 8, false, 0, 0)); // full again
         Completion next = engine.submit(tokens, options, null); // the waiting place was given back
         next.cancel();
         assertThat(next.stream().completion().get(10, TimeUnit.SECONDS).status()).isEqualTo(dev.tandem.Status.CANCELLED);
@@ -130,11 +133,11 @@ class GatewayAdmissionTest {
                     return Behaviors.same();
                 }).build(), "free-worker-of-another-model", org.apache.pekko.actor.typed.Props.empty());
         WorkerDirectory directory = new WorkerDirectory();
-        ClusterEngine engine = new ClusterEngine(model, directory, node.system(),
+        ClusterEngine engine = new ClusterEngine(model, FILE, directory, node.system(),
                 ClusterEngine.Settings.defaults().withMaxWaiting(0));
         directory.listing(Set.of(full, free));
-        directory.load(new Load(full, model.name(), "/m.gguf", 1, 0, 1, 0, 0, 8, false, 0, 0));
-        directory.load(new Load(free, other, otherPath.toString(), 0, 0, 1, 0, 0, 8, false, 0, 0));
+        directory.load(new Load(full, model.name(), "/m.gguf", FILE, 1, 0, 1, 0, 0, 8, false, 0, 0));
+        directory.load(new Load(free, other, otherPath.toString(), ModelFingerprint.of(otherPath), 0, 0, 1, 0, 0, 8, false, 0, 0));
 
         // The own model's only worker is full: 429 at once (no waiting places), whatever the other model's worker has.
         assertThatThrownBy(() -> engine.submit(model.encode("the cat"), GenerateOptions.defaults(), null))
@@ -154,8 +157,54 @@ class GatewayAdmissionTest {
     }
 
     @Test
+    void aModelAWorkerServesIsPendingWhileItsTextIsReadAndNeverUnknown() throws Exception {
+        ClusterEngine node = gateway.gatewayEngine();
+        Path otherPath = RandomGguf.cached(Path.of("target", "cluster-test-models", "random-64x2.gguf").toAbsolutePath(),
+                RandomGguf.shape(64, 2, 4, 4, 192), GgmlType.F32, 48, true);
+        String other = LanguageModel.loadText(otherPath).name();
+        ActorRef<Command> unreadable = node.system().systemActorOf(Behaviors.<Command>empty(), "unreadable-worker",
+                org.apache.pekko.actor.typed.Props.empty());
+        ActorRef<Command> readable = node.system().systemActorOf(Behaviors.<Command>empty(), "readable-worker",
+                org.apache.pekko.actor.typed.Props.empty());
+        ActorRef<Command> claimsAnother = node.system().systemActorOf(Behaviors.<Command>empty(), "mismatched-worker",
+                org.apache.pekko.actor.typed.Props.empty());
+        WorkerDirectory directory = new WorkerDirectory();
+        ClusterEngine engine = new ClusterEngine(node.model(), FILE, directory, node.system(),
+                ClusterEngine.Settings.defaults());
+        assertThat(engine.pendingModel("elsewhere")).as("no worker serves it").isNull();
+
+        directory.listing(Set.of(unreadable, readable, claimsAnother));
+        directory.load(new Load(readable, other, otherPath.toString(), ModelFingerprint.of(otherPath), 0, 0, 1, 0, 0, 8,
+                false, 0, 0));
+        // Pending from the worker's arrival on, complete once read: the engine models() then gives.
+        CompletableFuture<ClusterEngine> read = engine.pendingModel(other);
+        assertThat(read).isNotNull();
+        assertThat(read.get(30, TimeUnit.SECONDS)).isSameAs(engine.models().get(other));
+
+        // A text that cannot be read is a failed future (the server's 503), not an unknown model (404).
+        directory.load(new Load(unreadable, "elsewhere", "/nonexistent/elsewhere.gguf", "feedfacefeedface", 0, 0, 1,
+                0, 0, 8, false, 0, 0));
+        CompletableFuture<ClusterEngine> failed = engine.pendingModel("elsewhere");
+        assertThat(failed).isNotNull();
+        assertThatThrownBy(() -> failed.get(30, TimeUnit.SECONDS)).isInstanceOf(java.util.concurrent.ExecutionException.class);
+        assertThat(engine.models()).containsOnlyKeys(other);
+
+        // The file at the announced path must be the worker's: another gateway, whose only worker of the
+        // model announces another fingerprint than the file at that path has, reads and refuses it.
+        WorkerDirectory elsewhere = new WorkerDirectory();
+        ClusterEngine gateway2 = new ClusterEngine(node.model(), FILE, elsewhere, node.system(),
+                ClusterEngine.Settings.defaults());
+        elsewhere.listing(Set.of(claimsAnother));
+        elsewhere.load(new Load(claimsAnother, other, otherPath.toString(), "feedfacefeedface", 0, 0, 1, 0, 0, 8, false,
+                0, 0));
+        assertThatThrownBy(() -> gateway2.pendingModel(other).get(30, TimeUnit.SECONDS))
+                .hasMessageContaining("another one than the worker's");
+        assertThat(gateway2.models()).isEmpty();
+    }
+
+    @Test
     void withNoWorkerForTheModelTheGatewayRefusesAtOnce() {
-        ClusterEngine lonely = new ClusterEngine(gateway.gatewayEngine().model(), new WorkerDirectory(),
+        ClusterEngine lonely = new ClusterEngine(gateway.gatewayEngine().model(), FILE, new WorkerDirectory(),
                 gateway.gatewayEngine().system(), ClusterEngine.Settings.defaults());
         assertThatThrownBy(() -> lonely.submit(new int[] {1, 2, 3}, GenerateOptions.defaults(), null))
                 .isInstanceOf(AdmissionRejectedException.class).hasMessageContaining("no reachable worker serves")

@@ -9,13 +9,20 @@ final class ApiException extends RuntimeException {
     private final String type;
     private final String param;
     private final String code;
+    private final boolean retryLater;
 
     ApiException(int status, String type, String param, String code, String message) {
+        this(status, type, param, code, message, status == 429);
+    }
+
+    /** @param retryLater whether the answer carries {@code Retry-After} (always for a 429) */
+    ApiException(int status, String type, String param, String code, String message, boolean retryLater) {
         super(message);
         this.status = status;
         this.type = type;
         this.param = param;
         this.code = code;
+        this.retryLater = retryLater;
     }
 
     /** 400: a malformed body or a bad parameter, named in {@code param}. */
@@ -42,5 +49,10 @@ final class ApiException extends RuntimeException {
 
     String code() {
         return code;
+    }
+
+    /** Whether the client should retry after the server's {@code Retry-After}. */
+    boolean retryLater() {
+        return retryLater;
     }
 }

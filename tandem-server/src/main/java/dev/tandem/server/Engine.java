@@ -63,6 +63,18 @@ public interface Engine extends AutoCloseable {
     }
 
     /**
+     * A model this router serves but has not made ready yet, so that {@link #models()} leaves it
+     * out (a cluster's gateway reading the tokenizer of a model a worker just brought): the future
+     * of its engine, complete once it is ready, failed when it cannot be made ready. Null, the
+     * default: {@code name} is no such model. The server asks only for a name {@link #models()}
+     * lacks; it waits for the future a few seconds, then answers 503 with {@code Retry-After}
+     * (a failed one: 503 at once), so that a model that is coming is never a 404.
+     */
+    default java.util.concurrent.CompletableFuture<? extends Engine> pendingModel(String name) {
+        return null;
+    }
+
+    /**
      * Registers this engine's own meters in the registry behind the server's {@code /metrics};
      * called once, when the server starts. By default none beyond what {@link #stats()} gives.
      */

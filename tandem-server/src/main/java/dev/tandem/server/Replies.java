@@ -118,7 +118,7 @@ final class Replies {
     void error(ServerRequest req, ServerResponse res, ApiException e) {
         refused(req, e);
         res.status(e.status());
-        if (e.status() == 429) {
+        if (e.retryLater()) {
             res.header(HeaderNames.RETRY_AFTER, Long.toString(Math.max(1, config.retryAfter().toSeconds())));
         }
         json(res, errorBody(e));

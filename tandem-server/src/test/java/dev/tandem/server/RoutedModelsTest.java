@@ -34,6 +34,7 @@ class RoutedModelsTest {
         final Engine inner;
         final AtomicInteger submitted = new AtomicInteger();
         final Map<String, Engine> served;
+        final Map<String, java.util.concurrent.CompletableFuture<Engine>> pending = new ConcurrentHashMap<>();
 
         Counting(Engine inner, Map<String, Engine> served) {
             this.inner = inner;
@@ -48,6 +49,11 @@ class RoutedModelsTest {
         @Override
         public Map<String, ? extends Engine> models() {
             return served;
+        }
+
+        @Override
+        public java.util.concurrent.CompletableFuture<? extends Engine> pendingModel(String name) {
+            return pending.get(name);
         }
 
         @Override
@@ -122,13 +128,31 @@ class RoutedModelsTest {
                 assertThat(RawHttp.exchange(port, "GET", "/v1/models/second", H, null).status()).isEqualTo(200);
                 assertThat(RawHttp.exchange(port, "GET", "/v1/models/gpt-4o", H, null).status()).isEqualTo(404);
 
+                // A model being made ready is not a 404: a request waits for it (bounded); one that cannot be
+                // made ready is a 503 with Retry-After.
+                own.pending.put("third", java.util.concurrent.CompletableFuture.completedFuture(other));
+                JsonNode third = JSON.readTree(RawHttp.exchange(port, "POST", "/v1/completions", H,
+                        "{\"model\":\"third\",\"prompt\":\"Once\",\"max_tokens\":2}").body());
+                assertThat(third.get("model").asText()).isEqualTo("third");
+                assertThat(other.submitted.get()).as("served by the engine made ready").isEqualTo(3);
+                own.pending.put("third", java.util.concurrent.CompletableFuture.failedFuture(
+                        new IllegalStateException("its text cannot be read")));
+                var unavailable = RawHttp.exchange(port, "POST", "/v1/completions", H,
+                        "{\"model\":\"third\",\"prompt\":\"Once\",\"max_tokens\":2}");
+                assertThat(unavailable.status()).isEqualTo(503);
+                assertThat(unavailable.header("Retry-After")).isEqualTo("1");
+                assertThat(unavailable.body()).contains("model_unavailable").contains("its text cannot be read");
+                assertThat(RawHttp.exchange(port, "POST", "/tokenize", H,
+                        "{\"model\":\"third\",\"content\":\"Once\"}").status()).isEqualTo(503);
+                own.pending.clear();
+
                 // A model no longer served leaves the list and is refused; the own model is listed only while served.
                 served.remove("second");
                 served.remove(EmbeddedModel.NAME);
                 assertThat(ids(port)).isEmpty();
                 assertThat(RawHttp.exchange(port, "POST", "/v1/completions", H,
                         "{\"model\":\"second\",\"prompt\":\"Once\",\"max_tokens\":2}").status()).isEqualTo(404);
-                assertThat(other.submitted.get()).isEqualTo(2);
+                assertThat(other.submitted.get()).isEqualTo(3);
 
                 String metrics = RawHttp.exchange(port, "GET", "/metrics", H, null).body();
                 assertThat(metrics).contains("gen_ai_request_model=\"second\"");

@@ -108,6 +108,14 @@ public final class GgufFile implements AutoCloseable {
         return alignment;
     }
 
+    /**
+     * The offset of the data section: the bytes before it are the header (magic, version, the
+     * metadata and the tensor infos, then padding), those from it the tensors' data.
+     */
+    public long dataStart() {
+        return dataStart;
+    }
+
     /** Bytes of the whole file. */
     public long fileBytes() {
         return file.bytes();
