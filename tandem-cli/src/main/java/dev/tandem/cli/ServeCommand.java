@@ -14,6 +14,7 @@ import java.io.PrintStream;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Consumer;
 import java.util.logging.Level;
 import picocli.CommandLine;
@@ -137,9 +138,7 @@ public final class ServeCommand implements Runnable {
         }
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
-        // The server's one-time start-up work beside the model's load, which leaves a core idle
-        // most of the time it parses, reads and interleaves.
-        Thread prepare = Thread.ofVirtual().name("tandem-serve-prepare").start(TandemServer::prepare);
+        CompletableFuture<Void> prepared = TandemServer.prepareAsync(); // beside the model's load
         Worker worker = Worker.create(CpuDeviceConfig.withCores(coreCount));
         try {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize);
@@ -148,7 +147,7 @@ public final class ServeCommand implements Runnable {
                     : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
                             .prefixCache(!noPrefixCache)
                             .kvBlocks(Math.ceilDiv(kvCells, lm.model().options().kvBlockSize())).build());
-            joinUninterruptibly(prepare); // what it has not done yet, start would do anyway
+            prepared.join(); // what it has not done yet, start would do anyway
             TandemServer server = TandemServer.start(engine, config);
             Runnable shutdown = () -> {
                 server.close(); // 503 to new requests, drain, stop listening
@@ -172,21 +171,6 @@ public final class ServeCommand implements Runnable {
             shutdown.run();
         } finally {
             worker.close();
-        }
-    }
-
-    private static void joinUninterruptibly(Thread thread) {
-        boolean interrupted = false;
-        while (true) {
-            try {
-                thread.join();
-                break;
-            } catch (InterruptedException e) {
-                interrupted = true;
-            }
-        }
-        if (interrupted) {
-            Thread.currentThread().interrupt();
         }
     }
 }

@@ -115,6 +115,8 @@ public final class ClusterNode implements AutoCloseable {
         BatcherEngine engine = null;
         ActorSystem<Void> system = null;
         try {
+            // A gateway's HTTP server prepared beside the model's load and the actor system's start.
+            CompletableFuture<Void> prepared = options.role().gateway() ? TandemServer.prepareAsync() : null;
             LanguageModel model = null;
             if (options.role().worker()) {
                 device = Worker.create(CpuDeviceConfig.withCores(options.cores()));
@@ -147,6 +149,7 @@ public final class ClusterNode implements AutoCloseable {
                 gatewayEngine = new ClusterEngine(model, fingerprint, directory, system,
                         ClusterEngine.Settings.defaults().withMaxWaiting(options.maxWaiting()));
                 // /metrics shows the cluster's counters: ClusterEngine.bindMeters
+                prepared.join();
                 server = TandemServer.start(gatewayEngine, options.server());
             } else {
                 gatewayEngine = null;

@@ -6,6 +6,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -59,14 +61,12 @@ class ServerOptionsTest {
     }
 
     /**
-     * {@link TandemServer#prepare} run on two threads at once (as {@code tandem serve} runs it
-     * beside the model's load) binds nothing and leaves a server that starts and answers.
+     * {@link TandemServer#prepareAsync} twice at once (as a serving command runs it beside the
+     * model's load) completes, binds nothing and leaves a server that starts and answers.
      */
     @Test
     void preparedTwiceAtOnceAServerStillStartsAndAnswers() throws Exception {
-        Thread other = Thread.ofVirtual().start(TandemServer::prepare);
-        TandemServer.prepare();
-        other.join();
+        CompletableFuture.allOf(TandemServer.prepareAsync(), TandemServer.prepareAsync()).get(60, TimeUnit.SECONDS);
         try (Served served = Served.start()) {
             assertThat(RawHttp.exchange(served.server.port(), "GET", "/health", H, null).status()).isEqualTo(200);
         }
