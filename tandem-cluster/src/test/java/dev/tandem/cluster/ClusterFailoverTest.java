@@ -41,6 +41,9 @@ import org.junit.jupiter.api.Order;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestMethodOrder;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtensionContext;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.api.extension.TestWatcher;
 
 /**
  * A gateway and three workers of the embedded model, and a worker of a second (random) model,
@@ -83,6 +86,24 @@ class ClusterFailoverTest {
     private static String nameB;
     private static NodeProcess workerB;
     private static String workerBAddress;
+
+    /**
+     * On a failure, what each node printed last: a failure under load (a node downed by the
+     * failure detector and gone, say) is otherwise visible only as the next test's refused
+     * connection.
+     */
+    @RegisterExtension
+    static final TestWatcher NODE_OUTPUT_ON_FAILURE = new TestWatcher() {
+        @Override
+        public void testFailed(ExtensionContext context, Throwable cause) {
+            for (NodeProcess n : nodes) {
+                List<String> lines = n.output().lines().toList();
+                System.out.printf("--- %s (%s), its last lines:%n%s%n", n.name,
+                        n.process.isAlive() ? "running" : "exited " + n.process.exitValue(),
+                        String.join("\n", lines.subList(Math.max(0, lines.size() - 40), lines.size())));
+            }
+        }
+    };
 
     @AfterAll
     static void stopNodes() throws InterruptedException {
