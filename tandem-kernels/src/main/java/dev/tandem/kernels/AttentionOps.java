@@ -31,6 +31,13 @@ import java.lang.foreign.MemorySegment;
  * {@code rowStride} floats apart ({@code headDim} for a per-head cache {@code [blocks, blockSize,
  * headDim]}, {@code heads * headDim} for {@code [blocks, blockSize, heads, headDim]}); the caller
  * offsets to its block and head.
+ *
+ * <p>A cache may hold its keys and values as f16 ({@link #qkF16}, {@link #pvF16}), as llama.cpp's
+ * does by default: half the bytes to keep and to read. Each element is widened to f32 exactly
+ * ({@link Float#float16ToFloat}) and the sums are taken in the order of the f32 kernel of the same
+ * implementation, so the f16 kernels on f16 data give the bits the f32 kernels give on the same
+ * data widened to f32; only the rounding of the stored keys and values to f16 differs from an f32
+ * cache.
  */
 public interface AttentionOps {
 
@@ -79,6 +86,22 @@ public interface AttentionOps {
             float scale);
 
     /**
+     * {@link #qk} over keys stored as f16 (IEEE binary16, little-endian): {@code keysOffset} is in
+     * bytes, {@code rowStride} in elements (two bytes each).
+     */
+    void qkF16(
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale);
+
+    /**
      * Replaces {@code n} scores by {@code exp(score - m)} and writes {@code (m, sum)} to
      * {@code blockStats}, where {@code m} is the largest score. With {@code n == 0}, or with every
      * score {@code -Infinity} (all masked), it writes {@code (-Infinity, 0)} and exponentials of 0.
@@ -88,6 +111,21 @@ public interface AttentionOps {
 
     /** {@code partial[c] = sum_j exps[j] * v_j[c]} over the {@code n} rows {@code v_j} of one value block. */
     void pv(
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n);
+
+    /**
+     * {@link #pv} over values stored as f16 (IEEE binary16, little-endian): {@code valuesOffset} is
+     * in bytes, {@code rowStride} in elements (two bytes each).
+     */
+    void pvF16(
             MemorySegment exps,
             long expsOffset,
             MemorySegment values,

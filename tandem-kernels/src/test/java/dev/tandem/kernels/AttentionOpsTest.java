@@ -132,6 +132,125 @@ class AttentionOpsTest {
         return read(partial, headDim);
     }
 
+    /**
+     * {@code n} values as f16 (each {@code Float.floatToFloat16} of a uniform value in [-1, 1]),
+     * with the edge cases of the format among them: subnormals, the largest finite, both zeros
+     * and, unless {@code finite}, both infinities.
+     */
+    private static short[] halves(Tensors t, int n, boolean finite) {
+        short[] specials = finite
+                ? new short[] {0x0001, 0x03ff, (short) 0x8001, 0x7bff, (short) 0xfbff, (short) 0x8000, 0x0400}
+                : new short[] {0x0001, 0x03ff, (short) 0x8001, 0x7bff, (short) 0x8000, 0x7c00, (short) 0xfc00};
+        float[] uniform = t.uniform(n, -1f, 1f);
+        short[] h = new short[n];
+        for (int i = 0; i < n; i++) {
+            h[i] = i % 17 == 5 ? specials[i / 17 % specials.length] : Float.floatToFloat16(uniform[i]);
+        }
+        return h;
+    }
+
+    private static MemorySegment f16(Tensors t, short[] h) {
+        MemorySegment segment = t.allocate((long) h.length * Short.BYTES);
+        for (int i = 0; i < h.length; i++) {
+            segment.set(dev.tandem.kernels.scalar.LittleEndian.F16, PAD + (long) i * Short.BYTES, h[i]);
+        }
+        return segment;
+    }
+
+    private static float[] widened(short[] h) {
+        float[] f = new float[h.length];
+        for (int i = 0; i < h.length; i++) {
+            f[i] = Float.float16ToFloat(h[i]);
+        }
+        return f;
+    }
+
+    /**
+     * The f16 keys' {@code qkF16} is {@code qk} of the same keys widened to f32, bit for bit, in
+     * each implementation (its sums run in the same order): the four-key loop, the single keys
+     * after it, and the head dimensions' scalar tails.
+     */
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 8, 31, 33, 64, 127, 4096})
+    void qkF16IsQkOfTheWidenedKeys(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int rows = 7;
+            int rowStride = headDim + 3;
+            MemorySegment q = t.f32(t.uniform(headDim, -1f, 1f));
+            short[] keys = halves(t, rows * rowStride, false);
+            MemorySegment halfKeys = f16(t, keys);
+            MemorySegment wideKeys = t.f32(widened(keys));
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                float[] want = qk(t, ops, q, wideKeys, headDim, rowStride, rows, 0.125f);
+                MemorySegment scores = t.allocate((long) rows * Float.BYTES);
+                ops.qkF16(q, PAD, halfKeys, PAD, scores, PAD, headDim, rowStride, rows, 0.125f);
+                Tensors.assertIdentical(ops.name() + " qkF16, headDim " + headDim, read(scores, rows), want);
+            }
+        }
+    }
+
+    /** {@code pvF16} is {@code pv} of the same values widened to f32, bit for bit, in each implementation. */
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 8, 31, 33, 64, 127, 4096})
+    void pvF16IsPvOfTheWidenedValues(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int n = 13;
+            int rowStride = headDim + 1;
+            MemorySegment exps = t.f32(t.uniform(n, 0f, 1f));
+            short[] values = halves(t, n * rowStride, false);
+            MemorySegment halfValues = f16(t, values);
+            MemorySegment wideValues = t.f32(widened(values));
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                float[] want = pv(t, ops, exps, wideValues, headDim, rowStride, n);
+                MemorySegment partial = t.allocate((long) headDim * Float.BYTES);
+                ops.pvF16(exps, PAD, halfValues, PAD, partial, PAD, headDim, rowStride, n);
+                Tensors.assertIdentical(ops.name() + " pvF16, headDim " + headDim, read(partial, headDim), want);
+            }
+        }
+    }
+
+    /** Vector and scalar f16 kernels agree as the f32 ones do, on finite f16 keys and values. */
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 33, 64, 127})
+    void vectorF16KernelsMatchScalar(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int rows = 9;
+            int rowStride = headDim + 2;
+            float[] q = t.uniform(headDim, -1f, 1f);
+            short[] h = halves(t, rows * rowStride, true);
+            float[] wide = widened(h);
+            MemorySegment qs = t.f32(q);
+            MemorySegment hs = f16(t, h);
+            float[][] scores = new float[2][];
+            float[][] partials = new float[2][];
+            KernelOps[] both = {SCALAR, VECTOR};
+            float[] exps = t.uniform(rows, 0f, 1f);
+            MemorySegment es = t.f32(exps);
+            for (int i = 0; i < 2; i++) {
+                MemorySegment s = t.allocate((long) rows * Float.BYTES);
+                both[i].qkF16(qs, PAD, hs, PAD, s, PAD, headDim, rowStride, rows, 0.5f);
+                scores[i] = read(s, rows);
+                MemorySegment p = t.allocate((long) headDim * Float.BYTES);
+                both[i].pvF16(es, PAD, hs, PAD, p, PAD, headDim, rowStride, rows);
+                partials[i] = read(p, headDim);
+            }
+            float[] qkBound = new float[rows];
+            for (int j = 0; j < rows; j++) {
+                for (int c = 0; c < headDim; c++) {
+                    qkBound[j] += Math.abs(0.5f * q[c] * wide[j * rowStride + c]);
+                }
+            }
+            float[] pvBound = new float[headDim];
+            for (int c = 0; c < headDim; c++) {
+                for (int j = 0; j < rows; j++) {
+                    pvBound[c] += exps[j] * Math.abs(wide[j * rowStride + c]);
+                }
+            }
+            Tensors.assertWithin("vector qkF16", scores[1], scores[0], qkBound, AttentionOps.QK_RELATIVE_TOLERANCE);
+            Tensors.assertWithin("vector pvF16", partials[1], partials[0], pvBound, AttentionOps.PV_RELATIVE_TOLERANCE);
+        }
+    }
+
     @ParameterizedTest(name = "headDim = {0}")
     @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
     void vectorOnlineUpdateAndNormalizeAreIdenticalToScalar(int headDim) {

@@ -191,13 +191,45 @@ public final class ArgumentChecks {
             int rowStride,
             int validRows,
             float scale) {
-        String kernel = "qk";
+        qk("qk", q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale,
+                Float.BYTES);
+    }
+
+    /** {@link #qk} of keys stored as f16: two bytes an element. */
+    public static void qkF16(
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale) {
+        qk("qkF16", q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale,
+                Short.BYTES);
+    }
+
+    private static void qk(
+            String kernel,
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale,
+            int keyBytes) {
         blockShape(kernel, headDim, rowStride, "validRows", validRows);
         if (!Float.isFinite(scale)) {
             throw new IllegalArgumentException(kernel + ": scale = " + scale + " must be finite");
         }
         fits(kernel, "q", q, qOffset, f32Bytes(kernel, "headDim", headDim, 1));
-        fits(kernel, "keys", keys, keysOffset, blockBytes(kernel, headDim, rowStride, validRows));
+        fits(kernel, "keys", keys, keysOffset, blockBytes(kernel, headDim, rowStride, validRows, keyBytes));
         fits(kernel, "scores", scores, scoresOffset, f32Bytes(kernel, "validRows", validRows, 1));
     }
 
@@ -219,10 +251,39 @@ public final class ArgumentChecks {
             int headDim,
             int rowStride,
             int n) {
-        String kernel = "pv";
+        pv("pv", exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n, Float.BYTES);
+    }
+
+    /** {@link #pv} of values stored as f16: two bytes an element. */
+    public static void pvF16(
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n) {
+        pv("pvF16", exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n,
+                Short.BYTES);
+    }
+
+    private static void pv(
+            String kernel,
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n,
+            int valueBytes) {
         blockShape(kernel, headDim, rowStride, "n", n);
         fits(kernel, "exps", exps, expsOffset, f32Bytes(kernel, "n", n, 1));
-        fits(kernel, "values", values, valuesOffset, blockBytes(kernel, headDim, rowStride, n));
+        fits(kernel, "values", values, valuesOffset, blockBytes(kernel, headDim, rowStride, n, valueBytes));
         fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
     }
 
@@ -435,13 +496,13 @@ public final class ArgumentChecks {
         }
     }
 
-    /** Bytes of {@code rowCount} rows of {@code headDim} f32, {@code rowStride} floats apart. */
-    private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount) {
+    /** Bytes of {@code rowCount} rows of {@code headDim} elements of {@code elementBytes}, {@code rowStride} elements apart. */
+    private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount, int elementBytes) {
         if (rowCount == 0) {
             return 0;
         }
-        long floats = product(kernel, "rows * rowStride", rowCount - 1L, rowStride) + headDim;
-        return product(kernel, "block bytes", floats, Float.BYTES);
+        long elements = product(kernel, "rows * rowStride", rowCount - 1L, rowStride) + headDim;
+        return product(kernel, "block bytes", elements, elementBytes);
     }
 
     public static void nonNegative(String kernel, String name, long value) {

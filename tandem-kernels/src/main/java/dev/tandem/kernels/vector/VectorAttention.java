@@ -1,5 +1,6 @@
 package dev.tandem.kernels.vector;
 
+import static dev.tandem.kernels.scalar.LittleEndian.F16;
 import static dev.tandem.kernels.scalar.LittleEndian.F32;
 import static dev.tandem.kernels.vector.VectorLanes.F;
 import static dev.tandem.kernels.vector.VectorLanes.L;
@@ -12,11 +13,17 @@ import dev.tandem.kernels.AttentionOps;
 import dev.tandem.kernels.scalar.ArgumentChecks;
 import dev.tandem.kernels.scalar.OnlineSoftmax;
 import dev.tandem.kernels.scalar.ScalarOps;
+import dev.tandem.kernels.scalar.Scratch;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.IntVector;
+import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
-/** The vector kernels of {@link AttentionOps}. */
+/**
+ * The vector kernels of {@link AttentionOps}. The f16 twins of {@code qk} and {@code pv} widen the
+ * block's rows of one KV head ({@link #loadF16}) and run the f32 kernel on them.
+ */
 public final class VectorAttention {
 
     private VectorAttention() {}
@@ -78,6 +85,72 @@ public final class VectorAttention {
             float s0 = VectorTails.dotFrom(k, q, qOffset, keys, kj, headDim, a0.reduceLanes(VectorOperators.ADD));
             scores.set(F32, scoresOffset + j * F, s0 * scale);
         }
+    }
+
+    static void qkF16(
+            MemorySegment q,
+            long qOffset,
+            MemorySegment keys,
+            long keysOffset,
+            MemorySegment scores,
+            long scoresOffset,
+            int headDim,
+            int rowStride,
+            int validRows,
+            float scale) {
+        ArgumentChecks.qkF16(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
+        MemorySegment wide = widenRows(keys, keysOffset, headDim, rowStride, validRows);
+        qk(q, qOffset, wide, 0, scores, scoresOffset, headDim, headDim, validRows, scale);
+    }
+
+    /**
+     * {@code rows} rows of {@code headDim} f16, {@code rowStride} elements apart from byte
+     * {@code offset}, widened into this thread's scratch ({@link Scratch#widened}) as contiguous
+     * f32 rows, which it returns. The f16 kernels run the f32 kernel on them: its sums in its
+     * order, so the f16 kernel gives the f32 kernel's bits on the same values whatever the
+     * compiler does with a reduction (the order of {@code reduceLanes(ADD)} differs between the
+     * interpreter and C2), and one widening load site, where a fused kernel had five in its loops
+     * and C2 left the fifth out of line at its node cutoff (a boxed vector per load). The rows are
+     * a block's (at most a few hundred positions of one KV head: tens of KiB), so they stay in the
+     * core's cache between the widening and the kernel, and what comes from memory is the f16
+     * bytes only.
+     */
+    private static MemorySegment widenRows(MemorySegment halves, long offset, int headDim, int rowStride, int rows) {
+        long rowFloats = (long) headDim * F;
+        MemorySegment wide = Scratch.get().widened(rows * rowFloats);
+        int upper = S.loopBound(headDim);
+        for (int j = 0; j < rows; j++) {
+            long from = offset + (long) j * rowStride * H;
+            long to = j * rowFloats;
+            int c = 0;
+            for (; c < upper; c += L) {
+                loadF16(halves, from + c * H).intoMemorySegment(wide, to + c * F, LE);
+            }
+            for (; c < headDim; c++) {
+                wide.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * H)));
+            }
+        }
+        return wide;
+    }
+
+    /** Bytes of one f16. */
+    private static final long H = Short.BYTES;
+
+    /**
+     * {@link VectorLanes#L} f16 at {@code offset}, widened to f32 as {@link Float#float16ToFloat}
+     * widens each, in int lanes (the Vector API has no half-float conversion). The lanes come
+     * sign-extended, so shifted left by 13 they hold the sign in bit 31 and the exponent and
+     * mantissa in an f32's places; as an f32 that is the value times {@code 2^-112} for normals,
+     * subnormals and zeros alike, so one multiply by {@code 2^112} makes it exact, sign included.
+     * The all-ones exponent (infinities, and NaNs with their payload) becomes f32's all-ones
+     * exponent by a blend.
+     */
+    static FloatVector loadF16(MemorySegment segment, long offset) {
+        IntVector bits = VectorDequantize.loadHalves(segment, offset).lanewise(VectorOperators.LSHL, 13)
+                .and(0x8fff_e000);
+        FloatVector finite = bits.reinterpretAsFloats().mul(0x1p112f);
+        VectorMask<Integer> special = bits.and(0x0f80_0000).compare(VectorOperators.EQ, 0x0f80_0000);
+        return finite.reinterpretAsInts().blend(bits.or(0x7f80_0000), special).reinterpretAsFloats();
     }
 
     static void softmaxPrepare(
@@ -147,6 +220,21 @@ public final class VectorAttention {
             acc.intoMemorySegment(partial, partialOffset + c * F, LE);
         }
         VectorTails.pvFrom(c, exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+    }
+
+    static void pvF16(
+            MemorySegment exps,
+            long expsOffset,
+            MemorySegment values,
+            long valuesOffset,
+            MemorySegment partial,
+            long partialOffset,
+            int headDim,
+            int rowStride,
+            int n) {
+        ArgumentChecks.pvF16(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+        MemorySegment wide = widenRows(values, valuesOffset, headDim, rowStride, n);
+        pv(exps, expsOffset, wide, 0, partial, partialOffset, headDim, headDim, n);
     }
 
     static void onlineInit(
