@@ -110,7 +110,7 @@ class GgufGoldenTest {
         try (GgufModel weights = GgufModel.open(SharedModels.file(model), 64);
                 Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel llama = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-            LlamaReference reference = new LlamaReference(weights);
+            LlamaReference reference = new LlamaReference(weights, llama.options().kvType());
             LlamaRequest request = LlamaRequest.of(new int[] {1, 403, 407, 261, 378}, 24);
             TokenStream stream = worker.run(llama.program(), request, RunOptions.defaults().withMaxTokens(24));
             List<Integer> tokens = new ArrayList<>();

@@ -71,7 +71,7 @@ class LlamaModelTest {
             LlamaModel.Options options) {
         Streamed streamed = run(config, seed, request.withLogits(true), options);
         assertThat(streamed.outcome().status()).as("%s", streamed.outcome()).isEqualTo(Status.COMPLETED);
-        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed));
+        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed), options.kvType());
         for (int b = 0; b < request.batch(); b++) {
             LlamaReference.Generation expected = reference.generate(request, b);
             assertThat(streamed.tokens().get(b)).as("tokens of sequence %d", b)
@@ -206,7 +206,7 @@ class LlamaModelTest {
         var config = LlamaConfig.named("tiny");
         long seed = 16;
         var base = LlamaRequest.batch(new int[][] {prompt(3, 8), prompt(6, 9)}, 30);
-        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed));
+        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed), LlamaModel.Options.DEFAULT_KV_TYPE);
         int[] first = reference.generate(base, 0).tokens();
         int at = 4;
         while (firstIndexOf(first, first[at]) < at) {
@@ -255,7 +255,7 @@ class LlamaModelTest {
     void concurrentRequestsThroughASessionEachMatchTheReference() {
         var config = LlamaConfig.named("tiny");
         long seed = 17;
-        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed));
+        LlamaReference reference = new LlamaReference(new RandomWeights(config, seed), LlamaModel.Options.DEFAULT_KV_TYPE);
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(2))) {
             LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, seed));
             List<LlamaRequest> requests = new ArrayList<>();
@@ -290,7 +290,7 @@ class LlamaModelTest {
                     LlamaModel.Options.defaults());
             Streamed streamed = collect(worker.run(model.program(), request,
                     RunOptions.defaults().withMaxTokens(12)), request, config.vocab());
-            LlamaReference reference = new LlamaReference(new RandomWeights(config, 18));
+            LlamaReference reference = new LlamaReference(new RandomWeights(config, 18), model.options().kvType());
             assertThat(streamed.tokens().getFirst()).containsExactly(box(reference.generate(request, 0).tokens()));
         }
     }
