@@ -255,7 +255,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         List<String> checkAll(List<List<Token>> tokens) {
-            reference = new LlamaReference(RandomWeights.forText(config, seed));
+            reference = new LlamaReference(RandomWeights.forText(config, seed), model.options().kvType());
             return super.checkAll(tokens);
         }
 
@@ -385,7 +385,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         @Override
         List<String> checkAll(List<List<Token>> tokens) {
             try (WeightsFile weights = openWeights(path, model.config().contextLength())) {
-                reference = new LlamaReference(weights.weights());
+                reference = new LlamaReference(weights.weights(), model.model().options().kvType());
                 return super.checkAll(tokens);
             }
         }

@@ -93,9 +93,12 @@ public final class LanguageModel {
     private static final List<String> END_OF_TURN = List.of("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
             "<|endoftext|>", "<end_of_turn>", "<|end_of_text|>");
 
-    /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most 4096). */
+    /** The context {@link #load(Worker, Path)} caps a model's at. */
+    public static final int DEFAULT_MAX_CONTEXT = 4096;
+
+    /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most {@value #DEFAULT_MAX_CONTEXT}). */
     public static LanguageModel load(Worker worker, Path path) {
-        return load(worker, path, 4096);
+        return load(worker, path, DEFAULT_MAX_CONTEXT);
     }
 
     /**
@@ -133,7 +136,7 @@ public final class LanguageModel {
 
     /** {@link #loadText(Path, int)} with the context {@link #load(Worker, Path)} takes. */
     public static LanguageModel loadText(Path path) {
-        return loadText(path, 4096);
+        return loadText(path, DEFAULT_MAX_CONTEXT);
     }
 
     /** A checkpoint with its weights on {@code worker}, or its text side only when {@code worker} is null. */
