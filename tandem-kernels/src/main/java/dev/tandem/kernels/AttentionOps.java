@@ -32,12 +32,11 @@ import java.lang.foreign.MemorySegment;
  * headDim]}, {@code heads * headDim} for {@code [blocks, blockSize, heads, headDim]}); the caller
  * offsets to its block and head.
  *
- * <p>A cache may hold its keys and values as f16 ({@link #qkF16}, {@link #pvF16}), as llama.cpp's
- * does by default: half the bytes to keep and to read. Each element is widened to f32 exactly
- * ({@link Float#float16ToFloat}) and the sums are taken in the order of the f32 kernel of the same
- * implementation, so the f16 kernels on f16 data give the bits the f32 kernels give on the same
- * data widened to f32; only the rounding of the stored keys and values to f16 differs from an f32
- * cache.
+ * <p>A cache may hold its keys and values as f16, as llama.cpp's does by default: half the bytes
+ * to keep and to read. {@link #widenF16} widens a block's rows of one KV head exactly
+ * ({@link Float#float16ToFloat}) into contiguous f32 rows, and {@link #qk} and {@link #pv} run on
+ * them, so an f16 cache gives the bits an f32 cache of the same (rounded) values gives; the rows
+ * of one KV head are widened once for every query head that reads them.
  */
 public interface AttentionOps {
 
@@ -86,22 +85,6 @@ public interface AttentionOps {
             float scale);
 
     /**
-     * {@link #qk} over keys stored as f16 (IEEE binary16, little-endian): {@code keysOffset} is in
-     * bytes, {@code rowStride} in elements (two bytes each).
-     */
-    void qkF16(
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
-            int headDim,
-            int rowStride,
-            int validRows,
-            float scale);
-
-    /**
      * Replaces {@code n} scores by {@code exp(score - m)} and writes {@code (m, sum)} to
      * {@code blockStats}, where {@code m} is the largest score. With {@code n == 0}, or with every
      * score {@code -Infinity} (all masked), it writes {@code (-Infinity, 0)} and exponentials of 0.
@@ -122,19 +105,21 @@ public interface AttentionOps {
             int n);
 
     /**
-     * {@link #pv} over values stored as f16 (IEEE binary16, little-endian): {@code valuesOffset} is
-     * in bytes, {@code rowStride} in elements (two bytes each).
+     * Widens {@code rows} rows of {@code headDim} f16 (IEEE binary16, little-endian), each
+     * {@link Float#float16ToFloat} exactly, from byte {@code halvesOffset} of {@code halves}, where
+     * rows are {@code rowStride} elements (two bytes each) apart, into {@code rows} contiguous rows
+     * of {@code headDim} f32 from byte {@code outOffset} of {@code out}: a block's keys or values of
+     * one KV head, for {@link #qk} and {@link #pv} with a row stride of {@code headDim}. A NaN stays
+     * a NaN (its quiet bit as the implementation's conversion leaves it).
      */
-    void pvF16(
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
+    void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
             int headDim,
             int rowStride,
-            int n);
+            int rows,
+            MemorySegment out,
+            long outOffset);
 
     /** Sets the running state to no keys seen: {@code (M, S) = (-Infinity, 0)}, {@code runningOut = 0}. */
     void onlineInit(

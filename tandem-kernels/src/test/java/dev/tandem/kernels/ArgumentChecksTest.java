@@ -175,13 +175,13 @@ class ArgumentChecksTest {
                 "pv: values segment of 268 bytes is too small: 288 bytes needed at valuesOffset = 12",
                 ops -> ops.pv(A, PAD, B, PAD, C, PAD, 8, 8, 9)));
         cases.add(new Case(
-                "qkF16: keys segment of 268 bytes is too small: 318 bytes needed at keysOffset = 12",
-                ops -> ops.qkF16(A, PAD, B, PAD, C, PAD, 9, 10, 16, 1f)));
+                "widenF16: halves segment of 268 bytes is too small: 318 bytes needed at halvesOffset = 12",
+                ops -> ops.widenF16(B, PAD, 9, 10, 16, C, PAD)));
         cases.add(new Case(
-                "qkF16: rowStride = 4 is less than headDim = 8", ops -> ops.qkF16(A, PAD, B, PAD, C, PAD, 8, 4, 2, 1f)));
+                "widenF16: rowStride = 4 is less than headDim = 8", ops -> ops.widenF16(B, PAD, 8, 4, 2, C, PAD)));
         cases.add(new Case(
-                "pvF16: values segment of 268 bytes is too small: 272 bytes needed at valuesOffset = 12",
-                ops -> ops.pvF16(A, PAD, B, PAD, C, PAD, 8, 8, 17)));
+                "widenF16: out segment of 268 bytes is too small: 288 bytes needed at outOffset = 12",
+                ops -> ops.widenF16(B, PAD, 8, 8, 9, C, PAD)));
         cases.add(new Case("onlineInit: headDim = -1 must be >= 0", ops -> ops.onlineInit(A, PAD, B, PAD, -1)));
         cases.add(new Case(
                 "onlineUpdate: partial segment of 20 bytes is too small: 16 bytes needed at partialOffset = 12",

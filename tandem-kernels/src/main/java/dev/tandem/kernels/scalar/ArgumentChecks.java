@@ -191,45 +191,13 @@ public final class ArgumentChecks {
             int rowStride,
             int validRows,
             float scale) {
-        qk("qk", q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale,
-                Float.BYTES);
-    }
-
-    /** {@link #qk} of keys stored as f16: two bytes an element. */
-    public static void qkF16(
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
-            int headDim,
-            int rowStride,
-            int validRows,
-            float scale) {
-        qk("qkF16", q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale,
-                Short.BYTES);
-    }
-
-    private static void qk(
-            String kernel,
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
-            int headDim,
-            int rowStride,
-            int validRows,
-            float scale,
-            int keyBytes) {
+        String kernel = "qk";
         blockShape(kernel, headDim, rowStride, "validRows", validRows);
         if (!Float.isFinite(scale)) {
             throw new IllegalArgumentException(kernel + ": scale = " + scale + " must be finite");
         }
         fits(kernel, "q", q, qOffset, f32Bytes(kernel, "headDim", headDim, 1));
-        fits(kernel, "keys", keys, keysOffset, blockBytes(kernel, headDim, rowStride, validRows, keyBytes));
+        fits(kernel, "keys", keys, keysOffset, blockBytes(kernel, headDim, rowStride, validRows));
         fits(kernel, "scores", scores, scoresOffset, f32Bytes(kernel, "validRows", validRows, 1));
     }
 
@@ -251,40 +219,25 @@ public final class ArgumentChecks {
             int headDim,
             int rowStride,
             int n) {
-        pv("pv", exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n, Float.BYTES);
-    }
-
-    /** {@link #pv} of values stored as f16: two bytes an element. */
-    public static void pvF16(
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
-            int headDim,
-            int rowStride,
-            int n) {
-        pv("pvF16", exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n,
-                Short.BYTES);
-    }
-
-    private static void pv(
-            String kernel,
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
-            int headDim,
-            int rowStride,
-            int n,
-            int valueBytes) {
+        String kernel = "pv";
         blockShape(kernel, headDim, rowStride, "n", n);
         fits(kernel, "exps", exps, expsOffset, f32Bytes(kernel, "n", n, 1));
-        fits(kernel, "values", values, valuesOffset, blockBytes(kernel, headDim, rowStride, n, valueBytes));
+        fits(kernel, "values", values, valuesOffset, blockBytes(kernel, headDim, rowStride, n));
         fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
+    }
+
+    public static void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
+            int headDim,
+            int rowStride,
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        String kernel = "widenF16";
+        blockShape(kernel, headDim, rowStride, "rows", rows);
+        fits(kernel, "halves", halves, halvesOffset, blockBytes(kernel, headDim, rowStride, rows, Short.BYTES));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "rows * headDim", rows, headDim));
     }
 
     public static void onlineInit(
@@ -494,6 +447,11 @@ public final class ArgumentChecks {
             throw new IllegalArgumentException(
                     kernel + ": rowStride = " + rowStride + " is less than headDim = " + headDim);
         }
+    }
+
+    /** Bytes of {@code rowCount} rows of {@code headDim} f32, {@code rowStride} floats apart. */
+    private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount) {
+        return blockBytes(kernel, headDim, rowStride, rowCount, Float.BYTES);
     }
 
     /** Bytes of {@code rowCount} rows of {@code headDim} elements of {@code elementBytes}, {@code rowStride} elements apart. */

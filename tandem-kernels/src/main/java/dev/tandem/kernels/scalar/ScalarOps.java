@@ -414,34 +414,6 @@ public final class ScalarOps implements KernelOps {
     }
 
     @Override
-    public void qkF16(
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
-            int headDim,
-            int rowStride,
-            int validRows,
-            float scale) {
-        ArgumentChecks.qkF16(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
-        for (int j = 0; j < validRows; j++) {
-            float dot = dotF16From(0, q, qOffset, keys, keysOffset + (long) j * rowStride * Short.BYTES, headDim, 0f);
-            scores.set(F32, scoresOffset + j * F, dot * scale);
-        }
-    }
-
-    /** {@link #dotFrom} of f32 {@code a} and f16 {@code b}, each element of {@code b} widened exactly. */
-    private static float dotF16From(int from, MemorySegment a, long aOffset, MemorySegment b, long bOffset, int n,
-            float sum) {
-        for (int c = from; c < n; c++) {
-            sum += a.get(F32, aOffset + c * F) * Float.float16ToFloat(b.get(F16, bOffset + c * 2L));
-        }
-        return sum;
-    }
-
-    @Override
     public void softmaxPrepare(
             MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {
         ArgumentChecks.softmaxPrepare(scores, scoresOffset, blockStats, blockStatsOffset, n);
@@ -504,24 +476,21 @@ public final class ScalarOps implements KernelOps {
     }
 
     @Override
-    public void pvF16(
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
+    public void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
             int headDim,
             int rowStride,
-            int n) {
-        ArgumentChecks.pvF16(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
-        for (int c = 0; c < headDim; c++) {
-            float sum = 0f;
-            for (int j = 0; j < n; j++) {
-                sum += exps.get(F32, expsOffset + j * F) * Float.float16ToFloat(
-                        values.get(F16, valuesOffset + ((long) j * rowStride + c) * Short.BYTES));
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        ArgumentChecks.widenF16(halves, halvesOffset, headDim, rowStride, rows, out, outOffset);
+        for (int j = 0; j < rows; j++) {
+            long from = halvesOffset + (long) j * rowStride * Short.BYTES;
+            long to = outOffset + (long) j * headDim * F;
+            for (int c = 0; c < headDim; c++) {
+                out.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * (long) Short.BYTES)));
             }
-            partial.set(F32, partialOffset + c * F, sum);
         }
     }
 

@@ -1,7 +1,6 @@
 package dev.tandem.kernels.scalar;
 
 import dev.tandem.kernels.MatmulOps;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 
 /**
@@ -30,9 +29,6 @@ public final class Scratch {
     private float[] inputsByEight = new float[0];
     private float[] quantFloats = new float[0];
     private float[] quantFloatsByEight = new float[0];
-
-    /** Native, for kernels that hand it to others as a segment ({@link #widened}). */
-    private MemorySegment widened = MemorySegment.NULL;
 
     /** What {@link #inputs} and {@link #quantized} hold a conversion of, for calls with an input key. */
     private final Kept inputsKept = new Kept();
@@ -110,18 +106,6 @@ public final class Scratch {
             shorts = new short[n];
         }
         return shorts;
-    }
-
-    /**
-     * At least {@code bytes} bytes of native memory, 64-byte aligned, for f16 rows widened to f32:
-     * attention's f16 kernels pass them to the f32 kernels as a segment, which a heap array
-     * would need a new segment object for on every call.
-     */
-    public MemorySegment widened(long bytes) {
-        if (widened.byteSize() < bytes) {
-            widened = Arena.ofAuto().allocate(bytes, 64);
-        }
-        return widened;
     }
 
     /** At least {@code n} floats for weights widened to f32. */

@@ -13,17 +13,13 @@ import dev.tandem.kernels.AttentionOps;
 import dev.tandem.kernels.scalar.ArgumentChecks;
 import dev.tandem.kernels.scalar.OnlineSoftmax;
 import dev.tandem.kernels.scalar.ScalarOps;
-import dev.tandem.kernels.scalar.Scratch;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
 import jdk.incubator.vector.IntVector;
 import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
-/**
- * The vector kernels of {@link AttentionOps}. The f16 twins of {@code qk} and {@code pv} widen the
- * block's rows of one KV head ({@link #loadF16}) and run the f32 kernel on them.
- */
+/** The vector kernels of {@link AttentionOps}. */
 public final class VectorAttention {
 
     private VectorAttention() {}
@@ -87,50 +83,27 @@ public final class VectorAttention {
         }
     }
 
-    static void qkF16(
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
+    static void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
             int headDim,
             int rowStride,
-            int validRows,
-            float scale) {
-        ArgumentChecks.qkF16(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
-        MemorySegment wide = widenRows(keys, keysOffset, headDim, rowStride, validRows);
-        qk(q, qOffset, wide, 0, scores, scoresOffset, headDim, headDim, validRows, scale);
-    }
-
-    /**
-     * {@code rows} rows of {@code headDim} f16, {@code rowStride} elements apart from byte
-     * {@code offset}, widened into this thread's scratch ({@link Scratch#widened}) as contiguous
-     * f32 rows, which it returns. The f16 kernels run the f32 kernel on them: its sums in its
-     * order, so the f16 kernel gives the f32 kernel's bits on the same values whatever the
-     * compiler does with a reduction (the order of {@code reduceLanes(ADD)} differs between the
-     * interpreter and C2), and one widening load site, where a fused kernel had five in its loops
-     * and C2 left the fifth out of line at its node cutoff (a boxed vector per load). The rows are
-     * a block's (at most a few hundred positions of one KV head: tens of KiB), so they stay in the
-     * core's cache between the widening and the kernel, and what comes from memory is the f16
-     * bytes only.
-     */
-    private static MemorySegment widenRows(MemorySegment halves, long offset, int headDim, int rowStride, int rows) {
-        long rowFloats = (long) headDim * F;
-        MemorySegment wide = Scratch.get().widened(rows * rowFloats);
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        ArgumentChecks.widenF16(halves, halvesOffset, headDim, rowStride, rows, out, outOffset);
         int upper = S.loopBound(headDim);
         for (int j = 0; j < rows; j++) {
-            long from = offset + (long) j * rowStride * H;
-            long to = j * rowFloats;
+            long from = halvesOffset + (long) j * rowStride * H;
+            long to = outOffset + (long) j * headDim * F;
             int c = 0;
             for (; c < upper; c += L) {
-                loadF16(halves, from + c * H).intoMemorySegment(wide, to + c * F, LE);
+                loadF16(halves, from + c * H).intoMemorySegment(out, to + c * F, LE);
             }
             for (; c < headDim; c++) {
-                wide.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * H)));
+                out.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * H)));
             }
         }
-        return wide;
     }
 
     /** Bytes of one f16. */
@@ -220,21 +193,6 @@ public final class VectorAttention {
             acc.intoMemorySegment(partial, partialOffset + c * F, LE);
         }
         VectorTails.pvFrom(c, exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
-    }
-
-    static void pvF16(
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
-            int headDim,
-            int rowStride,
-            int n) {
-        ArgumentChecks.pvF16(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
-        MemorySegment wide = widenRows(values, valuesOffset, headDim, rowStride, n);
-        pv(exps, expsOffset, wide, 0, partial, partialOffset, headDim, headDim, n);
     }
 
     static void onlineInit(

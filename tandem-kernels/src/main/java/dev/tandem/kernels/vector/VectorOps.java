@@ -171,21 +171,6 @@ public final class VectorOps implements KernelOps {
     }
 
     @Override
-    public void qkF16(
-            MemorySegment q,
-            long qOffset,
-            MemorySegment keys,
-            long keysOffset,
-            MemorySegment scores,
-            long scoresOffset,
-            int headDim,
-            int rowStride,
-            int validRows,
-            float scale) {
-        VectorAttention.qkF16(q, qOffset, keys, keysOffset, scores, scoresOffset, headDim, rowStride, validRows, scale);
-    }
-
-    @Override
     public void softmaxPrepare(
             MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {
         VectorAttention.softmaxPrepare(scores, scoresOffset, blockStats, blockStatsOffset, n);
@@ -206,17 +191,15 @@ public final class VectorOps implements KernelOps {
     }
 
     @Override
-    public void pvF16(
-            MemorySegment exps,
-            long expsOffset,
-            MemorySegment values,
-            long valuesOffset,
-            MemorySegment partial,
-            long partialOffset,
+    public void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
             int headDim,
             int rowStride,
-            int n) {
-        VectorAttention.pvF16(exps, expsOffset, values, valuesOffset, partial, partialOffset, headDim, rowStride, n);
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        VectorAttention.widenF16(halves, halvesOffset, headDim, rowStride, rows, out, outOffset);
     }
 
     @Override

@@ -28,7 +28,7 @@ import java.util.function.LongFunction;
  *
  * <p>Shapes: the query is {@code [rows, heads, headDim]} f32; a cache is {@code [blocks, blockSize,
  * kvHeads, headDim]} of its {@link KvType} (so a cache row is {@code rowStride = kvHeads * headDim}
- * elements; the f16 kernels widen them exactly); head
+ * elements; an f16 block is widened exactly, a KV head at a time, before qk and pv read it); head
  * {@code h} reads KV head {@code h / (heads / kvHeads)}. Row {@code r} attends to the first
  * {@code context[r]} positions of its block table: position {@code p} is row
  * {@code p % blockSize} of block {@code table[r][p / blockSize]}. The output is
@@ -172,6 +172,8 @@ public final class PagedAttention {
             MemorySegment runningStats = last ? own[3] : c.region(3);
             MemorySegment runningOut = last ? own[4] : c.region(4);
             MemorySegment q = c.region(cells);
+            // An f16 cache's block of one KV head, keys and values, widened to f32.
+            MemorySegment[] wide = half ? widened.get() : null;
             int keysAt = cells + 1;
             int valuesAt = keysAt + runs;
             int outAt = valuesAt + runs;
@@ -191,32 +193,41 @@ public final class PagedAttention {
                     int run = (int) c.scalar(s);
                     long pieceAt = c.scalar(s + 1);
                     int positions = (int) c.scalar(s + 2);
-                    MemorySegment keys = c.region(keysAt + run);
-                    MemorySegment values = c.region(valuesAt + run);
+                    MemorySegment cachedKeys = c.region(keysAt + run);
+                    MemorySegment cachedValues = c.region(valuesAt + run);
                     for (int p0 = 0; p0 < positions; p0 += blockSize) {
                         int valid = Math.min(blockSize, positions - p0);
                         long blockAt = pieceAt + p0 * kvRowBytes;
+                        int widenedHead = -1;
                         for (int hl = 0; hl < tile; hl++) {
-                            long kvAt = blockAt + (h0 + hl) / group * kvHeadBytes;
+                            int kvHead = (h0 + hl) / group;
+                            long kvAt = blockAt + kvHead * kvHeadBytes;
+                            MemorySegment keys = cachedKeys;
+                            MemorySegment values = cachedValues;
+                            int stride = rowStride;
+                            if (half) {
+                                // The block's rows of this KV head, widened once for the tile's
+                                // heads that read them (a tile's heads are in order, so a group's
+                                // are neighbours).
+                                if (kvHead != widenedHead) {
+                                    ops.widenF16(cachedKeys, kvAt, headDim, rowStride, valid, wide[0], 0);
+                                    ops.widenF16(cachedValues, kvAt, headDim, rowStride, valid, wide[1], 0);
+                                    widenedHead = kvHead;
+                                }
+                                keys = wide[0];
+                                values = wide[1];
+                                kvAt = 0;
+                                stride = headDim;
+                            }
                             long scoreAt = scoresAt + hl * scoreBytes;
                             long statAt = statsAt + hl * statBytes;
                             long headAt = headsAt + hl * headBytes;
-                            if (half) {
-                                ops.qkF16(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, rowStride,
-                                        valid, scale);
-                            } else {
-                                ops.qk(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, rowStride, valid,
-                                        scale);
-                            }
+                            ops.qk(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, stride, valid, scale);
                             if (softcap > 0) {
                                 capScores(scores, scoreAt, valid);
                             }
                             ops.softmaxPrepare(scores, scoreAt, blockStats, statAt, valid);
-                            if (half) {
-                                ops.pvF16(scores, scoreAt, values, kvAt, partial, headAt, headDim, rowStride, valid);
-                            } else {
-                                ops.pv(scores, scoreAt, values, kvAt, partial, headAt, headDim, rowStride, valid);
-                            }
+                            ops.pv(scores, scoreAt, values, kvAt, partial, headAt, headDim, stride, valid);
                             ops.onlineUpdate(runningStats, statAt, runningOut, headAt, blockStats, statAt, partial,
                                     headAt, headDim);
                         }
@@ -306,6 +317,21 @@ public final class PagedAttention {
      * KiB a thread (under 5 for 8 heads of 64), freed with the thread.
      */
     private final ThreadLocal<MemorySegment[]> local = ThreadLocal.withInitial(this::newLocal);
+
+    /**
+     * Per core thread, for an f16 cache: one block's keys and values of one KV head, widened to
+     * f32 ({@code blockSize * headDim} floats each), which qk and pv then read as an f32 cache's:
+     * widened once per block and KV head, not once per query head (the 0.5B shape's seven query
+     * heads of a KV head would widen each element seven times). A few KiB to tens of KiB a
+     * thread (32 for blocks of 64 positions of head dim 64), freed with the thread.
+     */
+    private final ThreadLocal<MemorySegment[]> widened = ThreadLocal.withInitial(this::newWidened);
+
+    private MemorySegment[] newWidened() {
+        long bytes = (long) blockSize * headDim * F;
+        MemorySegment both = java.lang.foreign.Arena.ofAuto().allocate(2 * bytes, 64);
+        return new MemorySegment[] {both.asSlice(0, bytes), both.asSlice(bytes, bytes)};
+    }
 
     private MemorySegment[] newLocal() {
         long scores = (long) tileHeads * blockSize * F;
