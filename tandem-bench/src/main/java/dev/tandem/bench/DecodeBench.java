@@ -10,7 +10,9 @@ import dev.tandem.Status;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
@@ -121,11 +123,12 @@ public final class DecodeBench {
     /** The least wall time {@link #run} spends warming up before it measures. */
     public static final long WARM_UP_NANOS = 5_000_000_000L;
 
-    public static Result run(String modelName, int cores, int tokens, int repetitions) {
+    public static Result run(String modelName, int cores, int tokens, int repetitions, KvType kvType) {
         LlamaConfig config = LlamaConfig.named(modelName);
         List<Row> rows = new ArrayList<>();
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
-            LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, SEED));
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(config, SEED), Ops.preferred(),
+                    LlamaModel.Options.forModel(config).withKvType(kvType));
             // Warm-up, batch 1 and batch 8, for at least WARM_UP_NANOS: C2 needs seconds of
             // wall time on two busy cores to compile the kernels, and a short run measured the
             // interpreter and C1 code at half the full run's figures. Then on while the JIT is busy.
@@ -150,7 +153,8 @@ public final class DecodeBench {
         LlamaConfig f32Config = config.withWeightType(TensorType.F32);
         Row f32;
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(cores))) {
-            LlamaModel model = LlamaModel.load(worker, new RandomWeights(f32Config, SEED));
+            LlamaModel model = LlamaModel.load(worker, new RandomWeights(f32Config, SEED), Ops.preferred(),
+                    LlamaModel.Options.forModel(f32Config).withKvType(kvType));
             measure(worker, model, 1, 1, 2, Math.max(8, tokens / 2)); // warm-up
             f32 = measure(worker, model, 1, 1, 2, tokens);
         }

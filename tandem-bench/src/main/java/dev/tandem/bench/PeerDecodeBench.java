@@ -11,6 +11,7 @@ import dev.tandem.kernels.Ops;
 import dev.tandem.llm.gguf.GgmlType;
 import dev.tandem.llm.gguf.GgufModel;
 import dev.tandem.llm.gguf.GgufTensor;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import java.lang.management.ManagementFactory;
@@ -134,9 +135,10 @@ public final class PeerDecodeBench {
      *                     Q8_0 decode after a 64-token warm-up measured 211 tokens/s against 580
      *                     steady; after it, the warm-up goes on while the JIT is busy
      *                     ({@link WarmUp}), up to {@link WarmUp#MAX_FACTOR} times as long
+     * @param kvType       tandem's KV cache type (llama.cpp's is its default, f16)
      */
     public static Row run(String label, Path path, int cores, int tokens, int rounds, boolean peer,
-            long warmUpNanos) {
+            long warmUpNanos, KvType kvType) {
         String missing = peer ? LlamaCppPeer.ensureBuilt() : "not asked for (--peer llama.cpp)";
         double[][] tandem = new double[6][rounds];
         double[] llamaPrompt = new double[rounds];
@@ -154,7 +156,8 @@ public final class PeerDecodeBench {
                 fileBytes += t.bytes();
             }
             type = dominantType(weights);
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+                    LlamaModel.Options.defaults().withKvType(kvType));
             tandemBytes = model.weightBytes();
             warmUp = WarmUp.run(() -> {
                 DecodeBench.measure(worker, model, 1, 1, 2, tokens);
@@ -227,11 +230,12 @@ public final class PeerDecodeBench {
      * device busy.
      */
     public static TracedRun tracedWarmRun(Path path, int cores, int tokens, int requests, long warmUpNanos,
-            Path trace) {
+            Path trace, KvType kvType) {
         double[] rates = new double[requests];
         try (Worker worker = Worker.builder().device(CpuDeviceConfig.withCores(cores)).trace(TraceConfig.toFile(trace)).build();
                 GgufModel weights = GgufModel.open(path, 1024)) {
-            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
+            LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(),
+                    LlamaModel.Options.defaults().withKvType(kvType));
             WarmUp.run(() -> DecodeBench.measure(worker, model, 1, 1, 2, tokens), warmUpNanos);
             for (int r = 0; r < requests; r++) {
                 rates[r] = DecodeBench.measure(worker, model, 1, 1, 2, tokens).tokensPerSecond();
@@ -274,7 +278,7 @@ public final class PeerDecodeBench {
 
     /** Every shape in every type, in order. */
     public static List<Row> runAll(Path dir, List<String> shapeNames, List<GgmlType> types, int cores, int tokens,
-            int rounds, boolean peer, long warmUpNanos) {
+            int rounds, boolean peer, long warmUpNanos, KvType kvType) {
         List<Row> rows = new ArrayList<>();
         for (String name : shapeNames) {
             LlamaConfig shape = shapes().get(name);
@@ -282,7 +286,7 @@ public final class PeerDecodeBench {
                 throw new IllegalArgumentException("shape = " + name + " is not known; known: " + shapes().keySet());
             }
             for (GgmlType type : types) {
-                rows.add(run(name, file(dir, name, shape, type), cores, tokens, rounds, peer, warmUpNanos));
+                rows.add(run(name, file(dir, name, shape, type), cores, tokens, rounds, peer, warmUpNanos, kvType));
             }
         }
         return rows;

@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.tandem.bench.trace.TraceAnalysis;
 import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.model.KvType;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
@@ -15,7 +16,8 @@ class PeerDecodeBenchTest {
     void theWarmTraceReportsOnlyTheMeasuredRequests(@TempDir Path dir) {
         Path trace = dir.resolve("warm.trace");
         PeerDecodeBench.TracedRun run =
-                PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 12, 2, 0, trace);
+                PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 12, 2, 0, trace,
+                        KvType.F16);
 
         assertThat(trace).isRegularFile();
         assertThat(run.tokensPerSecond()).isPositive();
@@ -34,7 +36,8 @@ class PeerDecodeBenchTest {
     @Test
     void theWarmTraceFileHoldsTheWarmUpRequestsToo(@TempDir Path dir) throws Exception {
         Path trace = dir.resolve("warm.trace");
-        PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 1, 4, 1, 200_000_000L, trace);
+        PeerDecodeBench.tracedWarmRun(EmbeddedModel.resolve(EmbeddedModel.NAME), 1, 4, 1, 200_000_000L, trace,
+                KvType.F32);
 
         var file = dev.tandem.bench.trace.PerfettoTraceReader.read(trace);
         long requests = file.events().stream().filter(e -> e.kind() == dev.tandem.TraceEvent.Kind.REQUEST).count();
@@ -45,7 +48,7 @@ class PeerDecodeBenchTest {
     @Test
     void aRowCarriesTheHeapBytesAllocatedPerBatchOneToken() {
         PeerDecodeBench.Row row = PeerDecodeBench.run("embedded", EmbeddedModel.resolve(EmbeddedModel.NAME), 2, 8, 1,
-                false, 0);
+                false, 0, KvType.F16);
 
         // Every step builds its tasks on the heap, so a token allocates something; a count of
         // zero would mean the JVM's counter was not read.

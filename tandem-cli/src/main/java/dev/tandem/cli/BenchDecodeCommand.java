@@ -44,6 +44,10 @@ final class BenchDecodeCommand implements Runnable {
     @Option(names = "--cores", description = "Device cores (default: available processors).", defaultValue = "0")
     int cores;
 
+    @Option(names = "--kv-type", paramLabel = "f16|f32", defaultValue = KvTypes.DEFAULT,
+            converter = KvTypes.class, completionCandidates = KvTypes.class, description = KvTypes.DESCRIPTION)
+    dev.tandem.llm.model.KvType kvType;
+
     private static String kilobytes(double bytes) {
         return Double.isNaN(bytes) ? "n/a" : String.format(Locale.ROOT, "%.1f KB", bytes / 1024);
     }
@@ -63,22 +67,23 @@ final class BenchDecodeCommand implements Runnable {
         PrintStream out = System.out;
         List<PeerDecodeBench.Row> rows = new java.util.ArrayList<>();
         out.printf(Locale.ROOT,
-                "decode vs %s: batch 1, %d tokens, %d core(s), median of %d alternating rounds after %.0f s of"
-                        + " warm-up per file, longer while the JIT is busy (up to %.0f s)%n",
-                withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, rounds, warmUp / 1e9,
+                "decode vs %s: batch 1, %d tokens, %d core(s), %s KV cache, median of %d alternating rounds after"
+                        + " %.0f s of warm-up per file, longer while the JIT is busy (up to %.0f s)%n",
+                withPeer ? "llama.cpp" : "(no peer)", tokens, coreCount, kvType.name().toLowerCase(Locale.ROOT), rounds,
+                warmUp / 1e9,
                 dev.tandem.bench.WarmUp.MAX_FACTOR * warmUp / 1e9);
         if (file) {
             java.nio.file.Path path = dev.tandem.llm.EmbeddedModel.resolve(model);
             String label = dev.tandem.llm.EmbeddedModel.isEmbedded(path) ? dev.tandem.llm.EmbeddedModel.NAME
                     : path.getFileName().toString();
-            rows.add(PeerDecodeBench.run(label, path, coreCount, tokens, rounds, withPeer, warmUp));
+            rows.add(PeerDecodeBench.run(label, path, coreCount, tokens, rounds, withPeer, warmUp, kvType));
         } else {
             List<dev.tandem.llm.gguf.GgmlType> ggml = new java.util.ArrayList<>();
             for (String t : types) {
                 ggml.add(BenchCommand.matrixType(t));
             }
             java.nio.file.Path dir = java.nio.file.Path.of(System.getProperty("java.io.tmpdir"), "tandem-bench-models");
-            rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer, warmUp);
+            rows = PeerDecodeBench.runAll(dir, shapes, ggml, coreCount, tokens, rounds, withPeer, warmUp, kvType);
         }
         // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
         long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
@@ -112,7 +117,7 @@ final class BenchDecodeCommand implements Runnable {
         PeerDecodeBench.TracedRun traced = null;
         if (common.trace != null) {
             traced = PeerDecodeBench.tracedWarmRun(dev.tandem.llm.EmbeddedModel.resolve(model), coreCount, tokens,
-                    TRACED_REQUESTS, warmUp, common.trace);
+                    TRACED_REQUESTS, warmUp, common.trace, kvType);
             out.printf(Locale.ROOT, "warm trace: %d batch-1 requests of %d tokens at %.1f tokens/s (traced): device busy"
                     + " %.1f%% over their %.1f ms; wrote %s (tandem trace report on it covers loading and warm-up too)%n",
                     traced.requests(), traced.tokens(), traced.tokensPerSecond(), 100 * traced.report().deviceBusy(),
@@ -166,9 +171,9 @@ final class BenchDecodeCommand implements Runnable {
         int tokens = common.quick ? 32 : 128;
         int repetitions = common.quick ? 2 : 5;
         PrintStream out = System.out;
-        out.printf(Locale.ROOT, "decode: model %s, %d tokens per request, %d device core(s), best of %d%n", model,
-                tokens, coreCount, repetitions);
-        DecodeBench.Result r = DecodeBench.run(model, coreCount, tokens, repetitions);
+        out.printf(Locale.ROOT, "decode: model %s, %d tokens per request, %d device core(s), %s KV cache, best of %d%n",
+                model, tokens, coreCount, kvType.name().toLowerCase(Locale.ROOT), repetitions);
+        DecodeBench.Result r = DecodeBench.run(model, coreCount, tokens, repetitions, kvType);
         out.printf(Locale.ROOT, "%-12s %8s %5s %9s %10s %10s%n", "workload", "requests", "batch", "runAhead", "tokens/s",
                 "ms/step");
         for (DecodeBench.Row row : r.rows()) {

@@ -62,6 +62,11 @@ public final class DemoCommand implements Runnable {
     @Option(names = "--seed", description = "Weights seed (default: ${DEFAULT-VALUE}).", defaultValue = "7")
     long seed;
 
+    @Option(names = "--kv-type", paramLabel = "f16|f32", converter = KvTypes.class,
+            completionCandidates = KvTypes.class, description = "Element type of the llama workload's KV cache: f16"
+                    + " (half the memory, llama.cpp's default) or f32 (default: f16).")
+    dev.tandem.llm.model.KvType kvType;
+
     @Override
     public void run() {
         run(System.out);
@@ -80,7 +85,7 @@ public final class DemoCommand implements Runnable {
         boolean live = out == System.out && System.console() != null && System.console().isTerminal();
         String chosen = model != null ? model
                 : "paged-attention".equalsIgnoreCase(workload) ? "tiny" : dev.tandem.llm.EmbeddedModel.NAME;
-        DemoWorkload demo = DemoWorkload.of(workload, chosen, requests, tokens, seed); // bad input fails here
+        DemoWorkload demo = DemoWorkload.of(workload, chosen, requests, tokens, seed, kvType); // bad input fails here
         out.printf(Locale.ROOT, "tandem demo: %d requests x %d tokens on %d device cores; %s%n", requests, tokens,
                 coreCount, demo.describe());
 

@@ -7,6 +7,7 @@ import dev.tandem.SessionConfig;
 import dev.tandem.Token;
 import dev.tandem.TokenStream;
 import dev.tandem.Worker;
+import dev.tandem.kernels.Ops;
 import dev.tandem.llm.Batcher;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.BatcherStats;
@@ -15,6 +16,7 @@ import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.llm.gguf.GgufModel;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
@@ -53,13 +55,23 @@ abstract sealed class DemoWorkload implements AutoCloseable {
     /**
      * @param name     {@code llama} or {@code paged-attention}
      * @param model    a named shape ({@code tiny} or {@code small})
-     * @throws IllegalArgumentException for an unknown name or shape, or requests that do not fit
+     * @param kvType   the llama workload's KV cache type; null for the default (the paged-attention
+     *                 workload's cache is its own f32 one, and takes none)
+     * @throws IllegalArgumentException for an unknown name or shape, requests that do not fit, or
+     *                                  a KV cache type for the paged-attention workload
      */
-    static DemoWorkload of(String name, String model, int requests, int tokens, long seed) {
+    static DemoWorkload of(String name, String model, int requests, int tokens, long seed, KvType kvType) {
+        KvType llamaKv = kvType == null ? LlamaModel.Options.DEFAULT_KV_TYPE : kvType;
         return switch (name == null ? "" : name.toLowerCase(Locale.ROOT)) {
-            case "llama" -> isShape(model) ? new Llama(LlamaConfig.named(model), requests, tokens, seed)
-                    : new Checkpoint(checkpointPath(model), requests, tokens);
-            case "paged-attention" -> new PagedAttention(model, tokens, seed);
+            case "llama" -> isShape(model) ? new Llama(LlamaConfig.named(model), requests, tokens, seed, llamaKv)
+                    : new Checkpoint(checkpointPath(model), requests, tokens, llamaKv);
+            case "paged-attention" -> {
+                if (kvType != null) {
+                    throw new IllegalArgumentException("--kv-type is the llama workload's: paged-attention runs its"
+                            + " own f32 cache");
+                }
+                yield new PagedAttention(model, tokens, seed);
+            }
             default -> throw new IllegalArgumentException("workload = " + name + " is not known; known: " + NAMES);
         };
     }
@@ -192,14 +204,16 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         private final LlamaConfig config;
         private final long seed;
+        private final KvType kvType;
         private final List<LlamaRequest> requests = new ArrayList<>();
         private LlamaModel model;
         private Session<LlamaRequest> llamaSession;
         private LlamaReference reference;
 
-        Llama(LlamaConfig config, int count, int tokens, long seed) {
+        Llama(LlamaConfig config, int count, int tokens, long seed, KvType kvType) {
             this.config = config;
             this.seed = seed;
+            this.kvType = kvType;
             for (int i = 0; i < count; i++) {
                 String prompt = PROMPTS[i % PROMPTS.length] + (i < PROMPTS.length ? "" : " (" + i + ")");
                 LlamaRequest request = LlamaRequest.of(ByteTokenizer.encode(prompt), tokens)
@@ -219,7 +233,8 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         @Override
         void start(Worker worker, int count) {
             warmUp(worker.device().cores());
-            model = LlamaModel.load(worker, RandomWeights.forText(config, seed));
+            model = LlamaModel.load(worker, RandomWeights.forText(config, seed), Ops.preferred(),
+                    LlamaModel.Options.forModel(config).withKvType(kvType));
             long memory = 0;
             for (LlamaRequest request : requests) {
                 memory = Math.max(memory, model.requestBytes(request));
@@ -255,7 +270,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         @Override
         List<String> checkAll(List<List<Token>> tokens) {
-            reference = new LlamaReference(RandomWeights.forText(config, seed));
+            reference = new LlamaReference(RandomWeights.forText(config, seed), model.options().kvType());
             return super.checkAll(tokens);
         }
 
@@ -280,6 +295,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         private final Path path;
         private final int count;
         private final int tokens;
+        private final KvType kvType;
         private final List<LlamaRequest> requests = new ArrayList<>();
         private LanguageModel model;
         private GenerateOptions options;
@@ -287,10 +303,11 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         private BatcherStats before;
         private LlamaReference reference;
 
-        Checkpoint(Path path, int count, int tokens) {
+        Checkpoint(Path path, int count, int tokens, KvType kvType) {
             this.path = path;
             this.count = count;
             this.tokens = tokens;
+            this.kvType = kvType;
         }
 
         @Override
@@ -307,7 +324,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
 
         /** Loads the model and builds the requests, so that a prompt too long for the context fails before output. */
         Checkpoint prepare(Worker worker) {
-            model = LanguageModel.load(worker, path);
+            model = LanguageModel.load(worker, path, LanguageModel.DEFAULT_MAX_CONTEXT, kvType);
             options = GenerateOptions.defaults().withMaxTokens(tokens);
             for (int i = 0; i < count; i++) {
                 String prompt = PROMPTS[i % PROMPTS.length];
@@ -385,7 +402,7 @@ abstract sealed class DemoWorkload implements AutoCloseable {
         @Override
         List<String> checkAll(List<List<Token>> tokens) {
             try (WeightsFile weights = openWeights(path, model.config().contextLength())) {
-                reference = new LlamaReference(weights.weights());
+                reference = new LlamaReference(weights.weights(), model.model().options().kvType());
                 return super.checkAll(tokens);
             }
         }

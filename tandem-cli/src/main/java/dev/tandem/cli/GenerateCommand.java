@@ -8,6 +8,7 @@ import dev.tandem.llm.Completion;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.GenerateOptions;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.chat.ChatMessage;
 import dev.tandem.llm.sampling.SamplerConfig;
 import java.io.IOException;
@@ -71,6 +72,10 @@ public final class GenerateCommand implements Runnable {
     @Option(names = "--cores", defaultValue = "0", description = "Device cores (default: available processors).")
     int cores;
 
+    @Option(names = "--kv-type", paramLabel = "f16|f32", defaultValue = KvTypes.DEFAULT,
+            converter = KvTypes.class, completionCandidates = KvTypes.class, description = KvTypes.DESCRIPTION)
+    KvType kvType;
+
     @Option(names = "--json", description = "After the text, a last line of JSON: prompt_tokens, tokens, text,"
             + " finish_reason, tokens_per_s.")
     boolean json;
@@ -86,7 +91,8 @@ public final class GenerateCommand implements Runnable {
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
         try (Worker worker = Worker.create(CpuDeviceConfig.withCores(coreCount))) {
-            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model));
+            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), LanguageModel.DEFAULT_MAX_CONTEXT,
+                    kvType);
             int[] promptTokens;
             if (chat) {
                 List<ChatMessage> messages = new ArrayList<>();

@@ -4,6 +4,7 @@ import dev.tandem.CpuDeviceConfig;
 import dev.tandem.Worker;
 import dev.tandem.llm.EmbeddedModel;
 import dev.tandem.llm.LanguageModel;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.server.ServerConfig;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.server.BatcherEngine;
@@ -106,6 +107,10 @@ public final class ServeCommand implements Runnable {
                     + " is used, and the prefix cache keeps what it holds until it needs the room.")
     int kvCells;
 
+    @Option(names = "--kv-type", paramLabel = "f16|f32", defaultValue = KvTypes.DEFAULT,
+            converter = KvTypes.class, completionCandidates = KvTypes.class, description = KvTypes.DESCRIPTION)
+    KvType kvType;
+
     @Option(names = "--no-prefix-cache",
             description = "Compute every prompt from its first token instead of taking the KV blocks of a prefix "
                     + "seen before.")
@@ -141,7 +146,7 @@ public final class ServeCommand implements Runnable {
         CompletableFuture<Void> prepared = TandemServer.prepareAsync(); // beside the model's load
         Worker worker = Worker.create(CpuDeviceConfig.withCores(coreCount));
         try {
-            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize);
+            LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize, kvType);
             Engine engine = noBatching
                     ? SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build()
                     : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)

@@ -3,6 +3,8 @@ package dev.tandem.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 class DemoCommandTest {
 
@@ -60,8 +62,17 @@ class DemoCommandTest {
     }
 
     @Test
-    void checkedLlamaDemoOnTheTinyModelExitsZeroInAPlainPipe() {
-        CliRun.Run run = execute("demo", "--model", "tiny", "--requests", "2", "--tokens", "12", "--cores", "2", "--check");
+    void aKvTypeForThePagedAttentionWorkloadIsOneLineAndExitTwo() {
+        assertBadInput(execute("demo", "--workload", "paged-attention", "--kv-type", "f16"),
+                "--kv-type is the llama workload's: paged-attention runs its own f32 cache");
+    }
+
+    /** With the default f16 cache and with an f32 one: the reference keeps its keys and values as the model does. */
+    @ParameterizedTest
+    @ValueSource(strings = {"f16", "f32"})
+    void checkedLlamaDemoOnTheTinyModelExitsZeroInAPlainPipe(String kvType) {
+        CliRun.Run run = execute("demo", "--model", "tiny", "--requests", "2", "--tokens", "12", "--cores", "2", "--check",
+                "--kv-type", kvType);
         assertThat(run.exitCode()).as("stdout: %s%nstderr: %s", run.out(), run.err()).isZero();
         assertThat(run.out()).contains("check: 2 of 2 streams equal the reference").doesNotContain("\033[");
         assertThat(run.out().lines().filter(line -> line.startsWith("r1 ") || line.startsWith("r2 "))).hasSize(2);

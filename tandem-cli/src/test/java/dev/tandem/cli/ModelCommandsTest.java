@@ -13,6 +13,8 @@ import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /** generate, tokenize and inspect on the embedded model and the shared real files. */
 class ModelCommandsTest {
@@ -39,13 +41,15 @@ class ModelCommandsTest {
         return new ObjectMapper().readTree(lines.getLast());
     }
 
-    @Test
-    void greedyGenerateOnTheEmbeddedModelPrintsLlamaCppsContinuation() throws IOException {
+    /** With either KV cache type (spelled in either case): llama.cpp's own run kept an f16 cache. */
+    @ParameterizedTest
+    @ValueSource(strings = {"f16", "F32"})
+    void greedyGenerateOnTheEmbeddedModelPrintsLlamaCppsContinuation(String kvType) throws IOException {
         JsonNode reference = new ObjectMapper().readTree(shared("stories260K.greedy.json").toFile()).get("cases").get(0);
         assertThat(reference.get("prompt").asText()).isEqualTo("Once upon a time");
         int n = reference.get("greedy_tokens").size();
         CliRun.Run run = execute("generate", "--model", "stories260K", "--prompt", "Once upon a time", "--temperature", "0",
-                "--max-tokens", Integer.toString(n), "--json");
+                "--max-tokens", Integer.toString(n), "--kv-type", kvType, "--json");
         assertThat(run.exitCode()).as("stderr: %s", run.err()).isZero();
         JsonNode json = lastJsonLine(run.out());
         assertThat(json.get("prompt_tokens")).isEqualTo(reference.get("prompt_tokens"));

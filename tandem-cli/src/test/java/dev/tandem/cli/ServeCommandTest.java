@@ -53,6 +53,14 @@ class ServeCommandTest {
         }
     }
 
+    /** A KV cache type other than f16 and f32 is a usage error that names both, before any model loads. */
+    @Test
+    void anUnknownKvTypeIsAUsageErrorNamingTheAllowedOnes() {
+        CliRun.Run result = CliRun.execute("serve", "--port", "0", "--kv-type", "q8_0");
+        assertThat(result.exitCode()).isEqualTo(2);
+        assertThat(result.err()).contains("--kv-type").contains("expected one of f16, f32 but was 'q8_0'");
+    }
+
     @Test
     void aMalformedCorsOriginIsAUsageError() {
         CliRun.Run result = CliRun.execute("serve", "--port", "0", "--cors-origin", "localhost:3000");

@@ -31,6 +31,12 @@ import java.lang.foreign.MemorySegment;
  * {@code rowStride} floats apart ({@code headDim} for a per-head cache {@code [blocks, blockSize,
  * headDim]}, {@code heads * headDim} for {@code [blocks, blockSize, heads, headDim]}); the caller
  * offsets to its block and head.
+ *
+ * <p>A cache may hold its keys and values as f16, as llama.cpp's does by default: half the bytes
+ * to keep and to read. {@link #widenF16} widens a block's rows of one KV head exactly
+ * ({@link Float#float16ToFloat}) into contiguous f32 rows, and {@link #qk} and {@link #pv} run on
+ * them, so an f16 cache gives the bits an f32 cache of the same (rounded) values gives; the rows
+ * of one KV head are widened once for every query head that reads them.
  */
 public interface AttentionOps {
 
@@ -97,6 +103,23 @@ public interface AttentionOps {
             int headDim,
             int rowStride,
             int n);
+
+    /**
+     * Widens {@code rows} rows of {@code headDim} f16 (IEEE binary16, little-endian), each
+     * {@link Float#float16ToFloat} exactly, from byte {@code halvesOffset} of {@code halves}, where
+     * rows are {@code rowStride} elements (two bytes each) apart, into {@code rows} contiguous rows
+     * of {@code headDim} f32 from byte {@code outOffset} of {@code out}: a block's keys or values of
+     * one KV head, for {@link #qk} and {@link #pv} with a row stride of {@code headDim}. A NaN stays
+     * a NaN (its quiet bit as the implementation's conversion leaves it).
+     */
+    void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
+            int headDim,
+            int rowStride,
+            int rows,
+            MemorySegment out,
+            long outOffset);
 
     /** Sets the running state to no keys seen: {@code (M, S) = (-Infinity, 0)}, {@code runningOut = 0}. */
     void onlineInit(

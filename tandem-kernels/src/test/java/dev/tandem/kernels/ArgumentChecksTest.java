@@ -174,6 +174,14 @@ class ArgumentChecksTest {
         cases.add(new Case(
                 "pv: values segment of 268 bytes is too small: 288 bytes needed at valuesOffset = 12",
                 ops -> ops.pv(A, PAD, B, PAD, C, PAD, 8, 8, 9)));
+        cases.add(new Case(
+                "widenF16: halves segment of 268 bytes is too small: 318 bytes needed at halvesOffset = 12",
+                ops -> ops.widenF16(B, PAD, 9, 10, 16, C, PAD)));
+        cases.add(new Case(
+                "widenF16: rowStride = 4 is less than headDim = 8", ops -> ops.widenF16(B, PAD, 8, 4, 2, C, PAD)));
+        cases.add(new Case(
+                "widenF16: out segment of 268 bytes is too small: 288 bytes needed at outOffset = 12",
+                ops -> ops.widenF16(B, PAD, 8, 8, 9, C, PAD)));
         cases.add(new Case("onlineInit: headDim = -1 must be >= 0", ops -> ops.onlineInit(A, PAD, B, PAD, -1)));
         cases.add(new Case(
                 "onlineUpdate: partial segment of 20 bytes is too small: 16 bytes needed at partialOffset = 12",

@@ -132,6 +132,107 @@ class AttentionOpsTest {
         return read(partial, headDim);
     }
 
+    /**
+     * {@code n} values as f16 (each {@code Float.floatToFloat16} of a uniform value in [-1, 1]),
+     * with the edge cases of the format among them: subnormals, the largest finite, both zeros
+     * and, unless {@code finite}, both infinities.
+     */
+    private static short[] halves(Tensors t, int n, boolean finite) {
+        short[] specials = finite
+                ? new short[] {0x0001, 0x03ff, (short) 0x8001, 0x7bff, (short) 0xfbff, (short) 0x8000, 0x0400}
+                : new short[] {0x0001, 0x03ff, (short) 0x8001, 0x7bff, (short) 0x8000, 0x7c00, (short) 0xfc00};
+        float[] uniform = t.uniform(n, -1f, 1f);
+        short[] h = new short[n];
+        for (int i = 0; i < n; i++) {
+            h[i] = i % 17 == 5 ? specials[i / 17 % specials.length] : Float.floatToFloat16(uniform[i]);
+        }
+        return h;
+    }
+
+    private static MemorySegment f16(Tensors t, short[] h) {
+        MemorySegment segment = t.allocate((long) h.length * Short.BYTES);
+        for (int i = 0; i < h.length; i++) {
+            segment.set(dev.tandem.kernels.scalar.LittleEndian.F16, PAD + (long) i * Short.BYTES, h[i]);
+        }
+        return segment;
+    }
+
+    private static float[] widened(short[] h) {
+        float[] f = new float[h.length];
+        for (int i = 0; i < h.length; i++) {
+            f[i] = Float.float16ToFloat(h[i]);
+        }
+        return f;
+    }
+
+    private static float[] widenF16(Tensors t, KernelOps ops, MemorySegment halves, int headDim, int rowStride,
+            int rows) {
+        MemorySegment out = t.allocate((long) rows * headDim * Float.BYTES);
+        ops.widenF16(halves, PAD, headDim, rowStride, rows, out, PAD);
+        return read(out, rows * headDim);
+    }
+
+    /**
+     * {@code widenF16} is {@code Float.float16ToFloat} of each element of each row, bit for bit
+     * (a NaN's quiet bit aside: the JDK's own conversion sets it when compiled, and not when
+     * interpreted), in each implementation: the vector loop, the scalar tail of a row and rows
+     * narrower than a vector, rows apart by more than their width.
+     */
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 8, 31, 33, 64, 127, 4096})
+    void widenF16IsFloat16ToFloatOfEachElement(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int rows = 5;
+            int rowStride = headDim + 3;
+            short[] h = halves(t, rows * rowStride, false);
+            h[Math.min(4, h.length - 1)] = 0x7e01; // a NaN with a payload
+            MemorySegment hs = f16(t, h);
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                float[] wide = widenF16(t, ops, hs, headDim, rowStride, rows);
+                for (int j = 0; j < rows; j++) {
+                    for (int c = 0; c < headDim; c++) {
+                        float want = Float.float16ToFloat(h[j * rowStride + c]);
+                        float got = wide[j * headDim + c];
+                        int quiet = Float.isNaN(want) ? 0x0040_0000 : 0;
+                        assertThat(Float.floatToRawIntBits(got) | quiet)
+                                .as("%s: row %d, element %d (0x%04x)", ops.name(), j, c, h[j * rowStride + c])
+                                .isEqualTo(Float.floatToRawIntBits(want) | quiet);
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * An f16 cache's attention, {@code qk} and {@code pv} over {@code widenF16}'s rows, gives the
+     * bits they give over the same values widened by {@code Float.float16ToFloat} and laid out as
+     * the cache's rows: the f16 cache differs from an f32 one only by the rounding of what it
+     * stores. In each implementation, whose own sums (vector against scalar) agree as the f32
+     * kernels' do.
+     */
+    @ParameterizedTest(name = "headDim = {0}")
+    @ValueSource(ints = {1, 7, 8, 31, 33, 64, 127, 4096})
+    void qkAndPvOverWidenedRowsAreTheF32KernelsOverTheSameValues(int headDim) {
+        try (Tensors t = new Tensors(headDim)) {
+            int rows = 7;
+            int rowStride = headDim + 3;
+            MemorySegment q = t.f32(t.uniform(headDim, -1f, 1f));
+            MemorySegment exps = t.f32(t.uniform(rows, 0f, 1f));
+            short[] h = halves(t, rows * rowStride, false);
+            MemorySegment halfRows = f16(t, h);
+            MemorySegment wideRows = t.f32(widened(h));
+            for (KernelOps ops : new KernelOps[] {SCALAR, VECTOR}) {
+                MemorySegment widenedByOps = t.f32(widenF16(t, ops, halfRows, headDim, rowStride, rows));
+                Tensors.assertIdentical(ops.name() + " qk over widened f16, headDim " + headDim,
+                        qk(t, ops, q, widenedByOps, headDim, headDim, rows, 0.125f),
+                        qk(t, ops, q, wideRows, headDim, rowStride, rows, 0.125f));
+                Tensors.assertIdentical(ops.name() + " pv over widened f16, headDim " + headDim,
+                        pv(t, ops, exps, widenedByOps, headDim, headDim, rows),
+                        pv(t, ops, exps, wideRows, headDim, rowStride, rows));
+            }
+        }
+    }
+
     @ParameterizedTest(name = "headDim = {0}")
     @ValueSource(ints = {1, 7, 31, 33, 127, 4096})
     void vectorOnlineUpdateAndNormalizeAreIdenticalToScalar(int headDim) {

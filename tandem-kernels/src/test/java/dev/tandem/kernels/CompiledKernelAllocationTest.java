@@ -103,6 +103,10 @@ class CompiledKernelAllocationTest {
             KernelOps ops = Ops.preferred();
             long least = leastBytesPerCall(() -> ops.qk(q, 0, k, 0, scores, 0, headDim, headDim, keys, 0.125f));
             assertThat(least).as("bytes allocated per warm qk call over %d keys", keys).isZero();
+            // an f16 cache's keys: the same bytes read as halves
+            MemorySegment wide = arena.allocate((long) keys * headDim * Float.BYTES, 64);
+            least = leastBytesPerCall(() -> ops.widenF16(k, 0, headDim, headDim, keys, wide, 0));
+            assertThat(least).as("bytes allocated per warm widenF16 call over %d keys", keys).isZero();
         }
     }
 

@@ -13,6 +13,7 @@ import dev.tandem.llm.gguf.GgufVocabulary;
 import dev.tandem.llm.grammar.Grammar;
 import dev.tandem.llm.grammar.GrammarVocabulary;
 import dev.tandem.llm.grammar.TokenGrammar;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
@@ -92,9 +93,12 @@ public final class LanguageModel {
     private static final List<String> END_OF_TURN = List.of("<|eot_id|>", "<|eom_id|>", "<|im_end|>", "<|end|>",
             "<|endoftext|>", "<end_of_turn>", "<|end_of_text|>");
 
-    /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most 4096). */
+    /** The context {@link #load(Worker, Path)} caps a model's at. */
+    public static final int DEFAULT_MAX_CONTEXT = 4096;
+
+    /** Loads a GGUF checkpoint onto {@code worker}, its context as the file says (at most {@value #DEFAULT_MAX_CONTEXT}). */
     public static LanguageModel load(Worker worker, Path path) {
-        return load(worker, path, 4096);
+        return load(worker, path, DEFAULT_MAX_CONTEXT);
     }
 
     /**
@@ -106,7 +110,16 @@ public final class LanguageModel {
      * @param maxContext caps the context length (0: the file's)
      */
     public static LanguageModel load(Worker worker, Path path, int maxContext) {
-        return read(java.util.Objects.requireNonNull(worker, "worker"), path, maxContext);
+        return load(worker, path, maxContext, LlamaModel.Options.DEFAULT_KV_TYPE);
+    }
+
+    /**
+     * {@link #load(Worker, Path, int)} with a KV cache of {@code kvType}: the element type of
+     * every cache its program and the batchers built on it keep ({@link KvType}).
+     */
+    public static LanguageModel load(Worker worker, Path path, int maxContext, KvType kvType) {
+        return read(java.util.Objects.requireNonNull(worker, "worker"), path, maxContext,
+                java.util.Objects.requireNonNull(kvType, "kvType"));
     }
 
     /**
@@ -118,18 +131,18 @@ public final class LanguageModel {
      * @param maxContext caps the context length (0: the file's), as {@link #load(Worker, Path, int)} does
      */
     public static LanguageModel loadText(Path path, int maxContext) {
-        return read(null, path, maxContext);
+        return read(null, path, maxContext, LlamaModel.Options.DEFAULT_KV_TYPE);
     }
 
     /** {@link #loadText(Path, int)} with the context {@link #load(Worker, Path)} takes. */
     public static LanguageModel loadText(Path path) {
-        return loadText(path, 4096);
+        return loadText(path, DEFAULT_MAX_CONTEXT);
     }
 
     /** A checkpoint with its weights on {@code worker}, or its text side only when {@code worker} is null. */
-    private static LanguageModel read(Worker worker, Path path, int maxContext) {
+    private static LanguageModel read(Worker worker, Path path, int maxContext, KvType kvType) {
         if (Files.isDirectory(path)) {
-            return readDirectory(worker, path, maxContext);
+            return readDirectory(worker, path, maxContext, kvType);
         }
         try (GgufModel weights = GgufModel.open(path, maxContext)) {
             Tokenizer tokenizer = Tokenizer.of(GgufVocabulary.read(weights.file().metadata()));
@@ -138,7 +151,7 @@ public final class LanguageModel {
                         + " tokens but the embedding has " + weights.config().vocab() + " rows");
             }
             LlamaModel model = worker == null ? null : LlamaModel.load(worker, weights, Ops.preferred(),
-                    LlamaModel.Options.forModel(weights.config()));
+                    LlamaModel.Options.forModel(weights.config()).withKvType(kvType));
             String name = EmbeddedModel.isEmbedded(path) ? EmbeddedModel.NAME
                     : weights.file().metadata().string("general.name")
                             .orElse(path.getFileName().toString().replaceFirst("\\.gguf$", ""));
@@ -147,7 +160,7 @@ public final class LanguageModel {
         }
     }
 
-    private static LanguageModel readDirectory(Worker worker, Path dir, int maxContext) {
+    private static LanguageModel readDirectory(Worker worker, Path dir, int maxContext, KvType kvType) {
         try (SafetensorsModel weights = SafetensorsModel.open(dir, maxContext)) {
             Path config = dir.resolve("tokenizer_config.json");
             Tokenizer tokenizer = Tokenizer.of(Vocabulary.fromHuggingFace(dir.resolve("tokenizer.json"),
@@ -162,7 +175,7 @@ public final class LanguageModel {
                 }
             }
             LlamaModel model = worker == null ? null : LlamaModel.load(worker, weights, Ops.preferred(),
-                    LlamaModel.Options.forModel(weights.config()));
+                    LlamaModel.Options.forModel(weights.config()).withKvType(kvType));
             return new LanguageModel(dir.getFileName().toString(), weights.modelType(), weights.config(), model,
                     tokenizer, template);
         }

@@ -226,6 +226,20 @@ public final class ArgumentChecks {
         fits(kernel, "partial", partial, partialOffset, f32Bytes(kernel, "headDim", headDim, 1));
     }
 
+    public static void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
+            int headDim,
+            int rowStride,
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        String kernel = "widenF16";
+        blockShape(kernel, headDim, rowStride, "rows", rows);
+        fits(kernel, "halves", halves, halvesOffset, blockBytes(kernel, headDim, rowStride, rows, Short.BYTES));
+        fits(kernel, "out", out, outOffset, f32Bytes(kernel, "rows * headDim", rows, headDim));
+    }
+
     public static void onlineInit(
             MemorySegment runningStats,
             long runningStatsOffset,
@@ -437,11 +451,16 @@ public final class ArgumentChecks {
 
     /** Bytes of {@code rowCount} rows of {@code headDim} f32, {@code rowStride} floats apart. */
     private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount) {
+        return blockBytes(kernel, headDim, rowStride, rowCount, Float.BYTES);
+    }
+
+    /** Bytes of {@code rowCount} rows of {@code headDim} elements of {@code elementBytes}, {@code rowStride} elements apart. */
+    private static long blockBytes(String kernel, int headDim, int rowStride, int rowCount, int elementBytes) {
         if (rowCount == 0) {
             return 0;
         }
-        long floats = product(kernel, "rows * rowStride", rowCount - 1L, rowStride) + headDim;
-        return product(kernel, "block bytes", floats, Float.BYTES);
+        long elements = product(kernel, "rows * rowStride", rowCount - 1L, rowStride) + headDim;
+        return product(kernel, "block bytes", elements, elementBytes);
     }
 
     public static void nonNegative(String kernel, String name, long value) {

@@ -476,6 +476,25 @@ public final class ScalarOps implements KernelOps {
     }
 
     @Override
+    public void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
+            int headDim,
+            int rowStride,
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        ArgumentChecks.widenF16(halves, halvesOffset, headDim, rowStride, rows, out, outOffset);
+        for (int j = 0; j < rows; j++) {
+            long from = halvesOffset + (long) j * rowStride * Short.BYTES;
+            long to = outOffset + (long) j * headDim * F;
+            for (int c = 0; c < headDim; c++) {
+                out.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * (long) Short.BYTES)));
+            }
+        }
+    }
+
+    @Override
     public void onlineInit(
             MemorySegment runningStats,
             long runningStatsOffset,

@@ -131,7 +131,7 @@ public final class VectorDequantize {
     }
 
     /** {@link VectorLanes#L} f16 or bf16 at {@code offset}, sign-extended to int lanes (one widening load). */
-    private static IntVector loadHalves(MemorySegment src, long offset) {
+    static IntVector loadHalves(MemorySegment src, long offset) {
         return (IntVector) ShortVector.fromMemorySegment(HALVES, src, offset, LE).castShape(INTS, 0);
     }
 

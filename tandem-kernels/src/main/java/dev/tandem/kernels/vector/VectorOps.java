@@ -191,6 +191,18 @@ public final class VectorOps implements KernelOps {
     }
 
     @Override
+    public void widenF16(
+            MemorySegment halves,
+            long halvesOffset,
+            int headDim,
+            int rowStride,
+            int rows,
+            MemorySegment out,
+            long outOffset) {
+        VectorAttention.widenF16(halves, halvesOffset, headDim, rowStride, rows, out, outOffset);
+    }
+
+    @Override
     public void onlineInit(
             MemorySegment runningStats,
             long runningStatsOffset,

@@ -40,6 +40,14 @@ final class LlamaKernels {
     private final Rope slidingRope;
     /** Per core thread, one row of {@code dim} floats for {@link #addBlocks}' post-norm; freed with the thread. */
     private final ThreadLocal<MemorySegment> rowScratch;
+    /** The KV cache's element type, which {@link #ropeStore} writes. */
+    private final KvType kvType;
+    /**
+     * Per core thread, a key row and a value row of {@code kvDim} floats each, where
+     * {@link #ropeStore} computes a row's key and value before storing them in the cache's type;
+     * freed with the thread.
+     */
+    private final ThreadLocal<MemorySegment> kvScratch;
 
     final Kernel embed;
     final Kernel rmsnorm;
@@ -54,8 +62,11 @@ final class LlamaKernels {
     /** The matmul kernel of each matrix that has tasks of its own (not in {@link #FUSED_PROJECTIONS}). */
     private final Map<Tensor, Kernel> matmuls = new EnumMap<>(Tensor.class);
 
-    LlamaKernels(LlamaConfig config, KernelOps ops, WorkerWeights weights) {
+    LlamaKernels(LlamaConfig config, KernelOps ops, WorkerWeights weights, KvType kvType) {
         this.config = config;
+        this.kvType = kvType;
+        long kvRowBytes = (long) config.kvDim() * F;
+        this.kvScratch = ThreadLocal.withInitial(() -> Arena.ofAuto().allocate(2 * kvRowBytes, 64));
         this.architecture = config.architecture();
         this.ops = ops;
         this.weights = weights;
@@ -159,8 +170,9 @@ final class LlamaKernels {
      * {@link #slidingRope}, 0: {@link #rope}; each holds its frequencies), the n positions, m, and
      * the rows of each run.
      *
-     * <p>Per row: gather q, k, v from the block-major matmul outputs; add the biases; rmsnorm each
-     * head of q and k; rotate q and k; store k and v in their cache slots.
+     * <p>Per row: gather q, k, v from the block-major matmul outputs (q into its rows, k and v
+     * into this core's {@link #kvScratch}); add the biases; rmsnorm each head of q and k; rotate q
+     * and k; store k and v in their cache slots as the cache's {@link KvType}.
      */
     private Kernel ropeStoreKernel() {
         int headDim = config.headDim();
@@ -180,6 +192,9 @@ final class LlamaKernels {
             int runs = (int) c.scalar(6 + n);
             int extra = qRows + 1 + 2 * runs;
             MemorySegment q = c.region(qRows);
+            MemorySegment kv = kvScratch.get();
+            long kAt = 0;
+            long vAt = (long) kvDim * F;
             int run = 0;
             int runStart = 0; // the chunk's row at the start of the run
             for (int i = 0; i < n; i++) {
@@ -189,16 +204,14 @@ final class LlamaKernels {
                 }
                 int position = (int) c.scalar(6 + i);
                 long qAt = (long) i * qDim * F;
-                long kvAt = (long) (i - runStart) * kvDim * F;
-                MemorySegment key = c.region(qRows + 1 + run);
-                MemorySegment value = c.region(qRows + 1 + runs + run);
+                long slotAt = (long) (i - runStart) * kvDim * kvType.bytes();
                 gatherRow(c, 0, qBlocks, n, i, q, qAt);
-                gatherRow(c, qBlocks, kvBlocks, n, i, key, kvAt);
-                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, value, kvAt);
+                gatherRow(c, qBlocks, kvBlocks, n, i, kv, kAt);
+                gatherRow(c, qBlocks + kvBlocks, kvBlocks, n, i, kv, vAt);
                 if (bias) {
                     ops.residualAdd(q, qAt, c.region(extra), 0, qDim);
-                    ops.residualAdd(key, kvAt, c.region(extra + 1), 0, kvDim);
-                    ops.residualAdd(value, kvAt, c.region(extra + 2), 0, kvDim);
+                    ops.residualAdd(kv, kAt, c.region(extra + 1), 0, kvDim);
+                    ops.residualAdd(kv, vAt, c.region(extra + 2), 0, kvDim);
                 }
                 if (qkNorm) {
                     int normAt = extra + (bias ? 3 : 0);
@@ -207,13 +220,15 @@ final class LlamaKernels {
                         ops.rmsnorm(q, at, c.region(normAt), 0, q, at, headDim, eps);
                     }
                     for (int h = 0; h < kvHeads; h++) {
-                        long at = kvAt + (long) h * headDim * F;
-                        ops.rmsnorm(key, at, c.region(normAt + 1), 0, key, at, headDim, eps);
+                        long at = kAt + (long) h * headDim * F;
+                        ops.rmsnorm(kv, at, c.region(normAt + 1), 0, kv, at, headDim, eps);
                     }
                 }
                 Rope.Angles angles = layerRope.angles(position);
                 layerRope.apply(q, qAt, heads, angles);
-                layerRope.apply(key, kvAt, kvHeads, angles);
+                layerRope.apply(kv, kAt, kvHeads, angles);
+                kvType.store(kv, kAt, c.region(qRows + 1 + run), slotAt, kvDim);
+                kvType.store(kv, vAt, c.region(qRows + 1 + runs + run), slotAt, kvDim);
             }
         });
     }

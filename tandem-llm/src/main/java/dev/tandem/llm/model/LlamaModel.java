@@ -35,8 +35,9 @@ import java.util.function.LongFunction;
  *
  * <p>A forward pass runs a list of <em>rows</em>, each a sequence at a position: a prompt's rows
  * (prefill) or one row per decoding sequence. The KV cache is paged: blocks of
- * {@link Options#kvBlockSize} positions, one block table per sequence; the caller (the plain
- * program or the {@link Batcher}) owns the cache and the tables. The host knows every row's
+ * {@link Options#kvBlockSize} positions, one block table per sequence, its elements of
+ * {@link Options#kvType} (f16 by default); the caller (the plain program or the {@link Batcher})
+ * owns the cache and the tables. The host knows every row's
  * sequence and position, so it knows which cache slot each task writes and which blocks each
  * reads.
  *
@@ -50,7 +51,8 @@ import java.util.function.LongFunction;
  *     qkv per row block index k            block k of each of wq, wk, wv: block-major outputs
  *                                           ({@link RowBlocks})
  *     rope_store per row chunk              q[R, heads, headDim] := rope(q rows); K, V cache
- *                                           slots of the rows := rope(k rows), v rows
+ *                                           slots of the rows := rope(k rows), v rows (as the
+ *                                           cache's element type)
  *     paged attention                       att := {@link PagedAttention} over each row's context
  *                                           (its last window positions on a sliding layer;
  *                                           scores scaled and soft-capped as the family says)
@@ -103,8 +105,10 @@ public final class LlamaModel {
      *                      cores claim as they become free ({@link Kernel#parts}); so a core
      *                      that is slower, or preempted, takes fewer parts, instead of every
      *                      core waiting at the end of the phase for the slowest one's share
+     * @param kvType        the element type of the KV cache that every pass of the model writes
+     *                      and reads ({@link KvType}: f16 by default, as llama.cpp's)
      */
-    public record Options(int kvBlockSize, long rowBlockBytes, int parallelism, long partBytes) {
+    public record Options(int kvBlockSize, long rowBlockBytes, int parallelism, long partBytes, KvType kvType) {
         public Options {
             Checks.positive("kvBlockSize", kvBlockSize);
             Checks.positive("rowBlockBytes", rowBlockBytes);
@@ -112,9 +116,17 @@ public final class LlamaModel {
             if (parallelism < 0) {
                 throw new IllegalArgumentException("parallelism = " + parallelism + " must be >= 0");
             }
+            if (kvType == null) {
+                throw new IllegalArgumentException("kvType must not be null");
+            }
         }
 
-        /** With parts of {@link #DEFAULT_PART_BYTES}. */
+        /** With the {@link #DEFAULT_KV_TYPE} cache. */
+        public Options(int kvBlockSize, long rowBlockBytes, int parallelism, long partBytes) {
+            this(kvBlockSize, rowBlockBytes, parallelism, partBytes, DEFAULT_KV_TYPE);
+        }
+
+        /** With parts of {@link #DEFAULT_PART_BYTES} and the {@link #DEFAULT_KV_TYPE} cache. */
         public Options(int kvBlockSize, long rowBlockBytes, int parallelism) {
             this(kvBlockSize, rowBlockBytes, parallelism, DEFAULT_PART_BYTES);
         }
@@ -122,40 +134,49 @@ public final class LlamaModel {
         /** Weight bytes per part of a matmul task by default. */
         public static final long DEFAULT_PART_BYTES = 256 << 10;
 
+        /** The KV cache's element type by default: f16, as llama.cpp's. */
+        public static final KvType DEFAULT_KV_TYPE = KvType.F16;
+
         public static Options defaults() {
-            return new Options(16, 256 << 10, 0, DEFAULT_PART_BYTES);
+            return new Options(16, 256 << 10, 0, DEFAULT_PART_BYTES, DEFAULT_KV_TYPE);
         }
 
         /**
-         * The defaults with a KV block sized to the model: about {@value #KV_BLOCK_TARGET_BYTES}
-         * bytes of keys per block, as a power of two in [16, 256] positions. Attention runs a
-         * few tasks per KV block, so a model with narrow KV rows (a small model's 32 floats a
-         * position) gets long blocks and few tasks, and a wide one keeps 16-position blocks, so
-         * paging wastes little of the cache.
+         * The defaults with a KV block sized to the model: about {@value #KV_BLOCK_TARGET_ELEMENTS}
+         * key elements per block (32 KiB of f32 keys, 16 KiB of f16), as a power of two in
+         * [16, 256] positions. Attention runs a few kernel calls per KV block and head, so a
+         * model with narrow KV rows (a small model's 32 elements a position) gets long blocks and
+         * few calls, and a wide one keeps 16-position blocks, so paging wastes little of the
+         * cache. Counted in elements, not bytes: a call's work is per element whatever the
+         * cache's type, so an f16 cache has the blocks an f32 one has.
          */
         public static Options forModel(LlamaConfig config) {
-            long rowBytes = (long) config.kvDim() * Float.BYTES;
-            int positions = (int) Math.max(16, Math.min(256, KV_BLOCK_TARGET_BYTES / rowBytes));
+            long rowElements = config.kvDim();
+            int positions = (int) Math.max(16, Math.min(256, KV_BLOCK_TARGET_ELEMENTS / rowElements));
             return defaults().withKvBlockSize(Integer.highestOneBit(positions));
         }
 
-        /** Bytes of keys one KV block holds, about, for {@link #forModel}. */
-        static final long KV_BLOCK_TARGET_BYTES = 32 << 10;
+        /** Key elements one KV block holds, about, for {@link #forModel}. */
+        static final long KV_BLOCK_TARGET_ELEMENTS = 8 << 10;
 
         public Options withKvBlockSize(int value) {
-            return new Options(value, rowBlockBytes, parallelism, partBytes);
+            return new Options(value, rowBlockBytes, parallelism, partBytes, kvType);
         }
 
         public Options withRowBlockBytes(long value) {
-            return new Options(kvBlockSize, value, parallelism, partBytes);
+            return new Options(kvBlockSize, value, parallelism, partBytes, kvType);
         }
 
         public Options withParallelism(int value) {
-            return new Options(kvBlockSize, rowBlockBytes, value, partBytes);
+            return new Options(kvBlockSize, rowBlockBytes, value, partBytes, kvType);
         }
 
         public Options withPartBytes(long value) {
-            return new Options(kvBlockSize, rowBlockBytes, parallelism, value);
+            return new Options(kvBlockSize, rowBlockBytes, parallelism, value, kvType);
+        }
+
+        public Options withKvType(KvType value) {
+            return new Options(kvBlockSize, rowBlockBytes, parallelism, partBytes, value);
         }
     }
 
@@ -180,14 +201,15 @@ public final class LlamaModel {
         int parallelism = options.parallelism() == 0 ? worker.device().cores() : options.parallelism();
         this.options = options.withParallelism(parallelism);
         this.weights = WorkerWeights.load(worker, weights, ops, this.options);
-        this.kernels = new LlamaKernels(config, ops, this.weights);
+        this.kernels = new LlamaKernels(config, ops, this.weights, options.kvType());
         this.attention = new PagedAttention(ops, config.heads(), config.kvHeads(), config.headDim(),
                 options.kvBlockSize(),
                 Math.min(PagedAttention.MAX_TILE_HEADS, Math.ceilDiv(config.heads(), parallelism)),
                 PagedAttention.MAX_CHUNK_ROWS,
                 PagedAttention.DEFAULT_SLABS,
                 architecture.attentionScale(config.headDim()),
-                architecture.attentionSoftcap());
+                architecture.attentionSoftcap(),
+                options.kvType());
         this.program = new LlamaProgram(this, kernels);
     }
 
@@ -328,7 +350,7 @@ public final class LlamaModel {
         return new LlamaForwardPass(this);
     }
 
-    /** Bytes of one KV cache block of one layer, keys or values. */
+    /** Bytes of one KV cache block of one layer, keys or values, in the cache's {@link Options#kvType}. */
     long kvBlockBytes() {
         return attention.blockBytes();
     }
@@ -440,7 +462,7 @@ public final class LlamaModel {
         accesses.add(a.write(a.q, (long) r0 * qDim * F, (long) n * qDim * F));
         // The rows' cache slots, one region per run of slots adjacent in the cache (a prompt's
         // rows fill their blocks in order): the run lengths follow the positions in the scalars.
-        long slotBytes = (long) config.kvDim() * F;
+        long slotBytes = (long) config.kvDim() * options.kvType().bytes();
         int bs = options.kvBlockSize();
         int[] runRows = new int[n];
         long[] runSlot = new long[n];

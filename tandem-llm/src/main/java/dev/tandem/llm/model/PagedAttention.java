@@ -26,8 +26,9 @@ import java.util.function.LongFunction;
  *
  * <h2>Implementation Overview</h2>
  *
- * <p>Shapes: the query is {@code [rows, heads, headDim]}; a cache is {@code [blocks, blockSize,
- * kvHeads, headDim]} (so a cache row is {@code rowStride = kvHeads * headDim} floats); head
+ * <p>Shapes: the query is {@code [rows, heads, headDim]} f32; a cache is {@code [blocks, blockSize,
+ * kvHeads, headDim]} of its {@link KvType} (so a cache row is {@code rowStride = kvHeads * headDim}
+ * elements; an f16 block is widened exactly, a KV head at a time, before qk and pv read it); head
  * {@code h} reads KV head {@code h / (heads / kvHeads)}. Row {@code r} attends to the first
  * {@code context[r]} positions of its block table: position {@code p} is row
  * {@code p % blockSize} of block {@code table[r][p / blockSize]}. The output is
@@ -98,6 +99,7 @@ public final class PagedAttention {
     final int slabs;
     private final float scale;
     private final float softcap;
+    private final KvType kvType;
     private final Kernel partition;
     private final Kernel combine;
 
@@ -105,12 +107,13 @@ public final class PagedAttention {
      * @param tileHeads heads per q-tile, in {@code [1, MAX_TILE_HEADS]}
      * @param chunkRows rows per chunk, in {@code [1, MAX_CHUNK_ROWS]}
      * @param slabs     partitions of one row, at most, at least 1
+     * @param kvType    the element type of the caches it reads
      */
     public PagedAttention(
             KernelOps ops, int heads, int kvHeads, int headDim, int blockSize, int tileHeads, int chunkRows,
-            int slabs) {
+            int slabs, KvType kvType) {
         this(ops, heads, kvHeads, headDim, blockSize, tileHeads, chunkRows, slabs, (float) (1.0 / Math.sqrt(headDim)),
-                0f);
+                0f, kvType);
     }
 
     /**
@@ -119,7 +122,7 @@ public final class PagedAttention {
      */
     public PagedAttention(
             KernelOps ops, int heads, int kvHeads, int headDim, int blockSize, int tileHeads, int chunkRows,
-            int slabs, float scale, float softcap) {
+            int slabs, float scale, float softcap, KvType kvType) {
         if (heads < 1 || kvHeads < 1 || heads % kvHeads != 0 || headDim < 1 || blockSize < 1) {
             throw new IllegalArgumentException("paged attention: heads = " + heads + ", kvHeads = " + kvHeads
                     + ", headDim = " + headDim + ", blockSize = " + blockSize
@@ -139,9 +142,13 @@ public final class PagedAttention {
         this.slabs = slabs;
         this.scale = scale;
         this.softcap = softcap;
+        this.kvType = kvType;
+        boolean half = kvType == KvType.F16;
         int group = heads / kvHeads;
         int rowStride = kvHeads * headDim;
         long headBytes = headDim * F;
+        long kvHeadBytes = (long) headDim * kvType.bytes();
+        long kvRowBytes = (long) rowStride * kvType.bytes();
         long scoreBytes = blockSize * F;
         long statBytes = STATS * F;
 
@@ -165,6 +172,8 @@ public final class PagedAttention {
             MemorySegment runningStats = last ? own[3] : c.region(3);
             MemorySegment runningOut = last ? own[4] : c.region(4);
             MemorySegment q = c.region(cells);
+            // An f16 cache's block of one KV head, keys and values, widened to f32.
+            MemorySegment[] wide = half ? widened.get() : null;
             int keysAt = cells + 1;
             int valuesAt = keysAt + runs;
             int outAt = valuesAt + runs;
@@ -184,23 +193,41 @@ public final class PagedAttention {
                     int run = (int) c.scalar(s);
                     long pieceAt = c.scalar(s + 1);
                     int positions = (int) c.scalar(s + 2);
-                    MemorySegment keys = c.region(keysAt + run);
-                    MemorySegment values = c.region(valuesAt + run);
+                    MemorySegment cachedKeys = c.region(keysAt + run);
+                    MemorySegment cachedValues = c.region(valuesAt + run);
                     for (int p0 = 0; p0 < positions; p0 += blockSize) {
                         int valid = Math.min(blockSize, positions - p0);
-                        long blockAt = pieceAt + p0 * (long) rowStride * F;
+                        long blockAt = pieceAt + p0 * kvRowBytes;
+                        int widenedHead = -1;
                         for (int hl = 0; hl < tile; hl++) {
-                            long kvAt = blockAt + (h0 + hl) / group * headBytes;
+                            int kvHead = (h0 + hl) / group;
+                            long kvAt = blockAt + kvHead * kvHeadBytes;
+                            MemorySegment keys = cachedKeys;
+                            MemorySegment values = cachedValues;
+                            int stride = rowStride;
+                            if (half) {
+                                // The block's rows of this KV head, widened once for the tile's
+                                // heads that read them (a tile's heads are in order, so a group's
+                                // are neighbours).
+                                if (kvHead != widenedHead) {
+                                    ops.widenF16(cachedKeys, kvAt, headDim, rowStride, valid, wide[0], 0);
+                                    ops.widenF16(cachedValues, kvAt, headDim, rowStride, valid, wide[1], 0);
+                                    widenedHead = kvHead;
+                                }
+                                keys = wide[0];
+                                values = wide[1];
+                                kvAt = 0;
+                                stride = headDim;
+                            }
                             long scoreAt = scoresAt + hl * scoreBytes;
                             long statAt = statsAt + hl * statBytes;
                             long headAt = headsAt + hl * headBytes;
-                            ops.qk(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, rowStride, valid,
-                                    scale);
+                            ops.qk(q, qAt + hl * headBytes, keys, kvAt, scores, scoreAt, headDim, stride, valid, scale);
                             if (softcap > 0) {
                                 capScores(scores, scoreAt, valid);
                             }
                             ops.softmaxPrepare(scores, scoreAt, blockStats, statAt, valid);
-                            ops.pv(scores, scoreAt, values, kvAt, partial, headAt, headDim, rowStride, valid);
+                            ops.pv(scores, scoreAt, values, kvAt, partial, headAt, headDim, stride, valid);
                             ops.onlineUpdate(runningStats, statAt, runningOut, headAt, blockStats, statAt, partial,
                                     headAt, headDim);
                         }
@@ -257,14 +284,19 @@ public final class PagedAttention {
         }
     }
 
-    /** Floats of one cache row: every KV head of one position. */
+    /** Elements of one cache row: every KV head of one position. */
     int rowStride() {
         return kvHeads * headDim;
     }
 
+    /** Bytes of one cache row, in the cache's element type. */
+    private long kvRowBytes() {
+        return (long) rowStride() * kvType.bytes();
+    }
+
     /** Bytes of one cache block. */
     long blockBytes() {
-        return (long) blockSize * rowStride() * F;
+        return blockSize * kvRowBytes();
     }
 
     /** Multiply-adds of attention over {@code keys} keys for one row, all heads, as FLOPs (qk and pv). */
@@ -285,6 +317,21 @@ public final class PagedAttention {
      * KiB a thread (under 5 for 8 heads of 64), freed with the thread.
      */
     private final ThreadLocal<MemorySegment[]> local = ThreadLocal.withInitial(this::newLocal);
+
+    /**
+     * Per core thread, for an f16 cache: one block's keys and values of one KV head, widened to
+     * f32 ({@code blockSize * headDim} floats each), which qk and pv then read as an f32 cache's:
+     * widened once per block and KV head, not once per query head (the 0.5B shape's seven query
+     * heads of a KV head would widen each element seven times). A few KiB to tens of KiB a
+     * thread (32 for blocks of 64 positions of head dim 64), freed with the thread.
+     */
+    private final ThreadLocal<MemorySegment[]> widened = ThreadLocal.withInitial(this::newWidened);
+
+    private MemorySegment[] newWidened() {
+        long bytes = (long) blockSize * headDim * F;
+        MemorySegment both = java.lang.foreign.Arena.ofAuto().allocate(2 * bytes, 64);
+        return new MemorySegment[] {both.asSlice(0, bytes), both.asSlice(bytes, bytes)};
+    }
 
     private MemorySegment[] newLocal() {
         long scores = (long) tileHeads * blockSize * F;
@@ -436,7 +483,7 @@ public final class PagedAttention {
                     int a = runs.firstBlock[k];
                     long from = runs.from[k];
                     accesses.add(read(cache.region(cacheOffset + runs.table[k][a] * blockBytes()
-                            + (from - (long) a * blockSize) * rowStride() * F, (runs.to[k] - from) * rowStride() * F)));
+                            + (from - (long) a * blockSize) * kvRowBytes(), (runs.to[k] - from) * kvRowBytes())));
                 }
             }
             if (single) {
@@ -631,7 +678,7 @@ public final class PagedAttention {
                     long hi = Math.min(rowContext[x], (long) j * blockSize);
                     int k = runOfBlock[x][first - runsFrom[x]];
                     scalars[at] = k;
-                    scalars[at + 1] = (lo - from[k]) * rowStride() * F;
+                    scalars[at + 1] = (lo - from[k]) * kvRowBytes();
                     scalars[at + 2] = hi - lo;
                     at += 3;
                     pieces++;

@@ -4,6 +4,7 @@ import dev.tandem.kernels.Ops;
 import dev.tandem.kernels.TensorType;
 import dev.tandem.llm.model.Architecture;
 import dev.tandem.llm.model.Checks;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.LlamaConfig;
 import dev.tandem.llm.model.LlamaModel;
 import dev.tandem.llm.model.LlamaRequest;
@@ -58,8 +59,22 @@ public final class LlamaReference {
     /** Per matrix and layer, whether it is a quantized product (q8_0 too): it takes its input quantized to q8_0 blocks. */
     private final boolean[][] quantizedInputs = new boolean[Tensor.values().length][];
 
+    /** The element type the keys and values are kept as, as the model's cache keeps them. */
+    private final KvType kvType;
+
+    /** The reference of a model whose KV cache keeps f32 keys and values: every value as computed. */
     public LlamaReference(LlamaWeights source) {
+        this(source, KvType.F32);
+    }
+
+    /**
+     * The reference of a model whose KV cache keeps its keys and values as {@code kvType}: each is
+     * rounded to it (to f32, then to the nearest f16 for {@link KvType#F16}) as it is cached, so
+     * that the reference sees the cache the model reads.
+     */
+    public LlamaReference(LlamaWeights source, KvType kvType) {
         this.c = source.config();
+        this.kvType = kvType;
         for (Tensor tensor : Tensor.values()) {
             if (!tensor.present(c)) {
                 continue;
@@ -166,6 +181,12 @@ public final class LlamaReference {
         return LOGIT_TOLERANCE;
     }
 
+    /** {@code value} as the model's cache keeps it: rounded to f32, and to f16 for an f16 cache. */
+    private double cached(double value) {
+        float f32 = (float) value;
+        return kvType == KvType.F16 ? Float.float16ToFloat(Float.floatToFloat16(f32)) : f32;
+    }
+
     /** A sequence at position 0 with an empty cache. */
     public Sequence sequence() {
         return new Sequence();
@@ -221,8 +242,10 @@ public final class LlamaReference {
                 boolean sliding = arch.sliding(l);
                 rope(q, c.heads(), sliding);
                 rope(k, c.kvHeads(), sliding);
-                System.arraycopy(k, 0, keys[l], position * kvDim, kvDim);
-                System.arraycopy(v, 0, values[l], position * kvDim, kvDim);
+                for (int i = 0; i < kvDim; i++) {
+                    keys[l][position * kvDim + i] = cached(k[i]);
+                    values[l][position * kvDim + i] = cached(v[i]);
+                }
                 double[] att = new double[qDim];
                 double scale = arch.attentionScale(hd);
                 double cap = arch.attentionSoftcap();

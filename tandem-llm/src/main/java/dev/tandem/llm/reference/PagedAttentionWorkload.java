@@ -10,6 +10,7 @@ import dev.tandem.Program;
 import dev.tandem.Worker;
 import dev.tandem.kernels.KernelOps;
 import dev.tandem.kernels.Ops;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.llm.model.PagedAttention;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -160,7 +161,7 @@ public final class PagedAttentionWorkload {
     public PagedAttentionWorkload(Shape shape, KernelOps ops, int tileHeads, int chunkRows) {
         this.shape = shape;
         this.attention = new PagedAttention(ops, shape.heads(), 1, shape.headDim(), shape.blockSize(),
-                Math.min(tileHeads, shape.heads()), chunkRows, PagedAttention.DEFAULT_SLABS);
+                Math.min(tileHeads, shape.heads()), chunkRows, PagedAttention.DEFAULT_SLABS, KvType.F32);
         int batch = shape.batch();
         int total = 0;
         for (int context : shape.contexts) {

@@ -72,7 +72,7 @@ class GgufTensorTypesTest {
 
     static void checkAgainstTheReference(Worker worker, GgufModel weights) {
         LlamaModel model = LlamaModel.load(worker, weights, Ops.preferred(), LlamaModel.Options.defaults());
-        LlamaReference reference = new LlamaReference(weights);
+        LlamaReference reference = new LlamaReference(weights, model.options().kvType());
         int vocab = weights.config().vocab();
         for (int[] prompt : PROMPTS) {
             LlamaRequest request = LlamaRequest.of(prompt, 12).withLogits(true);

@@ -19,10 +19,13 @@ import org.junit.jupiter.params.provider.CsvSource;
  */
 class PagedAttentionAllocationTest {
 
-    /** The 0.5B shape's attention: 14 heads over 2 KV heads of 64, blocks of 64 positions, tiles of 7 heads. */
-    @ParameterizedTest(name = "{0} rows from position {1}")
-    @CsvSource({"16, 500", "1, 100"})
-    void aWarmTaskAllocatesNothing(int rows, int first) {
+    /**
+     * The 0.5B shape's attention: 14 heads over 2 KV heads of 64, blocks of 64 positions, tiles of
+     * 7 heads; over an f16 cache (whose kernels widen the keys and values first) and an f32 one.
+     */
+    @ParameterizedTest(name = "{0} rows from position {1}, {2} cache")
+    @CsvSource({"16, 500, F16", "1, 100, F16", "16, 500, F32", "1, 100, F32"})
+    void aWarmTaskAllocatesNothing(int rows, int first, KvType type) {
         KernelOps ops = Ops.preferred();
         if (!ops.name().startsWith("vector")) {
             return;
@@ -31,7 +34,7 @@ class PagedAttentionAllocationTest {
         int kvHeads = 2;
         int headDim = 64;
         int block = 64;
-        var attention = new PagedAttention(ops, heads, kvHeads, headDim, block, 7, 16, 8);
+        var attention = new PagedAttention(ops, heads, kvHeads, headDim, block, 7, 16, 8, type);
         var o = new RecordingOrchestrator();
         int[] table = new int[64];
         for (int j = 0; j < table.length; j++) {
@@ -43,7 +46,7 @@ class PagedAttentionAllocationTest {
             contexts[r] = first + r + 1;
             tables[r] = table;
         }
-        long cache = 128L * block * kvHeads * headDim * Float.BYTES;
+        long cache = 128L * block * kvHeads * headDim * type.bytes();
         long rowBytes = (long) heads * headDim * Float.BYTES;
         attention.submit(o, attention.allocateScratch(o::allocate, rows), rows,
                 new RecordingOrchestrator.Plain("q", rows * rowBytes), new RecordingOrchestrator.Plain("keys", cache),
@@ -55,6 +58,13 @@ class PagedAttentionAllocationTest {
                 var buffer = o.tasks.stream().flatMap(t -> java.util.Arrays.stream(t.accesses()))
                         .map(a -> a.region().buffer()).filter(b -> b.name().equals(name)).findFirst().orElseThrow();
                 var segment = memory.of(buffer);
+                if (type == KvType.F16 && !name.equals("q")) {
+                    for (long i = 0; i < segment.byteSize() / Short.BYTES; i++) {
+                        segment.setAtIndex(java.lang.foreign.ValueLayout.JAVA_SHORT, i,
+                                Float.floatToFloat16(random.nextFloat() - 0.5f));
+                    }
+                    continue;
+                }
                 for (long i = 0; i < segment.byteSize() / Float.BYTES; i++) {
                     segment.setAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT, i, random.nextFloat() - 0.5f);
                 }

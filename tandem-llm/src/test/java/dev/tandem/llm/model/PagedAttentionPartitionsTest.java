@@ -9,7 +9,7 @@ class PagedAttentionPartitionsTest {
 
     @Test
     void aRowsPartitionsDependOnItsContextAlone() {
-        var attention = new PagedAttention(Ops.scalar(), 4, 1, 16, 16, 4, 16, 8);
+        var attention = new PagedAttention(Ops.scalar(), 4, 1, 16, 16, 4, 16, 8, KvType.F32);
         assertThat(attention.partitionsOf(1)).isEqualTo(1);
         assertThat(attention.partitionsOf(16)).isEqualTo(1); // 256 positions
         assertThat(attention.partitionsOf(17)).isEqualTo(2);
@@ -25,7 +25,7 @@ class PagedAttentionPartitionsTest {
             assertThat((long) per * (parts - 1)).as("no empty partition, blocks %d", blocks).isLessThan(blocks);
             assertThat(parts).isBetween(1, 8);
         }
-        var long256 = new PagedAttention(Ops.scalar(), 4, 1, 16, 256, 4, 16, 8);
+        var long256 = new PagedAttention(Ops.scalar(), 4, 1, 16, 256, 4, 16, 8, KvType.F32);
         assertThat(long256.partitionsOf(1)).isEqualTo(1);
         assertThat(long256.partitionsOf(2)).isEqualTo(2);
     }

@@ -9,6 +9,8 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * What the attention of a prompt's rows declares: each task reads a run of KV blocks once
@@ -60,7 +62,7 @@ class PagedAttentionRegionsTest {
 
     @Test
     void aChunkOfOneSequencesRowsReadsEachKvBlockOnce() {
-        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8);
+        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8, KvType.F32);
         for (boolean adjacent : new boolean[] {true, false}) {
             int[] table = table(200, adjacent);
             RecordingOrchestrator o = prompt(attention, 100, 48, table, 0); // contexts 101..148: up to 37 blocks, 1 partition
@@ -85,7 +87,7 @@ class PagedAttentionRegionsTest {
 
     @Test
     void rowsOfSeveralPartitionsShareTheirScratchCellsAndRuns() {
-        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, 2, 16, 8);
+        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, 2, 16, 8, KvType.F32);
         RecordingOrchestrator o = prompt(attention, 400, 16, table(200, true), 0); // 101-104 blocks: 2 partitions each
         // per tile of 2 heads: 2 partition tasks and a combine
         assertThat(o.tasks).extracting(RecordingOrchestrator.Submitted::name)
@@ -102,10 +104,12 @@ class PagedAttentionRegionsTest {
         }
     }
 
-    @Test
-    void aSlidingWindowReadsFromItsFirstPositionOnly() {
-        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8);
-        long row = (long) KV_HEADS * HEAD_DIM * Float.BYTES;
+    /** In either element type of the cache: its rows are as many bytes apart as that type makes them. */
+    @ParameterizedTest
+    @EnumSource(KvType.class)
+    void aSlidingWindowReadsFromItsFirstPositionOnly(KvType type) {
+        var attention = new PagedAttention(Ops.scalar(), HEADS, KV_HEADS, HEAD_DIM, BLOCK, HEADS, 16, 8, type);
+        long row = (long) KV_HEADS * HEAD_DIM * type.bytes();
         RecordingOrchestrator o = prompt(attention, 50, 16, table(200, true), 6); // rows at 50..65, each sees 6 positions
         List<Region> keys = reads(o.tasks.getFirst(), "keys");
         assertThat(keys).hasSize(1);
