@@ -15,8 +15,6 @@ import dev.tandem.kernels.scalar.OnlineSoftmax;
 import dev.tandem.kernels.scalar.ScalarOps;
 import java.lang.foreign.MemorySegment;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.IntVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorOperators;
 
 /** The vector kernels of {@link AttentionOps}. */
@@ -98,7 +96,8 @@ public final class VectorAttention {
             long to = outOffset + (long) j * headDim * F;
             int c = 0;
             for (; c < upper; c += L) {
-                loadF16(halves, from + c * H).intoMemorySegment(out, to + c * F, LE);
+                VectorDequantize.widenF16(VectorDequantize.loadHalves(halves, from + c * H))
+                        .intoMemorySegment(out, to + c * F, LE);
             }
             for (; c < headDim; c++) {
                 out.set(F32, to + c * F, Float.float16ToFloat(halves.get(F16, from + c * H)));
@@ -108,23 +107,6 @@ public final class VectorAttention {
 
     /** Bytes of one f16. */
     private static final long H = Short.BYTES;
-
-    /**
-     * {@link VectorLanes#L} f16 at {@code offset}, widened to f32 as {@link Float#float16ToFloat}
-     * widens each, in int lanes (the Vector API has no half-float conversion). The lanes come
-     * sign-extended, so shifted left by 13 they hold the sign in bit 31 and the exponent and
-     * mantissa in an f32's places; as an f32 that is the value times {@code 2^-112} for normals,
-     * subnormals and zeros alike, so one multiply by {@code 2^112} makes it exact, sign included.
-     * The all-ones exponent (infinities, and NaNs with their payload) becomes f32's all-ones
-     * exponent by a blend.
-     */
-    static FloatVector loadF16(MemorySegment segment, long offset) {
-        IntVector bits = VectorDequantize.loadHalves(segment, offset).lanewise(VectorOperators.LSHL, 13)
-                .and(0x8fff_e000);
-        FloatVector finite = bits.reinterpretAsFloats().mul(0x1p112f);
-        VectorMask<Integer> special = bits.and(0x0f80_0000).compare(VectorOperators.EQ, 0x0f80_0000);
-        return finite.reinterpretAsInts().blend(bits.or(0x7f80_0000), special).reinterpretAsFloats();
-    }
 
     static void softmaxPrepare(
             MemorySegment scores, long scoresOffset, MemorySegment blockStats, long blockStatsOffset, int n) {

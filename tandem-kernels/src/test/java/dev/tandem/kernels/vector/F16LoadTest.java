@@ -8,7 +8,8 @@ import java.lang.foreign.MemorySegment;
 import org.junit.jupiter.api.Test;
 
 /**
- * {@link VectorAttention#loadF16}, the widening load of the f16 KV cache, is
+ * {@link VectorDequantize#widenF16} over {@link VectorDequantize#loadHalves}, the widening load of
+ * the f16 KV cache ({@link VectorAttention#widenF16}) and of f16 weights, is
  * {@link Float#float16ToFloat} lane by lane for every one of the 65,536 f16 bit patterns:
  * normals, subnormals, both zeros and both infinities bit for bit, every NaN as a NaN with its
  * sign and payload.
@@ -42,7 +43,8 @@ class F16LoadTest {
         float[] lane = new float[lanes];
         int mismatches = 0;
         for (int h0 = 0; h0 < 65_536; h0 += lanes) {
-            VectorAttention.loadF16(halves, pad + (long) h0 * Short.BYTES).intoArray(lane, 0);
+            VectorDequantize.widenF16(VectorDequantize.loadHalves(halves, pad + (long) h0 * Short.BYTES))
+                    .intoArray(lane, 0);
             for (int i = 0; i < lanes; i++) {
                 float expected = Float.float16ToFloat((short) (h0 + i));
                 int want = Float.floatToRawIntBits(expected);
