@@ -158,6 +158,17 @@ public final class Worker implements AutoCloseable {
     }
 
     /**
+     * Total time request programs spent building steps, in nanoseconds: per step, from its
+     * first call to the orchestrator ({@code allocateStep}, {@code submit}, {@code upload}) to its
+     * {@code endStep}, waits at the step's bound on tasks in flight included, the run-ahead and
+     * stream-buffer waits after it not. Over the steps built, the host's cost per step, which
+     * the device overlaps with its own work only while the host stays ahead of it.
+     */
+    public long hostBuildNanos() {
+        return runtime.hostBuildNanos();
+    }
+
+    /**
      * Everything traced so far, by start time; empty when tracing is off or when the trace
      * streams to a file without retaining its events ({@link TraceConfig#retainEvents()}).
      */

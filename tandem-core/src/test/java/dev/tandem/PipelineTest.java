@@ -60,6 +60,48 @@ class PipelineTest {
     }
 
     /**
+     * {@link Worker#hostBuildNanos()} counts a step from its first orchestrator call to its
+     * {@code endStep}: time a program spends inside a step counts, time before a step's first
+     * call does not.
+     */
+    @Test
+    void hostBuildTimeCountsTheTimeInsideEachStepOnly() {
+        try (Worker worker = Worker.create(CpuDeviceConfig.withCores(1))) {
+            assertThat(worker.hostBuildNanos()).isZero();
+            long sleepMillis = 30;
+            Program<Integer> program = (o, steps) -> {
+                Buffer token = o.allocate(ValueLayout.JAVA_INT, 1);
+                for (int i = 0; i < steps; i++) {
+                    sleep(sleepMillis); // before the step's first call: not building it
+                    o.submit(INCREMENT, readWrite(token));
+                    if (i == 0) {
+                        sleep(sleepMillis); // inside the first step
+                    }
+                    o.endStep(token.region());
+                }
+            };
+            long start = System.nanoTime();
+            TokenStream stream = worker.run(program, 3);
+            assertThat(stream.completion().join().status()).isEqualTo(Status.COMPLETED);
+            long wall = System.nanoTime() - start;
+            long built = worker.hostBuildNanos();
+            assertThat(built).isGreaterThanOrEqualTo(TimeUnit.MILLISECONDS.toNanos(sleepMillis));
+            // The three sleeps before a step's first call are not build time: without them the
+            // counter could not be below the run's wall time less one sleep.
+            assertThat(built).isLessThan(wall - TimeUnit.MILLISECONDS.toNanos(2 * sleepMillis));
+        }
+    }
+
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /**
      * {@code submit} copies its access and scalar arrays, so a program may fill one array per
      * task and reuse it: each task runs with what it was submitted with, even while the next
      * submits overwrite the arrays (the core is held until the step is built).

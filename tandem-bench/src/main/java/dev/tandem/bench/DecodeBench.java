@@ -41,9 +41,16 @@ import java.util.Random;
  */
 public final class DecodeBench {
 
-    /** One decoder configuration's figures. */
+    /**
+     * One decoder configuration's figures.
+     *
+     * @param deviceBusy        the cores' time running tasks over their time, from the first
+     *                          token delivered to the last (the steps alone, as {@code msPerStep})
+     * @param hostMicrosPerStep the programs' step-build time ({@link Worker#hostBuildNanos()})
+     *                          over the steps built, the prompt's step included
+     */
     public record Row(String workload, int requests, int batch, int runAhead, double tokensPerSecond,
-            double msPerStep) {
+            double msPerStep, double deviceBusy, double hostMicrosPerStep) {
 
         public Map<String, Object> toJson() {
             Map<String, Object> out = new LinkedHashMap<>();
@@ -53,6 +60,8 @@ public final class DecodeBench {
             out.put("run_ahead", runAhead);
             out.put("tokens_per_s", tokensPerSecond);
             out.put("ms_per_step", msPerStep);
+            out.put("device_busy", deviceBusy);
+            out.put("host_us_per_step", hostMicrosPerStep);
             return out;
         }
     }
@@ -212,8 +221,14 @@ public final class DecodeBench {
         SessionConfig config = SessionConfig.defaults().maxActive(requests).maxQueued(requests).memoryPerRequest(memory)
                 .runAhead(runAhead);
         long start = System.nanoTime();
+        long buildBefore = worker.hostBuildNanos();
         double stepMillis = 0;
         long sequenceTokens = 0;
+        long steps = 0;
+        long windowStart = Long.MAX_VALUE;
+        long windowEnd = Long.MIN_VALUE;
+        long busyAtStart = 0;
+        long busyAtEnd = 0;
         try (Session<LlamaRequest> session = worker.openSession(model.program(), config)) {
             List<TokenStream> streams = new ArrayList<>();
             for (LlamaRequest input : inputs) {
@@ -222,6 +237,8 @@ public final class DecodeBench {
             // One reader per stream; its first and last token bound the request's steps.
             long[] first = new long[requests];
             long[] last = new long[requests];
+            long[] busyFirst = new long[requests];
+            long[] busyLast = new long[requests];
             int[] counts = new int[requests];
             List<Thread> readers = new ArrayList<>();
             for (int i = 0; i < requests; i++) {
@@ -230,10 +247,13 @@ public final class DecodeBench {
                 readers.add(Thread.ofVirtual().start(() -> {
                     for (Token token : stream) {
                         long now = System.nanoTime();
+                        long busy = worker.deviceBusyNanos();
                         if (counts[index]++ == 0) {
                             first[index] = now;
+                            busyFirst[index] = busy;
                         }
                         last[index] = now;
+                        busyLast[index] = busy;
                     }
                 }));
             }
@@ -245,11 +265,24 @@ public final class DecodeBench {
                 }
                 stepMillis += (last[i] - first[i]) / 1e6 / Math.max(1, counts[i] - 1);
                 sequenceTokens += (long) counts[i] * batch;
+                steps += counts[i];
+                if (first[i] < windowStart) {
+                    windowStart = first[i];
+                    busyAtStart = busyFirst[i];
+                }
+                if (last[i] > windowEnd) {
+                    windowEnd = last[i];
+                    busyAtEnd = busyLast[i];
+                }
             }
         }
         double seconds = (System.nanoTime() - start) / 1e9;
+        int cores = worker.device().cores();
+        double busy = windowEnd > windowStart
+                ? (busyAtEnd - busyAtStart) / ((double) cores * (windowEnd - windowStart)) : Double.NaN;
+        double hostMicros = (worker.hostBuildNanos() - buildBefore) / 1e3 / Math.max(1, steps);
         return new Row("llama-" + model.config().weightType().name().toLowerCase(Locale.ROOT), requests,
-                batch, runAhead, sequenceTokens / seconds, stepMillis / requests);
+                batch, runAhead, sequenceTokens / seconds, stepMillis / requests, busy, hostMicros);
     }
 
     private static void join(Thread thread) {

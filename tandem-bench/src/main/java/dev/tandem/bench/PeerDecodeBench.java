@@ -42,7 +42,7 @@ public final class PeerDecodeBench {
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
             double tandemBatch8, double tandemBatch8Request, double tandemFourRequests, double heapBytesPerToken,
-            double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp,
+            double deviceBusy, double hostMicrosPerStep, double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp,
             double loadAverage) {
 
         /**
@@ -84,6 +84,8 @@ public final class PeerDecodeBench {
             out.put("tandem_4_requests_tokens_per_s", tandemFourRequests);
             out.put("tandem_bytes_per_token", tandemBytes);
             out.put("tandem_heap_bytes_per_token", Double.isNaN(heapBytesPerToken) ? null : heapBytesPerToken);
+            out.put("tandem_device_busy", deviceBusy);
+            out.put("tandem_host_us_per_step", hostMicrosPerStep);
             out.put("tandem_gb_per_s", tandemBytes * tandemBest() / 1e9);
             out.put("llamacpp_bytes_per_token", fileBytes);
             out.put("llamacpp_gb_per_s", Double.isNaN(llamaCpp) ? null : fileBytes * llamaCpp / 1e9);
@@ -144,6 +146,8 @@ public final class PeerDecodeBench {
         double[] llamaPrompt = new double[rounds];
         Arrays.fill(llamaPrompt, Double.NaN);
         double[] heap = new double[rounds];
+        double[] busy = new double[rounds];
+        double[] host = new double[rounds];
         double[] llama = new double[rounds];
         Arrays.fill(llama, Double.NaN);
         long tandemBytes;
@@ -168,7 +172,10 @@ public final class PeerDecodeBench {
                 load = maxOf(load, ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage());
                 tandem[0][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 1, tokens).msPerStep();
                 long allocated = allocatedBytes();
-                tandem[1][r] = 1e3 / DecodeBench.measure(worker, model, 1, 1, 2, tokens).msPerStep();
+                DecodeBench.Row batch1 = DecodeBench.measure(worker, model, 1, 1, 2, tokens);
+                tandem[1][r] = 1e3 / batch1.msPerStep();
+                busy[r] = batch1.deviceBusy();
+                host[r] = batch1.hostMicrosPerStep();
                 heap[r] = allocated < 0 ? Double.NaN : (allocatedBytes() - allocated) / (double) tokens;
                 DecodeBench.Row batch8 = DecodeBench.measure(worker, model, 1, 8, 2, tokens);
                 tandem[2][r] = 8 * 1e3 / batch8.msPerStep();
@@ -191,7 +198,7 @@ public final class PeerDecodeBench {
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
                 Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap),
-                Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp, load);
+                Stats.median(busy), Stats.median(host), Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp, load);
     }
 
     /** The larger of a running maximum and a load average; a negative average means the OS gives none. */

@@ -84,7 +84,7 @@ class PeerDecodeBenchTest {
     }
 
     private static PeerDecodeBench.Row rowAtLoad(double load) {
-        return new PeerDecodeBench.Row("m", "Q8_0", 1, 1, 1, 1, 1, 1, 1, 1, Double.NaN, "none", 1, Double.NaN,
+        return new PeerDecodeBench.Row("m", "Q8_0", 1, 1, 1, 1, 1, 1, 1, 1, 0.9, 10, Double.NaN, "none", 1, Double.NaN,
                 new WarmUp.Result(1, 1, 0, true), load);
     }
 }

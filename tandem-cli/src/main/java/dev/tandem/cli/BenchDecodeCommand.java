@@ -20,6 +20,11 @@ final class BenchDecodeCommand implements Runnable {
     /** Measured requests in the warm trace of {@code --trace}. */
     static final int TRACED_REQUESTS = 3;
 
+    /** What the busy and host columns mean. */
+    static final String BUSY_LEGEND = "(busy: the device cores' time running tasks over their time, first token to"
+            + " last; host us: the program's time building a step, per step; both batch 1, runAhead 2 in the file"
+            + " table)";
+
     @picocli.CommandLine.Mixin
     BenchCommand.Common common = new BenchCommand.Common();
 
@@ -88,15 +93,16 @@ final class BenchDecodeCommand implements Runnable {
         // The machine's bandwidth on a buffer well beyond the caches, whatever the models' size.
         long largest = Math.max(256L << 20, rows.stream().mapToLong(PeerDecodeBench.Row::fileBytes).max().orElse(0));
         double copy = DecodeBench.copyBandwidth(largest, coreCount, 7);
-        out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %9s %9s %8s %7s %6s%n", "model", "type",
-                "tandem", "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "prompt", "llama pp",
-                "pp ratio", "warm s", "load");
+        out.printf(Locale.ROOT, "%-28s %-5s %9s %9s %9s %9s %9s %7s %8s %8s %8s %6s %8s %9s %9s %8s %7s %6s%n", "model",
+                "type", "tandem", "ra1", "ra2", "batch8", "4 req", "llama", "ratio", "GB/s", "heap/tok", "busy", "host us",
+                "prompt", "llama pp", "pp ratio", "warm s", "load");
         for (PeerDecodeBench.Row r : rows) {
             out.printf(Locale.ROOT,
-                    "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %9.1f %9.1f %8.2f %6.1f%s %5.1f%s%n",
+                    "%-28s %-5s %9.1f %9.1f %9.1f %9.1f %9.1f %7.1f %8.2f %8.2f %8s %5.1f%% %8.1f %9.1f %9.1f %8.2f %6.1f%s"
+                            + " %5.1f%s%n",
                     r.model(), r.type(), r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(),
                     r.tandemFourRequests(), r.llamaCpp(), r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9,
-                    kilobytes(r.heapBytesPerToken()), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio(),
+                    kilobytes(r.heapBytesPerToken()), 100 * r.deviceBusy(), r.hostMicrosPerStep(), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio(),
                     r.warmUp().seconds(), r.warmUp().quiet() ? "" : "!", r.loadAverage(), r.busy(coreCount) ? "!" : "");
             if (r.llamaCppMissing() != null && withPeer) {
                 out.println("  llama.cpp: " + r.llamaCppMissing());
@@ -105,6 +111,7 @@ final class BenchDecodeCommand implements Runnable {
         out.printf(Locale.ROOT, "machine: a plain copy of %.1f MB reads at %.2f GB/s%n", largest / 1e6, copy);
         out.println("(tandem, ra1, ra2, batch8: from a request's step rate, first token to last, as llama-bench times"
                 + " its steps alone; 4 req: whole requests; the JSON has batch 8 over the whole request too)");
+        out.println(BUSY_LEGEND);
         out.println("(heap/tok: bytes the JVM allocated per batch-1 token, runAhead 2: the step's tasks and"
                 + " region views, plus whatever a kernel C2 compiled without its vector intrinsics boxed)");
         out.printf(Locale.ROOT, "(prompt: tokens/s of a %d-token prompt to its first token; llama pp: llama-bench -p %d"
@@ -174,12 +181,14 @@ final class BenchDecodeCommand implements Runnable {
         out.printf(Locale.ROOT, "decode: model %s, %d tokens per request, %d device core(s), %s KV cache, best of %d%n",
                 model, tokens, coreCount, kvType.name().toLowerCase(Locale.ROOT), repetitions);
         DecodeBench.Result r = DecodeBench.run(model, coreCount, tokens, repetitions, kvType);
-        out.printf(Locale.ROOT, "%-12s %8s %5s %9s %10s %10s%n", "workload", "requests", "batch", "runAhead", "tokens/s",
-                "ms/step");
+        out.printf(Locale.ROOT, "%-12s %8s %5s %9s %10s %10s %6s %8s%n", "workload", "requests", "batch", "runAhead",
+                "tokens/s", "ms/step", "busy", "host us");
         for (DecodeBench.Row row : r.rows()) {
-            out.printf(Locale.ROOT, "%-12s %8d %5d %9d %10.1f %10.3f%n", row.workload(), row.requests(), row.batch(),
-                    row.runAhead(), row.tokensPerSecond(), row.msPerStep());
+            out.printf(Locale.ROOT, "%-12s %8d %5d %9d %10.1f %10.3f %5.1f%% %8.1f%n", row.workload(), row.requests(),
+                    row.batch(), row.runAhead(), row.tokensPerSecond(), row.msPerStep(), 100 * row.deviceBusy(),
+                    row.hostMicrosPerStep());
         }
+        out.println(BUSY_LEGEND);
         out.printf(Locale.ROOT, "paged attention (16 x 16 heads x 128, blocks of 128, context 8192): %.2f ms per layer,"
                 + " %.1f GFLOP/s%n", r.attentionMsPerLayer(), r.attentionGflops());
         out.printf(Locale.ROOT, "scalar reference (the floor): %.1f tokens/s%n", r.referenceTokensPerSecond());

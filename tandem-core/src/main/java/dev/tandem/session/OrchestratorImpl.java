@@ -332,7 +332,10 @@ final class OrchestratorImpl implements Orchestrator {
             publishAt = publishBatch;
             request.stepCreated();
             openStep = step;
-            stepBuildStart = trace != null ? trace.spanStart(TraceEvent.Kind.STEP_BUILD) : 0;
+            stepBuildStart = System.nanoTime();
+            if (trace != null) {
+                trace.spanStart(TraceEvent.Kind.STEP_BUILD);
+            }
         }
         return step;
     }
@@ -340,8 +343,10 @@ final class OrchestratorImpl implements Orchestrator {
     private void closeStep(Region tokenRegion) {
         Step step = openStep;
         publish();
+        long built = System.nanoTime();
+        device.buildNanos().add(built - stepBuildStart);
         if (trace != null) {
-            trace.record(TraceEvent.Kind.STEP_BUILD, stepBuildStart, System.nanoTime(), TraceEvent.HOST, request.id(),
+            trace.record(TraceEvent.Kind.STEP_BUILD, stepBuildStart, built, TraceEvent.HOST, request.id(),
                     step.index(), taskIndex - stepTasks, null, stepTasks); // task: the step's first
         }
         openStep = null;

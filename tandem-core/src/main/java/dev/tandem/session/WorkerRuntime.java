@@ -30,6 +30,7 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -98,7 +99,7 @@ public final class WorkerRuntime {
         this.cores = Device.cpu(deviceConfig, trace, name);
         this.memory = cores.memory();
         this.threads = new RuntimeThreads(name);
-        this.parts = new DeviceParts(cores, trace, threads);
+        this.parts = new DeviceParts(cores, trace, threads, new LongAdder());
         if (traceWriter != null) {
             traceWriter.start();
         }
@@ -255,6 +256,10 @@ public final class WorkerRuntime {
 
     public long deviceBusyNanos() {
         return cores.busyNanos();
+    }
+
+    public long hostBuildNanos() {
+        return parts.buildNanos().sum();
     }
 
     public List<TraceEvent> traceEvents() {
