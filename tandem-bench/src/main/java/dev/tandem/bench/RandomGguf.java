@@ -171,19 +171,49 @@ public final class RandomGguf {
                     }
                     long[] dims = {t.cols(shape), rows};
                     long elements = dims[0] * dims[1];
-                    TensorType kernelType = TensorType.fromGgmlId(type.id());
+                    GgmlType tensorType = fallback(type, dims[0]);
+                    TensorType kernelType = TensorType.fromGgmlId(tensorType.id());
                     MemorySegment out = arena.allocate(kernelType.bytes(elements), 64);
-                    switch (type.name()) {
-                        case "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS" -> randomBlocks(out, type, random);
+                    switch (tensorType.name()) {
+                        case "Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K", "IQ4_NL", "IQ4_XS" ->
+                                randomBlocks(out, tensorType, random);
                         default -> Ops.scalar().quantize(kernelType, f32, 0, out, 0, elements);
                     }
-                    w.tensor(name, type, dims, out);
+                    w.tensor(name, tensorType, dims, out);
                 }
             }
             w.write(path);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /**
+     * The type a matrix of rows of {@code cols} values is written in when {@code type} is asked
+     * for: {@code type} itself where its blocks divide the rows, else the 32-value type
+     * {@code llama-quantize} falls back to for it ({@code tensor_type_fallback}), so a shape of
+     * Qwen2.5-0.5B's width (896) in a k-quant is the mix its users download.
+     *
+     * @throws IllegalArgumentException where neither fits, naming both
+     */
+    static GgmlType fallback(GgmlType type, long cols) {
+        if (cols % type.blockSize() == 0) {
+            return type;
+        }
+        GgmlType fallback = switch (type.name()) {
+            case "IQ4_XS" -> GgmlType.byName("IQ4_NL");
+            case "Q2_K", "Q3_K" -> GgmlType.byName("Q4_0");
+            case "Q4_K" -> GgmlType.byName("Q5_0");
+            case "Q5_K" -> GgmlType.byName("Q5_1");
+            case "Q6_K" -> GgmlType.byName("Q8_0");
+            default -> null;
+        };
+        if (fallback == null || cols % fallback.blockSize() != 0) {
+            throw new IllegalArgumentException("rows of " + cols + " values fit neither " + type.name() + " (blocks of "
+                    + type.blockSize() + ")" + (fallback == null ? "" : " nor its fallback " + fallback.name() + " (blocks of "
+                    + fallback.blockSize() + ")"));
+        }
+        return fallback;
     }
 
     /**

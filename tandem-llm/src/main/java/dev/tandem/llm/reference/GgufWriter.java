@@ -87,8 +87,12 @@ public final class GgufWriter {
             elements *= d;
         }
         long rowBytes = type.rowBytes(dims.length == 0 ? 1 : dims[0]);
+        if (rowBytes < 0) {
+            throw new IllegalArgumentException("tensor " + name + ": a " + type.name() + " row holds a multiple of "
+                    + type.blockSize() + " values, and " + java.util.Arrays.toString(dims) + " has rows of " + dims[0]);
+        }
         long bytes = rowBytes * (elements / (dims.length == 0 ? 1 : dims[0]));
-        if (rowBytes < 0 || data.byteSize() != bytes) {
+        if (data.byteSize() != bytes) {
             throw new IllegalArgumentException("tensor " + name + ": " + data.byteSize() + " bytes given, a "
                     + type.name() + " tensor of " + java.util.Arrays.toString(dims) + " has " + bytes);
         }

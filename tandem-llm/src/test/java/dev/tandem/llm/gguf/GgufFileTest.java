@@ -63,6 +63,19 @@ class GgufFileTest {
         }
     }
 
+    @Test
+    void theWriterRefusesRowsItsTypeCannotHoldNamingTheBlockSize() {
+        GgufWriter w = new GgufWriter();
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofConfined()) {
+            var data = arena.allocate(1024);
+            assertThatThrownBy(() -> w.tensor("t", GgmlType.byName("Q4_K"), new long[] {896, 2}, data))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessage("tensor t: a Q4_K row holds a multiple of 256 values, and [896, 2] has rows of 896");
+            assertThatThrownBy(() -> w.tensor("t", GgmlType.byName("Q8_0"), new long[] {64, 2}, data))
+                    .hasMessage("tensor t: 1024 bytes given, a Q8_0 tensor of [64, 2] has 136");
+        }
+    }
+
     @ParameterizedTest
     @ValueSource(ints = {2, 3})
     void roundTripsEveryValueTypeAndTensors(int version) throws IOException {
