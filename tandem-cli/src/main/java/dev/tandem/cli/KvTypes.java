@@ -3,7 +3,6 @@ package dev.tandem.cli;
 import dev.tandem.llm.model.KvType;
 import java.util.Arrays;
 import java.util.Iterator;
-import java.util.Locale;
 import picocli.CommandLine;
 
 /**
@@ -22,18 +21,16 @@ final class KvTypes implements CommandLine.ITypeConverter<KvType>, Iterable<Stri
 
     @Override
     public KvType convert(String value) {
-        for (KvType type : KvType.values()) {
-            if (type.name().equalsIgnoreCase(value)) {
-                return type;
-            }
+        try {
+            return KvType.parse(value);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.TypeConversionException(e.getMessage());
         }
-        throw new CommandLine.TypeConversionException("expected one of " + String.join(", ", this) + " but was '"
-                + value + "'");
     }
 
     /** The allowed values, for the error above and picocli's completion candidates. */
     @Override
     public Iterator<String> iterator() {
-        return Arrays.stream(KvType.values()).map(t -> t.name().toLowerCase(Locale.ROOT)).iterator();
+        return Arrays.stream(KvType.values()).map(KvType::label).iterator();
     }
 }

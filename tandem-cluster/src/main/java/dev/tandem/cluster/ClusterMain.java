@@ -2,6 +2,7 @@ package dev.tandem.cluster;
 
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.EmbeddedModel;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.server.ServerConfig;
 import java.io.PrintStream;
 import java.time.Duration;
@@ -63,8 +64,33 @@ public final class ClusterMain implements Callable<Integer> {
     @Option(names = "--max-queued", defaultValue = "64", description = "Worker: requests that may wait (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
+    @Option(names = {"-b", "--batch-size"}, paramLabel = "ROWS", defaultValue = "256",
+            description = "Worker: rows of one step at most, as llama-server's -b counts them: one per decoding"
+                    + " request, the rest for prompts; more than --max-batch (default: ${DEFAULT-VALUE}).")
+    int batchSize;
+
     @Option(names = "--cores", defaultValue = "0", description = "Worker: device cores (default: available processors).")
     int cores;
+
+    @Option(names = {"-c", "--ctx-size"}, paramLabel = "TOKENS", defaultValue = "0",
+            description = "Context length of every request, at most the model's (default: the model's). Worker: its"
+                    + " model's; gateway: the limits it admits requests for its own model by.")
+    int contextSize;
+
+    @Option(names = "--kv-cells", paramLabel = "POSITIONS", defaultValue = "0",
+            description = "Worker: KV cache positions of the pool, all sequences together, as llama-server's -c counts"
+                    + " them (default 0: --max-batch full contexts, at most 1 GiB of cache).")
+    int kvCells;
+
+    @Option(names = "--kv-type", paramLabel = "f16|f32", defaultValue = "f16", converter = KvTypeConverter.class,
+            description = "Worker: element type of the KV cache: f16 (half the memory, llama.cpp's default) or f32"
+                    + " (default: ${DEFAULT-VALUE}).")
+    KvType kvType;
+
+    @Option(names = "--no-prefix-cache",
+            description = "Worker: compute every prompt from its first token instead of taking the KV blocks of a"
+                    + " prefix seen before.")
+    boolean noPrefixCache;
 
     @Option(names = "--drain-seconds", defaultValue = "30",
             description = "On SIGTERM, how long streams in flight may finish (default: ${DEFAULT-VALUE}).")
@@ -95,6 +121,18 @@ public final class ClusterMain implements Callable<Integer> {
         }
     }
 
+    /** {@code --kv-type}: {@link KvType#parse}, its message the usage error. */
+    static final class KvTypeConverter implements CommandLine.ITypeConverter<KvType> {
+        @Override
+        public KvType convert(String value) {
+            try {
+                return KvType.parse(value);
+            } catch (IllegalArgumentException e) {
+                throw new CommandLine.TypeConversionException(e.getMessage());
+            }
+        }
+    }
+
     /** The node's options from the command line; throws {@link IllegalArgumentException} naming a bad one. */
     ClusterNode.Options options() {
         if (drainSeconds < 0) {
@@ -105,11 +143,22 @@ public final class ClusterMain implements Callable<Integer> {
         }
         ServerConfig server = ServerConfig.builder().host(host).port(port).maxTokens(maxTokens)
                 .drainTimeout(Duration.ofSeconds(drainSeconds)).build();
-        BatcherConfig batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).build();
+        if (contextSize < 0 || kvCells < 0) {
+            throw new IllegalArgumentException("--ctx-size and --kv-cells must be >= 0, were " + contextSize + " and "
+                    + kvCells);
+        }
+        BatcherConfig batcher;
+        try {
+            batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).tokenBudget(batchSize)
+                    .prefixCache(!noPrefixCache).build();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("--batch-size " + batchSize + " and --max-batch " + maxBatch + ": "
+                    + e.getMessage(), e);
+        }
         return new ClusterNode.Options(role, clusterHost, clusterPort, join, EmbeddedModel.resolve(model), server, batcher,
                 cores == 0 ? Runtime.getRuntime().availableProcessors() : cores, Duration.ofMillis(heartbeatIntervalMs),
                 Duration.ofMillis(heartbeatPauseMs), Duration.ofMillis(loadIntervalMs), Duration.ofSeconds(drainSeconds),
-                maxWaiting);
+                maxWaiting, new ClusterNode.ModelSizing(contextSize, kvCells, kvType));
     }
 
     @Override

@@ -7,6 +7,7 @@ import dev.tandem.Worker;
 import dev.tandem.llm.BatcherConfig;
 import dev.tandem.llm.LanguageModel;
 import dev.tandem.llm.ModelFingerprint;
+import dev.tandem.llm.model.KvType;
 import dev.tandem.server.BatcherEngine;
 import dev.tandem.server.ServerConfig;
 import dev.tandem.server.TandemServer;
@@ -55,6 +56,36 @@ public final class ClusterNode implements AutoCloseable {
     }
 
     /**
+     * How a node sizes its model, as {@code tandem serve} does: the context of every request and, on
+     * a worker, its KV cache.
+     *
+     * @param contextSize the context length, at most the model's (0: the model's); a gateway admits
+     *                    requests for its own model by it
+     * @param kvCells     a worker's KV cache positions, all sequences together (0: {@code maxBatch}
+     *                    full contexts, at most {@link BatcherConfig}'s byte cap)
+     * @param kvType      a worker's KV cache element type
+     */
+    public record ModelSizing(int contextSize, int kvCells, KvType kvType) {
+
+        /** The model's context, the batcher's default pool, an f16 cache. */
+        public static final ModelSizing DEFAULTS = new ModelSizing(0, 0, KvType.F16);
+
+        public ModelSizing {
+            if (contextSize < 0 || kvCells < 0) {
+                throw new IllegalArgumentException("context size and KV cells must be >= 0, were " + contextSize + " and "
+                        + kvCells);
+            }
+            Objects.requireNonNull(kvType, "kvType");
+        }
+
+        /** {@code batcher} with its pool of {@link #kvCells} positions, where they are given, in blocks of {@code model}'s. */
+        BatcherConfig pool(BatcherConfig batcher, LanguageModel model) {
+            return kvCells == 0 ? batcher
+                    : batcher.toBuilder().kvBlocks(Math.ceilDiv(kvCells, model.model().options().kvBlockSize())).build();
+        }
+    }
+
+    /**
      * How to start a node.
      *
      * @param role             worker, gateway or both
@@ -72,11 +103,22 @@ public final class ClusterNode implements AutoCloseable {
      * @param loadInterval     how often a worker reports its load
      * @param drain            how long a leaving node lets its streams finish
      * @param maxWaiting       gateway: requests that may wait for a worker while every worker is full
+     * @param sizing           the node's model's context and a worker's KV cache
      */
     public record Options(Role role, String clusterHost, int clusterPort, List<String> seeds, Path model,
             ServerConfig server, BatcherConfig batcher, int cores, Duration heartbeatInterval, Duration heartbeatPause,
-            Duration loadInterval, Duration drain, int maxWaiting) {
+            Duration loadInterval, Duration drain, int maxWaiting, ModelSizing sizing) {
+
+        /** With {@link ModelSizing#DEFAULTS}. */
+        public Options(Role role, String clusterHost, int clusterPort, List<String> seeds, Path model,
+                ServerConfig server, BatcherConfig batcher, int cores, Duration heartbeatInterval,
+                Duration heartbeatPause, Duration loadInterval, Duration drain, int maxWaiting) {
+            this(role, clusterHost, clusterPort, seeds, model, server, batcher, cores, heartbeatInterval, heartbeatPause,
+                    loadInterval, drain, maxWaiting, ModelSizing.DEFAULTS);
+        }
+
         public Options {
+            Objects.requireNonNull(sizing, "sizing");
             Objects.requireNonNull(role, "role");
             Objects.requireNonNull(clusterHost, "clusterHost");
             if (clusterPort < 0 || clusterPort > 65535) {
@@ -120,11 +162,13 @@ public final class ClusterNode implements AutoCloseable {
             LanguageModel model = null;
             if (options.role().worker()) {
                 device = Worker.create(CpuDeviceConfig.withCores(options.cores()));
-                model = LanguageModel.load(device, options.model());
-                engine = BatcherEngine.start(device, model, options.batcher());
+                ModelSizing sizing = options.sizing();
+                model = LanguageModel.load(device, options.model(), sizing.contextSize(), sizing.kvType());
+                engine = BatcherEngine.start(device, model, sizing.pool(options.batcher(), model));
             }
             if (options.role().gateway() && model == null) {
-                model = LanguageModel.loadText(options.model()); // its tokenizer and template; no weights
+                // its tokenizer, template and limits; no weights
+                model = LanguageModel.loadText(options.model(), options.sizing().contextSize());
             }
             // With its name, the model's identity: two files of one name are two models (WorkerDirectory).
             String fingerprint = ModelFingerprint.of(options.model());
@@ -197,6 +241,11 @@ public final class ClusterNode implements AutoCloseable {
     }
 
     /** The gateway's counters, or null on a worker. */
+    /** A worker's engine (its model and batcher), null on a gateway. */
+    BatcherEngine workerEngine() {
+        return engine;
+    }
+
     public ClusterStats stats() {
         return gatewayEngine == null ? null : gatewayEngine.clusterStats();
     }

@@ -2,6 +2,7 @@ package dev.tandem.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.tandem.llm.model.KvType;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import org.junit.jupiter.api.Test;
@@ -51,5 +52,31 @@ class ClusterMainTest {
                 .contains("must be positive");
         assertThat(run("--role", "worker", "--cluster-port", "25521", "--drain-seconds", "-1"))
                 .contains("--drain-seconds must be >= 0");
+    }
+
+    @Test
+    void aWorkersCacheOptionsAreCheckedAsServesAre() {
+        assertThat(run("--role", "worker", "--cluster-port", "25521", "--kv-type", "q8_0"))
+                .contains("expected one of f16, f32 but was 'q8_0'");
+        assertThat(run("--role", "worker", "--cluster-port", "25521", "--kv-cells", "-1"))
+                .contains("--ctx-size and --kv-cells must be >= 0, were 0 and -1");
+        assertThat(run("--role", "worker", "--cluster-port", "25521", "-c", "-5"))
+                .contains("--ctx-size and --kv-cells must be >= 0, were -5 and 0");
+        assertThat(run("--role", "worker", "--cluster-port", "25521", "-b", "8"))
+                .contains("--batch-size 8 and --max-batch 8: tokenBudget = 8 must exceed maxBatch = 8");
+    }
+
+    @Test
+    void theSizingOptionsReachTheNodesOptions() {
+        ClusterMain main = CommandLine.populateCommand(new ClusterMain(), "--role", "worker", "--cluster-port", "25521",
+                "--ctx-size", "256", "--kv-cells", "1000", "--kv-type", "F32", "--no-prefix-cache", "--batch-size", "48");
+        ClusterNode.Options options = main.options();
+        assertThat(options.sizing()).isEqualTo(new ClusterNode.ModelSizing(256, 1000, KvType.F32));
+        assertThat(options.batcher().prefixCache()).isFalse();
+        assertThat(options.batcher().tokenBudget()).isEqualTo(48);
+        ClusterNode.Options defaults = CommandLine.populateCommand(new ClusterMain(), "--role", "worker",
+                "--cluster-port", "25521").options();
+        assertThat(defaults.sizing()).isEqualTo(ClusterNode.ModelSizing.DEFAULTS);
+        assertThat(defaults.batcher().prefixCache()).isTrue();
     }
 }

@@ -3,6 +3,9 @@ package dev.tandem.llm.model;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.util.Arrays;
+import java.util.Locale;
+import java.util.stream.Collectors;
 
 /**
  * The element type of the paged KV cache: how a key or value row computed in f32 is kept.
@@ -33,6 +36,26 @@ public enum KvType {
     /** Bytes of one element. */
     public int bytes() {
         return bytes;
+    }
+
+    /** The type's name as llama.cpp's {@code -ctk} spells it, in lower case: {@code f16}, {@code f32}. */
+    public String label() {
+        return name().toLowerCase(Locale.ROOT);
+    }
+
+    /**
+     * The type named {@code value}, in either case ({@code f16}, {@code F32}).
+     *
+     * @throws IllegalArgumentException for any other value, naming the allowed ones
+     */
+    public static KvType parse(String value) {
+        for (KvType type : values()) {
+            if (type.name().equalsIgnoreCase(value)) {
+                return type;
+            }
+        }
+        throw new IllegalArgumentException("expected one of "
+                + Arrays.stream(values()).map(KvType::label).collect(Collectors.joining(", ")) + " but was '" + value + "'");
     }
 
     /**

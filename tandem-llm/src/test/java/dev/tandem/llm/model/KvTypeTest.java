@@ -1,6 +1,7 @@
 package dev.tandem.llm.model;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -80,5 +81,15 @@ class KvTypeTest {
     void bytesPerElement() {
         assertThat(KvType.F16.bytes()).isEqualTo(2);
         assertThat(KvType.F32.bytes()).isEqualTo(4);
+    }
+
+    @Test
+    void parsesEitherCaseAndNamesTheAllowedValuesOtherwise() {
+        assertThat(KvType.parse("f16")).isEqualTo(KvType.F16);
+        assertThat(KvType.parse("F32")).isEqualTo(KvType.F32);
+        assertThat(KvType.F16.label()).isEqualTo("f16");
+        assertThatThrownBy(() -> KvType.parse("q8_0")).isInstanceOf(IllegalArgumentException.class)
+                .hasMessage("expected one of f16, f32 but was 'q8_0'");
+        assertThatThrownBy(() -> KvType.parse(null)).hasMessage("expected one of f16, f32 but was 'null'");
     }
 }
