@@ -65,6 +65,12 @@ public final class ServeCommand implements Runnable {
             description = "Requests that may wait for a slot; beyond them the answer is 429 (default: ${DEFAULT-VALUE}).")
     int maxQueued;
 
+    @Option(names = {"-b", "--batch-size"}, paramLabel = "ROWS", defaultValue = "256",
+            description = "Rows of one step at most, as llama-server's -b counts them: one per decoding request, the"
+                    + " rest for the prompts of joining ones; more than --max-batch. Smaller steps hold decoding"
+                    + " streams back less while prompts join, and give first tokens later (default: ${DEFAULT-VALUE}).")
+    int batchSize;
+
     @Option(names = "--api-key", paramLabel = "KEY",
             description = "Require Authorization: Bearer KEY on /v1 calls (default: $TANDEM_API_KEY, else none).")
     String apiKey;
@@ -120,6 +126,32 @@ public final class ServeCommand implements Runnable {
             description = "Run each request as its own program instead of sharing steps in one continuous batch.")
     boolean noBatching;
 
+    /**
+     * The batcher's configuration from the options, its pool aside (which needs the model's block
+     * size); a usage error where the options contradict each other or a batcher-only option comes
+     * with {@code --no-batching}.
+     */
+    BatcherConfig.Builder batcher() {
+        CommandLine.ParseResult parsed = spec.commandLine().getParseResult();
+        if (noBatching) {
+            for (String batcherOnly : new String[] {"--batch-size", "--kv-cells", "--no-prefix-cache"}) {
+                if (parsed != null && parsed.hasMatchedOption(batcherOnly)) {
+                    throw new CommandLine.ParameterException(spec.commandLine(), batcherOnly
+                            + " sizes the continuous batcher, which --no-batching turns off");
+                }
+            }
+        }
+        BatcherConfig.Builder batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
+                .tokenBudget(batchSize).prefixCache(!noPrefixCache);
+        try {
+            batcher.build();
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--batch-size " + batchSize + " and --max-batch "
+                    + maxBatch + ": " + e.getMessage());
+        }
+        return batcher;
+    }
+
     @Override
     public void run() {
         HELIDON.setLevel(Level.WARNING);
@@ -141,6 +173,7 @@ public final class ServeCommand implements Runnable {
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }
+        BatcherConfig.Builder batcher = batcher();
         int coreCount = cores == 0 ? Runtime.getRuntime().availableProcessors() : cores;
         PrintStream out = System.out;
         CompletableFuture<Void> prepared = TandemServer.prepareAsync(); // beside the model's load
@@ -149,9 +182,8 @@ public final class ServeCommand implements Runnable {
             LanguageModel lm = LanguageModel.load(worker, EmbeddedModel.resolve(model), contextSize, kvType);
             Engine engine = noBatching
                     ? SessionEngine.builder(worker, lm).maxActive(maxBatch).maxQueued(maxQueued).build()
-                    : BatcherEngine.start(worker, lm, BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued)
-                            .prefixCache(!noPrefixCache)
-                            .kvBlocks(Math.ceilDiv(kvCells, lm.model().options().kvBlockSize())).build());
+                    : BatcherEngine.start(worker, lm,
+                            batcher.kvBlocks(Math.ceilDiv(kvCells, lm.model().options().kvBlockSize())).build());
             prepared.join(); // what it has not done yet, start would do anyway
             TandemServer server = TandemServer.start(engine, config);
             Runnable shutdown = () -> {

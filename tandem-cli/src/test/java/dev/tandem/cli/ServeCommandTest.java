@@ -67,4 +67,34 @@ class ServeCommandTest {
         assertThat(result.exitCode()).isEqualTo(2);
         assertThat(result.err()).contains("CORS origin");
     }
+
+    @Test
+    void theBatchSizeIsTheStepsRowsAndMustExceedTheBatch() {
+        ServeCommand command = new ServeCommand();
+        new picocli.CommandLine(command).parseArgs("-b", "64", "--max-batch", "8", "--no-prefix-cache");
+        dev.tandem.llm.BatcherConfig config = command.batcher().build();
+        assertThat(config.tokenBudget()).isEqualTo(64);
+        assertThat(config.maxBatch()).isEqualTo(8);
+        assertThat(config.prefixCache()).isFalse();
+        CliRun.Run result = CliRun.execute("serve", "--port", "0", "--batch-size", "16", "--max-batch", "16");
+        assertThat(result.exitCode()).isEqualTo(2);
+        assertThat(result.err()).contains("--batch-size 16 and --max-batch 16: tokenBudget = 16 must exceed maxBatch = 16");
+    }
+
+    /** An option that sizes the batcher is refused with --no-batching, not ignored. */
+    @Test
+    void batcherOptionsWithoutTheBatcherAreUsageErrors() {
+        for (String[] option : new String[][] {{"--batch-size", "64"}, {"--kv-cells", "4096"}, {"--no-prefix-cache"}}) {
+            String[] args = new String[3 + option.length];
+            args[0] = "serve";
+            args[1] = "--port";
+            args[2] = "0";
+            System.arraycopy(option, 0, args, 3, option.length);
+            String[] withFlag = java.util.Arrays.copyOf(args, args.length + 1);
+            withFlag[args.length] = "--no-batching";
+            CliRun.Run result = CliRun.execute(withFlag);
+            assertThat(result.exitCode()).as(String.join(" ", withFlag)).isEqualTo(2);
+            assertThat(result.err()).contains(option[0] + " sizes the continuous batcher, which --no-batching turns off");
+        }
+    }
 }
