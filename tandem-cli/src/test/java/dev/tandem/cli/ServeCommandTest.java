@@ -71,20 +71,31 @@ class ServeCommandTest {
     @Test
     void theBatchSizeIsTheStepsRowsAndMustExceedTheBatch() {
         ServeCommand command = new ServeCommand();
-        new picocli.CommandLine(command).parseArgs("-b", "64", "--max-batch", "8", "--no-prefix-cache");
+        new picocli.CommandLine(command).parseArgs("-b", "64", "--max-batch", "8", "--no-prefix-cache",
+                "--prompt-rows", "32");
         dev.tandem.llm.BatcherConfig config = command.batcher().build();
         assertThat(config.tokenBudget()).isEqualTo(64);
+        assertThat(config.promptRows()).isEqualTo(32);
+        ServeCommand defaults = new ServeCommand();
+        new picocli.CommandLine(defaults).parseArgs();
+        assertThat(defaults.batcher().build().promptRows()).isEqualTo(64);
+        assertThat(defaults.batcher().build().tokenBudget()).isEqualTo(256);
         assertThat(config.maxBatch()).isEqualTo(8);
         assertThat(config.prefixCache()).isFalse();
         CliRun.Run result = CliRun.execute("serve", "--port", "0", "--batch-size", "16", "--max-batch", "16");
         assertThat(result.exitCode()).isEqualTo(2);
-        assertThat(result.err()).contains("--batch-size 16 and --max-batch 16: tokenBudget = 16 must exceed maxBatch = 16");
+        assertThat(result.err()).contains("--batch-size 16, --max-batch 16 and --prompt-rows 64: tokenBudget = 16 must"
+                + " exceed maxBatch = 16");
+        result = CliRun.execute("serve", "--port", "0", "--prompt-rows", "-1");
+        assertThat(result.exitCode()).isEqualTo(2);
+        assertThat(result.err()).contains("promptRows = -1 must be >= 0");
     }
 
     /** An option that sizes the batcher is refused with --no-batching, not ignored. */
     @Test
     void batcherOptionsWithoutTheBatcherAreUsageErrors() {
-        for (String[] option : new String[][] {{"--batch-size", "64"}, {"--kv-cells", "4096"}, {"--no-prefix-cache"}}) {
+        for (String[] option : new String[][] {{"--batch-size", "64"}, {"--prompt-rows", "32"}, {"--kv-cells", "4096"},
+                {"--no-prefix-cache"}}) {
             String[] args = new String[3 + option.length];
             args[0] = "serve";
             args[1] = "--port";

@@ -69,6 +69,11 @@ public final class ClusterMain implements Callable<Integer> {
                     + " request, the rest for prompts; more than --max-batch (default: ${DEFAULT-VALUE}).")
     int batchSize;
 
+    @Option(names = "--prompt-rows", paramLabel = "ROWS", defaultValue = "64",
+            description = "Worker: prompt rows of a step in which requests decode, at most, as tandem serve's; 0: all"
+                    + " that --batch-size leaves them (default: ${DEFAULT-VALUE}).")
+    int promptRows;
+
     @Option(names = "--cores", defaultValue = "0", description = "Worker: device cores (default: available processors).")
     int cores;
 
@@ -150,10 +155,10 @@ public final class ClusterMain implements Callable<Integer> {
         BatcherConfig batcher;
         try {
             batcher = BatcherConfig.builder().maxBatch(maxBatch).maxQueued(maxQueued).tokenBudget(batchSize)
-                    .prefixCache(!noPrefixCache).build();
+                    .promptRows(promptRows).prefixCache(!noPrefixCache).build();
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("--batch-size " + batchSize + " and --max-batch " + maxBatch + ": "
-                    + e.getMessage(), e);
+            throw new IllegalArgumentException("--batch-size " + batchSize + ", --max-batch " + maxBatch
+                    + " and --prompt-rows " + promptRows + ": " + e.getMessage(), e);
         }
         return new ClusterNode.Options(role, clusterHost, clusterPort, join, EmbeddedModel.resolve(model), server, batcher,
                 cores == 0 ? Runtime.getRuntime().availableProcessors() : cores, Duration.ofMillis(heartbeatIntervalMs),

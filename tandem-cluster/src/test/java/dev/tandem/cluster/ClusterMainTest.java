@@ -63,20 +63,23 @@ class ClusterMainTest {
         assertThat(run("--role", "worker", "--cluster-port", "25521", "-c", "-5"))
                 .contains("--ctx-size and --kv-cells must be >= 0, were -5 and 0");
         assertThat(run("--role", "worker", "--cluster-port", "25521", "-b", "8"))
-                .contains("--batch-size 8 and --max-batch 8: tokenBudget = 8 must exceed maxBatch = 8");
+                .contains("--batch-size 8, --max-batch 8 and --prompt-rows 64: tokenBudget = 8 must exceed maxBatch = 8");
     }
 
     @Test
     void theSizingOptionsReachTheNodesOptions() {
         ClusterMain main = CommandLine.populateCommand(new ClusterMain(), "--role", "worker", "--cluster-port", "25521",
-                "--ctx-size", "256", "--kv-cells", "1000", "--kv-type", "F32", "--no-prefix-cache", "--batch-size", "48");
+                "--ctx-size", "256", "--kv-cells", "1000", "--kv-type", "F32", "--no-prefix-cache", "--batch-size", "48",
+                "--prompt-rows", "24");
         ClusterNode.Options options = main.options();
         assertThat(options.sizing()).isEqualTo(new ClusterNode.ModelSizing(256, 1000, KvType.F32));
         assertThat(options.batcher().prefixCache()).isFalse();
         assertThat(options.batcher().tokenBudget()).isEqualTo(48);
+        assertThat(options.batcher().promptRows()).isEqualTo(24);
         ClusterNode.Options defaults = CommandLine.populateCommand(new ClusterMain(), "--role", "worker",
                 "--cluster-port", "25521").options();
         assertThat(defaults.sizing()).isEqualTo(ClusterNode.ModelSizing.DEFAULTS);
         assertThat(defaults.batcher().prefixCache()).isTrue();
+        assertThat(defaults.batcher().promptRows()).isEqualTo(64);
     }
 }

@@ -139,7 +139,8 @@ public final class Batcher implements AutoCloseable {
         long perBlock = 2L * c.layers() * pass.kvBlockBytes();
         this.poolBlocks = config.kvBlocks() > 0 ? config.kvBlocks()
                 : (int) Math.max(1, Math.min((long) config.maxBatch() * perContext, config.kvBytes() / perBlock));
-        this.scheduler = new Scheduler<>(config.maxBatch(), config.tokenBudget(), config.streamBuffer(),
+        this.scheduler = new Scheduler<>(config.maxBatch(), config.tokenBudget(), config.promptRows(),
+                config.streamBuffer(),
                 config.prefill() == BatcherConfig.PrefillOrder.SHORTEST_FIRST,
                 new KvBlockPool(poolBlocks, blockSize, config.prefixCache()));
         Program<Batcher> body = (o, self) -> run(o);

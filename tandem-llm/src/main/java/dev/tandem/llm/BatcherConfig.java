@@ -19,9 +19,13 @@ import dev.tandem.llm.model.Checks;
  * @param prefixCache  whether full KV blocks stay cached by content after their member leaves, so
  *                     that a prompt beginning with the same tokens takes them instead of computing
  *                     them again (evicted least recently used when the pool needs room)
+ * @param promptRows   prompt rows of a step in which members decode, at most (0: no bound but
+ *                     {@code tokenBudget}'s): joining prompts then take several shorter steps, and
+ *                     the members decoding beside them wait less at each; a step with no member
+ *                     decoding takes the whole budget
  */
 public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kvBlocks, long kvBytes,
-        int streamBuffer, int runAhead, PrefillOrder prefill, boolean prefixCache) {
+        int streamBuffer, int runAhead, PrefillOrder prefill, boolean prefixCache, int promptRows) {
 
     /** The order in which the prompts of joining members share a step's budget. */
     public enum PrefillOrder {
@@ -49,6 +53,15 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
         if (prefill == null) {
             throw new IllegalArgumentException("prefill must not be null");
         }
+        if (promptRows < 0) {
+            throw new IllegalArgumentException("promptRows = " + promptRows + " must be >= 0 (0: no bound)");
+        }
+    }
+
+    /** As before prompt rows were bounded: no bound but the step's. */
+    public BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kvBlocks, long kvBytes, int streamBuffer,
+            int runAhead, PrefillOrder prefill, boolean prefixCache) {
+        this(maxBatch, maxQueued, tokenBudget, kvBlocks, kvBytes, streamBuffer, runAhead, prefill, prefixCache, 0);
     }
 
     /**
@@ -66,7 +79,7 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
     public Builder toBuilder() {
         return new Builder().maxBatch(maxBatch).maxQueued(maxQueued).tokenBudget(tokenBudget).kvBlocks(kvBlocks)
                 .kvBytes(kvBytes).streamBuffer(streamBuffer).runAhead(runAhead).prefill(prefill)
-                .prefixCache(prefixCache);
+                .prefixCache(prefixCache).promptRows(promptRows);
     }
 
     /** Builds a {@link BatcherConfig}; unset values keep their defaults. */
@@ -80,6 +93,7 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
         private int runAhead = 2;
         private PrefillOrder prefill = PrefillOrder.SHORTEST_FIRST;
         private boolean prefixCache = true;
+        private int promptRows;
 
         private Builder() {}
 
@@ -128,10 +142,15 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
             return this;
         }
 
+        public Builder promptRows(int value) {
+            this.promptRows = value;
+            return this;
+        }
+
         /** @throws IllegalArgumentException naming the first bad value */
         public BatcherConfig build() {
             return new BatcherConfig(maxBatch, maxQueued, tokenBudget, kvBlocks, kvBytes, streamBuffer, runAhead,
-                    prefill, prefixCache);
+                    prefill, prefixCache, promptRows);
         }
     }
 }

@@ -36,6 +36,7 @@ import java.util.List;
 public final class Scheduler<S extends Sequence> {
     private final int maxBatch;
     private final int tokenBudget;
+    private final int promptRows;
     private final int streamBuffer;
     private final boolean shortestFirst;
     private final KvBlockPool pool;
@@ -56,16 +57,21 @@ public final class Scheduler<S extends Sequence> {
     /**
      * @param maxBatch      sequences in the batch at most
      * @param tokenBudget   rows of a step at most; more than {@code maxBatch}
+     * @param promptRows    prompt rows of a step in which sequences decode, at most (0: no bound
+     *                      but the step's)
      * @param streamBuffer  unread tokens at which a sequence sits out steps
      * @param shortestFirst prompt chunks by shortest remaining prompt (else arrival order)
      */
-    public Scheduler(int maxBatch, int tokenBudget, int streamBuffer, boolean shortestFirst, KvBlockPool pool) {
-        if (maxBatch < 1 || tokenBudget <= maxBatch || streamBuffer < 1) {
+    public Scheduler(int maxBatch, int tokenBudget, int promptRows, int streamBuffer, boolean shortestFirst,
+            KvBlockPool pool) {
+        if (maxBatch < 1 || tokenBudget <= maxBatch || promptRows < 0 || streamBuffer < 1) {
             throw new IllegalArgumentException("maxBatch = " + maxBatch + ", tokenBudget = " + tokenBudget
-                    + ", streamBuffer = " + streamBuffer + ": need 1 <= maxBatch < tokenBudget and streamBuffer >= 1");
+                    + ", promptRows = " + promptRows + ", streamBuffer = " + streamBuffer
+                    + ": need 1 <= maxBatch < tokenBudget, promptRows >= 0 and streamBuffer >= 1");
         }
         this.maxBatch = maxBatch;
         this.tokenBudget = tokenBudget;
+        this.promptRows = promptRows;
         this.streamBuffer = streamBuffer;
         this.shortestFirst = shortestFirst;
         this.pool = pool;
@@ -221,6 +227,9 @@ public final class Scheduler<S extends Sequence> {
             prefilling.sort(Comparator.comparingInt(s -> s.prompt.length - s.prefilled));
         }
         int budget = tokenBudget - decoding.size();
+        if (promptRows > 0 && !decoding.isEmpty()) {
+            budget = Math.min(budget, promptRows);
+        }
         int chunks = 0;
         int[] from = new int[prefilling.size()];
         int[] to = new int[prefilling.size()];

@@ -43,7 +43,7 @@ class SchedulerTest {
     }
 
     private static Scheduler<Seq> scheduler(int maxBatch, int budget, int blocks) {
-        return new Scheduler<>(maxBatch, budget, 4, true, new KvBlockPool(blocks, BLOCK, true));
+        return new Scheduler<>(maxBatch, budget, 0, 4, true, new KvBlockPool(blocks, BLOCK, true));
     }
 
     @Test
@@ -72,6 +72,37 @@ class SchedulerTest {
         assertThat(second.sequence(1)).isSameAs(shorter);
         assertThat(second.position[5]).isEqualTo(3); // the shorter one's next position
         assertThat(s.mixedSteps()).isEqualTo(1);
+    }
+
+    /**
+     * promptRows bounds the prompt rows of a step in which sequences decode; a step with none
+     * decoding takes the whole budget, so a lone prompt is not slowed.
+     */
+    @Test
+    void promptRowsBoundThePromptsOfAStepWithDecodersOnly() {
+        Scheduler<Seq> s = new Scheduler<>(4, 16, 3, 4, true, new KvBlockPool(64, BLOCK, true));
+        Seq first = new Seq(tokens(2, 100), 8);
+        s.enqueue(first);
+        s.admit();
+        StepPlan alone = s.plan();
+        assertThat(alone.prefillRows()).isEqualTo(2); // its whole prompt, nobody decoding
+        Seq joining = new Seq(tokens(12, 200), 4);
+        s.enqueue(joining);
+        s.admit();
+        StepPlan mixed = s.plan();
+        assertThat(mixed.decodeRows()).isEqualTo(1);
+        assertThat(mixed.prefillRows()).as("bounded while one decodes").isEqualTo(3);
+        StepPlan next = s.plan();
+        assertThat(next.prefillRows()).isEqualTo(3);
+        assertThat(next.position[3]).as("the decoder's next position").isEqualTo(3);
+
+        Scheduler<Seq> lone = new Scheduler<>(4, 16, 3, 4, true, new KvBlockPool(64, BLOCK, true));
+        Seq big = new Seq(tokens(12, 300), 4);
+        lone.enqueue(big);
+        lone.admit();
+        assertThat(lone.plan().prefillRows()).as("no decoder: the whole budget").isEqualTo(12);
+        assertThatThrownBy(() -> new Scheduler<Seq>(4, 16, -1, 4, true, new KvBlockPool(64, BLOCK, true)))
+                .hasMessageContaining("promptRows = -1");
     }
 
     @Test
@@ -285,7 +316,7 @@ class SchedulerTest {
     @Test
     void itsShapeIsCheckedAndASequenceThatFillsThePoolExactlyIsQueued() {
         assertThatThrownBy(() -> scheduler(4, 4, 8)).isInstanceOf(IllegalArgumentException.class);
-        assertThatThrownBy(() -> new Scheduler<Seq>(1, 4, 0, true, new KvBlockPool(4, BLOCK, true)))
+        assertThatThrownBy(() -> new Scheduler<Seq>(1, 4, 0, 0, true, new KvBlockPool(4, BLOCK, true)))
                 .isInstanceOf(IllegalArgumentException.class);
         Scheduler<Seq> s = scheduler(1, 4, 2);
         Seq whole = new Seq(tokens(5, 0), 4); // 8 positions: exactly 2 blocks
