@@ -65,7 +65,8 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
     }
 
     /**
-     * 8 members, 64 queued, 256 rows a step, a pool of up to 1 GiB, 16 unread tokens, run-ahead 2,
+     * 8 members, 64 queued, 256 rows a step with no bound on its prompt rows (a server bounds them:
+     * {@code tandem serve --prompt-rows}, 64), a pool of up to 1 GiB, 16 unread tokens, run-ahead 2,
      * shortest prompt first, prefix caching on.
      */
     public static BatcherConfig defaults() {
