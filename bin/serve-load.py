@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Closed-loop streaming clients against an OpenAI-compatible /v1/completions endpoint.
+"""Closed-loop or open-loop streaming clients against an OpenAI-compatible /v1/completions endpoint.
 
 An independent client for `tandem bench serve`'s cross-check (no code shared with the bench's
 own Java client): each of N threads sends a streamed completion on a fresh connection, reads its
@@ -7,6 +7,12 @@ server-sent events to [DONE], and sends the next, until the time is up. Standard
 
   bin/serve-load.py --url http://127.0.0.1:8080 --clients 8 --seconds 10 --tokens 64 \
       [--workload unique|shared-prefix|multi-turn] [--model NAME]
+
+With --rate R (requests per second) instead of --clients, requests arrive open-loop: at the
+times of a Poisson process of rate R (seeded by --seed) for --seconds, each on a thread of its
+own whatever is still running, and every one is read to its end. Closed-loop clients fall into
+step with a server that runs all waiting prompts together and then all decodes, which hides its
+stalls from the gaps between tokens; arrivals that do not wait for answers cannot.
 
 Prints one JSON object: tokens_per_s (completion tokens over the wall time from the first send to
 the last end), ttft_p50_ms/p99 (send to first content chunk), itl_p50_ms/p99, completions, errors.
@@ -120,6 +126,63 @@ def percentile(values, p):
     return values[index]
 
 
+def report(args, results, errors, first_error, seconds, **extra):
+    ttft = [r[1] for rs in results for r in rs]
+    itl = [g for rs in results for r in rs for g in r[2]]
+    tokens = sum(r[0] for rs in results for r in rs)
+    out = {"client": "bin/serve-load.py", "workload": args.workload}
+    out.update(extra)
+    out.update({"completions": len(ttft), "tokens": tokens, "seconds": seconds,
+                "tokens_per_s": tokens / seconds if seconds > 0 else float("nan"),
+                "ttft_p50_ms": percentile(ttft, 50), "ttft_p99_ms": percentile(ttft, 99),
+                "itl_p50_ms": percentile(itl, 50), "itl_p99_ms": percentile(itl, 99),
+                "errors": sum(errors), "first_error": first_error[0] if first_error else None})
+    print(json.dumps(out))
+
+
+def open_loop(args):
+    """Poisson arrivals at args.rate for args.seconds; every request read to its end."""
+    url = urllib.parse.urlparse(args.url)
+    arrivals = random.Random(args.seed)
+    run = random.SystemRandom().randrange(1 << 30)
+    results = []
+    errors = []
+    first_error = []
+    ends = []
+    lock = threading.Lock()
+
+    def request(i, at):
+        delay = at - time.perf_counter()
+        if delay > 0:
+            time.sleep(delay)
+        try:
+            tokens, ttft, gaps, _ = complete(url, args.model, Prompts(args.workload, i, run).next(), args.tokens)
+            with lock:
+                results.append([(tokens, ttft, gaps)])
+        except Exception as e:  # counted and reported, as the closed loop does
+            with lock:
+                errors.append(1)
+                if not first_error:
+                    first_error.append(repr(e))
+        with lock:
+            ends.append(time.perf_counter())
+
+    start = time.perf_counter()
+    threads = []
+    at = start
+    while True:
+        at += arrivals.expovariate(args.rate)
+        if at - start >= args.seconds:
+            break
+        t = threading.Thread(target=request, args=(len(threads), at))
+        threads.append(t)
+        t.start()
+    for t in threads:
+        t.join()
+    seconds = (max(ends) if ends else time.perf_counter()) - start
+    report(args, results, errors, first_error, seconds, rate=args.rate, requests=len(threads))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--url", required=True)
@@ -128,7 +191,14 @@ def main():
     parser.add_argument("--tokens", type=int, default=64)
     parser.add_argument("--workload", default="unique", choices=["unique", "shared-prefix", "multi-turn"])
     parser.add_argument("--model", default="model")
+    parser.add_argument("--rate", type=float, default=0,
+                        help="open loop: requests per second, Poisson arrivals (instead of --clients)")
+    parser.add_argument("--seed", type=int, default=1, help="open loop: the arrivals' seed")
     args = parser.parse_args()
+    if args.rate < 0 or args.seconds <= 0 or args.clients < 1 or args.tokens < 1:
+        parser.error("--rate must be >= 0, --seconds > 0, --clients and --tokens >= 1")
+    if args.rate > 0:
+        return open_loop(args)
     url = urllib.parse.urlparse(args.url)
     results = [[] for _ in range(args.clients)]
     errors = [0] * args.clients
@@ -161,15 +231,7 @@ def main():
     for t in threads:
         t.join()
     seconds = max(last_end) - start
-    ttft = [r[1] for rs in results for r in rs]
-    itl = [g for rs in results for r in rs for g in r[2]]
-    tokens = sum(r[0] for rs in results for r in rs)
-    print(json.dumps({"client": "bin/serve-load.py", "workload": args.workload, "clients": args.clients,
-                      "completions": len(ttft), "tokens": tokens, "seconds": seconds,
-                      "tokens_per_s": tokens / seconds if seconds > 0 else float("nan"),
-                      "ttft_p50_ms": percentile(ttft, 50), "ttft_p99_ms": percentile(ttft, 99),
-                      "itl_p50_ms": percentile(itl, 50), "itl_p99_ms": percentile(itl, 99),
-                      "errors": sum(errors), "first_error": first_error[0] if first_error else None}))
+    report(args, results, errors, first_error, seconds, clients=args.clients)
 
 
 if __name__ == "__main__":
