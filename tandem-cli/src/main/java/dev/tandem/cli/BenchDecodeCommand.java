@@ -102,7 +102,8 @@ final class BenchDecodeCommand implements Runnable {
                             + " %5.1f%s%n",
                     r.model(), r.type(), r.tandemBest(), r.tandemRa1(), r.tandemRa2(), r.tandemBatch8(),
                     r.tandemFourRequests(), r.llamaCpp(), r.ratio(), r.tandemBytes() * r.tandemBest() / 1e9,
-                    kilobytes(r.heapBytesPerToken()), 100 * r.deviceBusy(), r.hostMicrosPerStep(), r.tandemPrompt(), r.llamaCppPrompt(), r.promptRatio(),
+                    kilobytes(r.heapBytesPerToken()), 100 * r.deviceBusy(), r.hostMicrosPerStep(), r.tandemPrompt(),
+                    r.llamaCppPrompt(), r.promptRatio(),
                     r.warmUp().seconds(), r.warmUp().quiet() ? "" : "!", r.loadAverage(), r.busy(coreCount) ? "!" : "");
             if (r.llamaCppMissing() != null && withPeer) {
                 out.println("  llama.cpp: " + r.llamaCppMissing());
