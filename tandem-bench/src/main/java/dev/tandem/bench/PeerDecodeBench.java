@@ -42,8 +42,8 @@ public final class PeerDecodeBench {
     /** One file's figures. */
     public record Row(String model, String type, long tandemBytes, long fileBytes, double tandemRa1, double tandemRa2,
             double tandemBatch8, double tandemBatch8Request, double tandemFourRequests, double heapBytesPerToken,
-            double deviceBusy, double hostMicrosPerStep, double llamaCpp, String llamaCppMissing, double tandemPrompt, double llamaCppPrompt, WarmUp.Result warmUp,
-            double loadAverage) {
+            double deviceBusy, double hostMicrosPerStep, double llamaCpp, String llamaCppMissing, double tandemPrompt,
+            double llamaCppPrompt, WarmUp.Result warmUp, double loadAverage) {
 
         /**
          * Whether the machine was busy with other work while this row ran: a 1-minute load average
@@ -198,7 +198,8 @@ public final class PeerDecodeBench {
         }
         return new Row(label, type, tandemBytes, fileBytes, Stats.median(tandem[0]), Stats.median(tandem[1]),
                 Stats.median(tandem[2]), Stats.median(tandem[5]), Stats.median(tandem[3]), Stats.median(heap),
-                Stats.median(busy), Stats.median(host), Stats.median(llama), missing, Stats.median(tandem[4]), Stats.median(llamaPrompt), warmUp, load);
+                Stats.median(busy), Stats.median(host), Stats.median(llama), missing, Stats.median(tandem[4]),
+                Stats.median(llamaPrompt), warmUp, load);
     }
 
     /** The larger of a running maximum and a load average; a negative average means the OS gives none. */

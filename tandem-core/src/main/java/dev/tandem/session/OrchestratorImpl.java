@@ -332,10 +332,7 @@ final class OrchestratorImpl implements Orchestrator {
             publishAt = publishBatch;
             request.stepCreated();
             openStep = step;
-            stepBuildStart = System.nanoTime();
-            if (trace != null) {
-                trace.spanStart(TraceEvent.Kind.STEP_BUILD);
-            }
+            stepBuildStart = trace != null ? trace.spanStart(TraceEvent.Kind.STEP_BUILD) : System.nanoTime();
         }
         return step;
     }

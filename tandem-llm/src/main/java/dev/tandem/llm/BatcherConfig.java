@@ -58,11 +58,6 @@ public record BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kv
         }
     }
 
-    /** As before prompt rows were bounded: no bound but the step's. */
-    public BatcherConfig(int maxBatch, int maxQueued, int tokenBudget, int kvBlocks, long kvBytes, int streamBuffer,
-            int runAhead, PrefillOrder prefill, boolean prefixCache) {
-        this(maxBatch, maxQueued, tokenBudget, kvBlocks, kvBytes, streamBuffer, runAhead, prefill, prefixCache, 0);
-    }
 
     /**
      * 8 members, 64 queued, 256 rows a step with no bound on its prompt rows (a server bounds them:
